@@ -1,0 +1,34 @@
+"""xferbench: benchmarks for PyTorch host-device transfer practices.
+
+``import xferbench`` stays cheap: torch loads only inside the functions that need it, so
+asv's per-benchmark processes and ``xferbench --help`` start fast and never touch CUDA.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._errors import XferbenchError
+
+__version__ = "0.1.0"
+__all__ = ["Measurement", "XferbenchError", "measure", "resolve_device", "__version__"]
+
+if TYPE_CHECKING:
+    from .devices import resolve_device
+    from .measurement import Measurement
+    from .timing import measure
+
+_LAZY = {
+    "measure": ("timing", "measure"),
+    "Measurement": ("measurement", "Measurement"),
+    "resolve_device": ("devices", "resolve_device"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module 'xferbench' has no attribute {name!r}")

@@ -1,0 +1,335 @@
+"""The device layer: which device to use, what it can do, and every accelerator call.
+
+Everything that touches ``torch.cuda`` / ``torch.accelerator`` lives here, so the rest of
+the package stays device-agnostic. torch is imported inside the functions, never at module
+import, and nothing here initialises an accelerator until a function that needs one runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._errors import XferbenchError
+
+if TYPE_CHECKING:
+    import torch
+
+ACCELERATOR_TYPES = ("cuda", "xpu", "mps")
+
+
+class DoesNotFit(XferbenchError):
+    """A workload's buffers would not fit in free memory; benchmarks skip it, not fail."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """A resolved device: ``type`` is "cpu", "cuda" (also ROCm), "xpu" or "mps"."""
+
+    type: str
+    index: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    @property
+    def is_accelerator(self) -> bool:
+        return self.type != "cpu"
+
+    def torch(self) -> torch.device:
+        import torch
+
+        return torch.device(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a device supports for the practices measured here, each with its reason if not."""
+
+    device: str
+    pinned_memory: bool
+    timing_events: bool
+    side_streams: bool
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "pinned_memory": self.pinned_memory,
+            "timing_events": self.timing_events,
+            "side_streams": self.side_streams,
+            "reason": self.reason,
+        }
+
+
+def _accelerator_type() -> str | None:
+    """The accelerator this PyTorch reports, or None; uses torch.accelerator where present."""
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "is_available"):
+        if not acc.is_available():
+            return None
+        current = acc.current_accelerator()
+        return None if current is None else current.type
+    # torch < 2.6: probe the backends one by one.
+    if torch.cuda.is_available():
+        return "cuda"
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        return "xpu"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return None
+
+
+def _module(device_type: str) -> Any:
+    """``torch.cuda`` / ``torch.xpu`` / ``torch.mps``: the per-backend fallback module."""
+    import torch
+
+    return getattr(torch, device_type)
+
+
+def device_count(device_type: str) -> int:
+    if device_type == "cpu":
+        return 1
+    if device_type == "mps":
+        return 1 if _accelerator_type() == "mps" else 0
+    mod = _module(device_type)
+    try:
+        return int(mod.device_count()) if mod.is_available() else 0
+    except Exception:  # a backend compiled out raises instead of returning 0
+        return 0
+
+
+def _describe_present() -> str:
+    acc = _accelerator_type()
+    if acc is None:
+        import torch
+
+        build = "a CPU build" if not torch.version.cuda and not torch.version.hip else "a GPU build"
+        return f"no accelerator: this PyTorch ({torch.__version__}) is {build} or sees no device"
+    n = device_count(acc)
+    names = ", ".join(f"{acc}:{i}" for i in range(n)) if acc != "mps" else "mps"
+    return f"this machine has {names} only"
+
+
+def resolve_device(spec: str | Device = "auto") -> Device:
+    """Turn "auto", "cpu", "cuda", "cuda:1", "xpu", "mps" into a Device that exists here.
+
+    "auto" picks the accelerator PyTorch reports (CUDA, ROCm, XPU, MPS), else the CPU.
+    Raises XferbenchError with one sentence naming what exists when the device is absent.
+    """
+    if isinstance(spec, Device):
+        return spec
+    text = str(spec).strip().lower()
+    if not text:
+        raise XferbenchError("device '' is empty: use auto, cpu, cuda, cuda:N, xpu or mps")
+    if text == "auto":
+        acc = _accelerator_type()
+        if acc is None:
+            return Device("cpu")
+        return Device(acc, None if acc == "mps" else _current_index(acc))
+    kind, _, index_text = text.partition(":")
+    if kind == "rocm" or kind == "hip":
+        kind = "cuda"  # ROCm builds of PyTorch expose HIP devices as "cuda"
+    if kind not in ("cpu", *ACCELERATOR_TYPES):
+        raise XferbenchError(
+            f"device '{spec}' is not a device type: use auto, cpu, cuda, cuda:N, xpu or mps"
+        )
+    index: int | None = None
+    if index_text:
+        if not index_text.isdigit():
+            raise XferbenchError(f"device '{spec}' has a bad index: write it as {kind}:0")
+        index = int(index_text)
+    if kind == "cpu":
+        if index not in (None, 0):
+            raise XferbenchError(f"device '{spec}' not found: the CPU is 'cpu'")
+        return Device("cpu")
+    if _accelerator_type() != kind or device_count(kind) == 0:
+        raise XferbenchError(f"device '{spec}' not found: {_describe_present()}")
+    if kind == "mps":
+        if index not in (None, 0):
+            raise XferbenchError(f"device '{spec}' not found: this machine has mps only")
+        return Device("mps")
+    n = device_count(kind)
+    if index is None:
+        index = _current_index(kind)
+    if index >= n:
+        raise XferbenchError(f"device '{spec}' not found: {_describe_present()}")
+    return Device(kind, index)
+
+
+def _current_index(kind: str) -> int:
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "current_device_index"):
+        return int(acc.current_device_index())
+    return int(_module(kind).current_device())
+
+
+def capabilities(device: str | Device) -> Capabilities:
+    """Probe pinned host memory, timing events and side streams for ``device``."""
+    dev = resolve_device(device)
+    if not dev.is_accelerator:
+        return Capabilities(
+            dev.name, False, False, False,
+            reason="the CPU has no pinned host memory, timing events or side streams",
+        )
+    pinned = events = streams = True
+    reasons = []
+    if dev.type == "mps":
+        # MPS shares memory with the CPU; pin_memory() is a no-op there and events time
+        # whole command buffers, so only what can be measured honestly is claimed.
+        pinned = False
+        reasons.append("mps has unified memory: pinning changes nothing")
+    return Capabilities(dev.name, pinned, events, streams, reason="; ".join(reasons))
+
+
+def synchronize(device: Device) -> None:
+    """Wait for all work queued on ``device``; a no-op on the CPU."""
+    if not device.is_accelerator:
+        return
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "synchronize"):
+        acc.synchronize(device.torch())
+    else:
+        _module(device.type).synchronize(device.torch())
+
+
+def new_event(device: Device) -> Any:
+    """A timing event on ``device`` (``torch.Event`` where it exists, else the backend's)."""
+    import torch
+
+    if hasattr(torch, "Event"):
+        return torch.Event(device=device.torch(), enable_timing=True)
+    return _module(device.type).Event(enable_timing=True)
+
+
+def new_stream(device: Device) -> Any:
+    """A side stream on ``device``."""
+    import torch
+
+    # torch.Stream became a context manager in later releases; before that, use the
+    # backend's Stream so that stream_context() can wrap it.
+    if hasattr(torch, "Stream") and hasattr(torch.Stream, "__enter__"):
+        return torch.Stream(device=device.torch())
+    return _module(device.type).Stream(device=device.torch())
+
+
+def stream_context(device: Device, stream: Any) -> Any:
+    """``with stream_context(dev, s):`` makes ``s`` current for the block."""
+    import torch
+
+    if hasattr(stream, "__enter__"):
+        return stream
+    return _module(device.type).stream(stream)
+
+
+def current_stream(device: Device) -> Any:
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "current_stream"):
+        return acc.current_stream(device.torch())
+    return _module(device.type).current_stream(device.torch())
+
+
+def free_memory(device: Device) -> int | None:
+    """Free bytes on ``device`` (host RAM for the CPU), or None when unknown."""
+    if not device.is_accelerator:
+        return host_free_memory()
+    try:
+        import torch
+
+        acc = getattr(torch, "accelerator", None)
+        if acc is not None and hasattr(acc, "get_memory_info"):
+            free, _total = acc.get_memory_info(device.torch())
+        else:
+            free, _total = _module(device.type).mem_get_info(device.torch())
+        return int(free)
+    except Exception:
+        return None
+
+
+def host_free_memory() -> int | None:
+    """MemAvailable from /proc/meminfo, or None off Linux."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_allocated(device: Device) -> int | None:
+    """Bytes held by PyTorch's caching allocator on ``device``; None on the CPU."""
+    if not device.is_accelerator:
+        return None
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "memory_allocated"):
+        return int(acc.memory_allocated(device.torch()))
+    mod = _module(device.type)
+    return int(mod.memory_allocated(device.torch())) if hasattr(mod, "memory_allocated") else None
+
+
+def reset_peak_memory(device: Device) -> None:
+    if not device.is_accelerator:
+        return
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "reset_peak_memory_stats"):
+        acc.reset_peak_memory_stats(device.torch())
+    elif hasattr(_module(device.type), "reset_peak_memory_stats"):
+        _module(device.type).reset_peak_memory_stats(device.torch())
+
+
+def max_memory_allocated(device: Device) -> int | None:
+    if not device.is_accelerator:
+        return None
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "max_memory_allocated"):
+        return int(acc.max_memory_allocated(device.torch()))
+    mod = _module(device.type)
+    return int(mod.max_memory_allocated(device.torch())) if hasattr(mod, "max_memory_allocated") else None
+
+
+def check_fits(nbytes: int, device: Device, *, copies: int = 2, host_copies: int = 0) -> str | None:
+    """Why ``copies`` buffers of ``nbytes`` would not fit, or None when they fit.
+
+    Leaves a 10% margin; unknown free memory counts as fitting.
+    """
+    need_dev = nbytes * copies
+    free = free_memory(device)
+    if free is not None and need_dev > 0.9 * free:
+        return (
+            f"{nbytes / 2**20:.0f} MiB x{copies} does not fit in the "
+            f"{free / 2**30:.1f} GiB free on {device.name}"
+        )
+    if host_copies and device.is_accelerator:
+        host_free = host_free_memory()
+        if host_free is not None and nbytes * host_copies > 0.9 * host_free:
+            return (
+                f"{nbytes / 2**20:.0f} MiB x{host_copies} does not fit in the "
+                f"{host_free / 2**30:.1f} GiB of free host memory"
+            )
+    return None

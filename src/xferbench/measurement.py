@@ -1,0 +1,227 @@
+"""The Measurement: raw per-call samples of each clock, and the statistics derived from them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import XferbenchError
+
+# Schema of Measurement.to_dict(). Changelog:
+#   1: first version (device_s, completion_s, enqueue_s, calls_per_sample, warmup_s, stop).
+SCHEMA_VERSION = 1
+
+#: Noise thresholds, as torch.utils.benchmark: IQR/median above these taints a result.
+IQR_WARN = 0.10
+
+CLOCKS = ("device_s", "completion_s", "enqueue_s")
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default) of already sorted values."""
+    n = len(sorted_values)
+    if n == 0:
+        return math.nan
+    pos = q * (n - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of one clock's samples, all in seconds per call (cv is a fraction)."""
+
+    n: int
+    median: float
+    p20: float
+    p80: float
+    q25: float
+    q75: float
+    min: float
+    mean: float
+    cv: float
+
+    @property
+    def iqr(self) -> float:
+        return self.q75 - self.q25
+
+    @property
+    def iqr_rel(self) -> float:
+        return self.iqr / self.median if self.median > 0 else math.nan
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Stats:
+        if not samples:
+            raise ValueError("no samples")
+        xs = sorted(samples)
+        n = len(xs)
+        mean = sum(xs) / n
+        var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+        cv = math.sqrt(var) / mean if mean > 0 else math.nan
+        return cls(
+            n=n,
+            median=quantile(xs, 0.5),
+            p20=quantile(xs, 0.2),
+            p80=quantile(xs, 0.8),
+            q25=quantile(xs, 0.25),
+            q75=quantile(xs, 0.75),
+            min=xs[0],
+            mean=mean,
+            cv=cv,
+        )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Raw samples of one measured call, per clock, in seconds per call.
+
+    ``device_s``: timing events around each call (accelerators only).
+    ``completion_s``: host clock from the call to the end of its device work (synchronised).
+    ``enqueue_s``: host clock for how long the call held the Python thread (accelerators only).
+    On the CPU only ``completion_s`` exists; each sample there averages ``calls_per_sample`` calls.
+    Statistics are derived from the samples on demand, never stored.
+    """
+
+    device: str
+    completion_s: tuple[float, ...]
+    device_s: tuple[float, ...] = ()
+    enqueue_s: tuple[float, ...] = ()
+    calls_per_sample: int = 1
+    nbytes: int | None = None
+    warmup_s: float = 0.0
+    total_s: float = 0.0
+    stop: str = "target_cv"  # "target_cv" | "max_time_s"
+    target_cv: float = 0.02
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def primary_clock(self) -> str:
+        """The clock that GB/s and the headline use: device time where it exists."""
+        return "device_s" if self.device_s else "completion_s"
+
+    def samples(self, clock: str | None = None) -> tuple[float, ...]:
+        clock = clock or self.primary_clock
+        if clock not in CLOCKS:
+            raise ValueError(f"unknown clock {clock!r}: use one of {', '.join(CLOCKS)}")
+        return getattr(self, clock)
+
+    def stats(self, clock: str | None = None) -> Stats:
+        return Stats.of(self.samples(clock))
+
+    @property
+    def median(self) -> float:
+        return self.stats().median
+
+    @property
+    def iqr(self) -> float:
+        return self.stats().iqr
+
+    @property
+    def p20(self) -> float:
+        return self.stats().p20
+
+    @property
+    def p80(self) -> float:
+        return self.stats().p80
+
+    @property
+    def min(self) -> float:
+        return self.stats().min
+
+    @property
+    def cv(self) -> float:
+        return self.stats().cv
+
+    @property
+    def gbps(self) -> float | None:
+        """Decimal GB/s (10^9 bytes/s) over the median of the primary clock, or None."""
+        if self.nbytes is None:
+            return None
+        med = self.median
+        return self.nbytes / med / 1e9 if med > 0 else math.inf
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What taints this measurement, in words; empty when it is clean."""
+        out = []
+        st = self.stats()
+        if st.n < 5:
+            out.append(f"only {st.n} samples")
+        if st.iqr_rel > IQR_WARN:
+            out.append(f"IQR is {st.iqr_rel:.0%} of the median")
+        if self.stop == "max_time_s" and not (st.cv <= self.target_cv):
+            out.append(
+                f"stopped at max_time_s with CV {st.cv:.1%} (target {self.target_cv:.1%})"
+            )
+        return tuple(out)
+
+    # -- persistence ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "label": self.label,
+            "device": self.device,
+            "nbytes": self.nbytes,
+            "calls_per_sample": self.calls_per_sample,
+            "warmup_s": self.warmup_s,
+            "total_s": self.total_s,
+            "stop": self.stop,
+            "target_cv": self.target_cv,
+            "device_s": list(self.device_s),
+            "completion_s": list(self.completion_s),
+            "enqueue_s": list(self.enqueue_s),
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise XferbenchError(
+                f"measurement schema_version {version!r} is not supported: "
+                f"this xferbench reads version {SCHEMA_VERSION}"
+            )
+        try:
+            return cls(
+                device=str(data["device"]),
+                completion_s=tuple(float(x) for x in data["completion_s"]),
+                device_s=tuple(float(x) for x in data.get("device_s", ())),
+                enqueue_s=tuple(float(x) for x in data.get("enqueue_s", ())),
+                calls_per_sample=int(data.get("calls_per_sample", 1)),
+                nbytes=None if data.get("nbytes") is None else int(data["nbytes"]),
+                warmup_s=float(data.get("warmup_s", 0.0)),
+                total_s=float(data.get("total_s", 0.0)),
+                stop=str(data.get("stop", "target_cv")),
+                target_cv=float(data.get("target_cv", 0.02)),
+                label=str(data.get("label", "")),
+                extra=dict(data.get("extra", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise XferbenchError(f"measurement record is malformed: {exc}") from None
+
+    def summary(self) -> str:
+        """One line: median, spread and GB/s of the primary clock, then any warnings."""
+        st = self.stats()
+        text = f"{self.label or 'call'} on {self.device}: median {format_seconds(st.median)}"
+        text += f" (IQR {format_seconds(st.iqr)}, n={st.n})"
+        if self.gbps is not None:
+            text += f", {self.gbps:.2f} GB/s"
+        for w in self.warnings:
+            text += f"\n  WARNING: {w}"
+        return text
+
+
+def format_seconds(seconds: float) -> str:
+    """Seconds in the unit that keeps 3-4 significant digits readable."""
+    if not math.isfinite(seconds):
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"

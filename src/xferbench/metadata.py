@@ -1,0 +1,208 @@
+"""Metadata: the software and machine state recorded next to every result.
+
+One ``collect_<area>()`` per area; each tolerates absence (no NVML, a CPU-only torch, an
+old torch without torch.accelerator) and reports "unknown" rather than raising.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from typing import Any
+
+from .devices import Device, capabilities, resolve_device
+
+UNKNOWN = "unknown"
+
+#: PCIe transfer rate per lane (GT/s) and line-code efficiency, by generation.
+_PCIE_GT_S = {1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130),
+              5: (32.0, 128 / 130), 6: (64.0, 242 / 256)}
+
+
+def pcie_theoretical_bytes_per_s(generation: Any, width: Any) -> float | None:
+    """Theoretical one-way PCIe payload rate in bytes/s after line coding, or None."""
+    try:
+        gt_s, efficiency = _PCIE_GT_S[int(generation)]
+        return gt_s * 1e9 * efficiency * int(width) / 8
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def collect_python() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "executable": sys.executable,
+    }
+
+
+def collect_host() -> dict[str, Any]:
+    cpu_model = UNKNOWN
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    cpu_model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        cpu_model = platform.processor() or UNKNOWN
+    try:
+        affinity: Any = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = UNKNOWN
+    return {
+        "hostname": socket.gethostname() or UNKNOWN,
+        "os": f"{platform.system()} {platform.release()}".strip() or UNKNOWN,
+        "arch": platform.machine() or UNKNOWN,
+        "cpu_model": cpu_model,
+        "cpu_count": os.cpu_count() or UNKNOWN,
+        "cpu_affinity": _ranges(affinity) if isinstance(affinity, list) else affinity,
+    }
+
+
+def collect_torch() -> dict[str, Any]:
+    try:
+        import torch
+    except ImportError:
+        return {"torch": UNKNOWN}
+    return {
+        "torch": torch.__version__,
+        "torch_git": getattr(torch.version, "git_version", None) or UNKNOWN,
+        "cuda": torch.version.cuda or None,
+        "hip": getattr(torch.version, "hip", None) or None,
+        "torch_threads": torch.get_num_threads(),
+        "has_torch_accelerator": hasattr(torch, "accelerator"),
+    }
+
+
+def collect_device(dev: Device) -> dict[str, Any]:
+    """GPU name, capability, SMs, memory and PCI bus id; all None on the CPU."""
+    out: dict[str, Any] = {
+        "device": dev.name,
+        "accelerator": dev.type if dev.is_accelerator else None,
+        "gpu_name": None, "compute_capability": None, "multiprocessors": None,
+        "device_memory_bytes": None, "pci_bus_id": None,
+    }
+    if not dev.is_accelerator:
+        return out
+    try:
+        import torch
+
+        props = getattr(torch, dev.type).get_device_properties(dev.index or 0)
+        out["gpu_name"] = getattr(props, "name", UNKNOWN)
+        if hasattr(props, "major"):
+            out["compute_capability"] = f"{props.major}.{props.minor}"
+        out["multiprocessors"] = getattr(props, "multi_processor_count", None)
+        out["device_memory_bytes"] = getattr(props, "total_memory", None)
+        if hasattr(props, "pci_bus_id"):
+            out["pci_bus_id"] = (
+                f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+            )
+    except Exception as exc:  # an unusual backend: keep what we have
+        out["device_error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def collect_nvml(pci_bus_id: str | None, index: int | None) -> dict[str, Any]:
+    """Driver, PCIe link (current/max generation and width) and clocks through NVML."""
+    out: dict[str, Any] = {
+        "driver": None, "pcie_gen": None, "pcie_width": None, "pcie_gen_max": None,
+        "pcie_width_max": None, "sm_clock_mhz": None, "mem_clock_mhz": None, "nvml": None,
+    }
+    try:
+        import pynvml  # from nvidia-ml-py, the "nvml" extra
+    except ImportError:
+        out["nvml"] = "not installed (pip install 'xferbench[nvml]')"
+        return out
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        out["nvml"] = f"unavailable: {exc}"
+        return out
+    try:
+        if pci_bus_id:
+            handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
+        else:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index or 0)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        out["driver"] = driver.decode() if isinstance(driver, bytes) else driver
+        for key, call in (
+            ("pcie_gen", pynvml.nvmlDeviceGetCurrPcieLinkGeneration),
+            ("pcie_width", pynvml.nvmlDeviceGetCurrPcieLinkWidth),
+            ("pcie_gen_max", pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
+            ("pcie_width_max", pynvml.nvmlDeviceGetMaxPcieLinkWidth),
+        ):
+            try:
+                out[key] = int(call(handle))
+            except Exception:
+                out[key] = None
+        for key, clock in (("sm_clock_mhz", "NVML_CLOCK_SM"), ("mem_clock_mhz", "NVML_CLOCK_MEM")):
+            try:
+                out[key] = int(pynvml.nvmlDeviceGetClockInfo(handle, getattr(pynvml, clock)))
+            except Exception:
+                out[key] = None
+        out["nvml"] = "ok"
+    except Exception as exc:
+        out["nvml"] = f"error: {exc}"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return out
+
+
+def collect_numa(pci_bus_id: str | None) -> dict[str, Any]:
+    """The GPU's NUMA node from sysfs (Linux), or None."""
+    if not pci_bus_id:
+        return {"gpu_numa_node": None}
+    path = f"/sys/bus/pci/devices/{pci_bus_id.lower()}/numa_node"
+    try:
+        with open(path) as fh:
+            return {"gpu_numa_node": int(fh.read().strip())}
+    except (OSError, ValueError):
+        return {"gpu_numa_node": None}
+
+
+def collect(device: str | Device = "auto") -> dict[str, Any]:
+    """Everything known about this machine and ``device``; unknown fields are None/"unknown".
+
+    Raises XferbenchError only when ``device`` itself does not exist.
+    """
+    from . import __version__
+
+    dev = resolve_device(device)
+    meta: dict[str, Any] = {"xferbench": __version__}
+    meta.update(collect_python())
+    meta.update(collect_host())
+    meta.update(collect_torch())
+    meta.update(collect_device(dev))
+    if dev.type == "cuda" and not meta.get("hip"):
+        meta.update(collect_nvml(meta.get("pci_bus_id"), dev.index))
+    meta.update(collect_numa(meta.get("pci_bus_id")))
+    peak = pcie_theoretical_bytes_per_s(meta.get("pcie_gen_max"), meta.get("pcie_width_max"))
+    now = pcie_theoretical_bytes_per_s(meta.get("pcie_gen"), meta.get("pcie_width"))
+    # NVML's "max" is what this device and slot can train to; the current link often drops
+    # to a lower generation while the GPU idles, so the share-of-peak figures use the max.
+    meta["pcie_theoretical_bytes_per_s"] = peak or now
+    meta["capabilities"] = capabilities(dev).to_dict()
+    return meta
+
+
+def _ranges(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    parts: list[str] = []
+    start = prev = None
+    for c in cpus:
+        if start is None:
+            start = prev = c
+        elif c == prev + 1:
+            prev = c
+        else:
+            parts.append(f"{start}-{prev}" if start != prev else f"{start}")
+            start = prev = c
+    if start is not None:
+        parts.append(f"{start}-{prev}" if start != prev else f"{start}")
+    return ",".join(parts)

@@ -1,0 +1,73 @@
+"""The practices measured: copies, creation, synchronisation. Each module holds the
+workloads as plain functions that the asv benchmarks, tests, CLI and reports all call."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .._errors import XferbenchError
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+
+#: About five sizes, 4 KiB to 256 MiB: a full default run stays short.
+DEFAULT_SIZES = (4 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 256 * MiB)
+#: XFERBENCH_SWEEP=full: every power of two from 1 KiB to 1 GiB (21 sizes).
+FULL_SIZES = tuple(2**k for k in range(10, 31))
+#: The size at which headline figures are quoted.
+HEADLINE_NBYTES = 64 * MiB
+
+
+class VerificationError(AssertionError):
+    """A measured workload produced a wrong result; its numbers must not be recorded."""
+
+
+def sweep() -> str:
+    value = os.environ.get("XFERBENCH_SWEEP", "default").strip().lower() or "default"
+    if value not in ("default", "full"):
+        raise XferbenchError(f"XFERBENCH_SWEEP={value!r} is not a sweep: use default or full")
+    return value
+
+
+def sizes() -> tuple[int, ...]:
+    return FULL_SIZES if sweep() == "full" else DEFAULT_SIZES
+
+
+def size_label(nbytes: int) -> str:
+    """4096 -> "4KiB", 67108864 -> "64MiB" (exact powers of 1024 only; else bytes)."""
+    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale}{unit}"
+    return f"{nbytes}B"
+
+
+def parse_size(text: str) -> int:
+    """Inverse of size_label; also accepts plain byte counts. Raises XferbenchError."""
+    t = str(text).strip().replace(" ", "")
+    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB), ("B", 1)):
+        if t.endswith(unit) and t[: -len(unit)].isdigit():
+            value = int(t[: -len(unit)]) * scale
+            break
+    else:
+        if not t.isdigit():
+            raise XferbenchError(f"size {text!r} is not a size: write it as 4KiB, 64MiB or bytes")
+        value = int(t)
+    if value <= 0:
+        raise XferbenchError(f"size {text!r} is zero: give a positive size")
+    return value
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Time budgets handed to measure(), in seconds."""
+
+    warmup_s: float = 0.05
+    min_time_s: float = 0.2
+    max_time_s: float = 1.0
+    target_cv: float = 0.02
+
+    def kwargs(self) -> dict[str, float]:
+        return {"warmup_s": self.warmup_s, "min_time_s": self.min_time_s,
+                "max_time_s": self.max_time_s, "target_cv": self.target_cv}

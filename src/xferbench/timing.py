@@ -1,0 +1,194 @@
+"""measure(): the one place that times anything, on the CPU or an accelerator.
+
+On an accelerator each call gets three clocks:
+  * device time from timing events; all events are created before the loop and the batch
+    of calls is queued back to back with a single synchronise at its end (as triton's
+    do_bench), so launch gaps between calls do not show as device time;
+  * completion time: host clock from the call until its device work is done, read after a
+    synchronise (what a user waits for);
+  * enqueue time: how long the call held the Python thread (what non_blocking gives back).
+Device time comes from an event batch; completion and enqueue from a batch where each call
+starts on an idle device and is followed by a synchronise. Batches alternate until the
+noise target or the time budget is reached.
+
+On the CPU the host clock (perf_counter_ns) times blocks of calls, the block size chosen so
+that the timer's own cost stays under 0.1% of a sample (as torch.utils.benchmark's
+blocked_autorange).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ._errors import XferbenchError
+from .devices import Device, new_event, resolve_device, synchronize
+from .measurement import Measurement, Stats
+
+#: Timer overhead may cost at most this share of one CPU sample.
+MAX_TIMER_OVERHEAD = 1e-3
+
+#: Quick mode (asv --quick, XFERBENCH_QUICK=1) scales every budget by this factor.
+QUICK_SCALE = 0.2
+
+
+def quick_mode() -> bool:
+    return os.environ.get("XFERBENCH_QUICK", "") not in ("", "0")
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    device: str | Device = "auto",
+    nbytes: int | None = None,
+    warmup_s: float = 0.05,
+    min_time_s: float = 0.2,
+    max_time_s: float = 2.0,
+    target_cv: float = 0.02,
+    min_samples: int = 10,
+    batch: int = 10,
+    label: str = "",
+) -> Measurement:
+    """Time ``fn`` on ``device`` and return its raw samples as a Measurement.
+
+    ``fn`` takes no arguments and queues its work; it must not synchronise itself (measure
+    does, before reading any wall clock that follows device work). Warm-up and run length
+    are time budgets in seconds. Sampling stops when the coefficient of variation of the
+    primary clock is at or below ``target_cv`` after ``min_time_s`` and ``min_samples``
+    samples, or at ``max_time_s``; a measurement that stopped noisy says so in its warnings.
+    """
+    dev = resolve_device(device)
+    if nbytes is not None and nbytes <= 0:
+        raise XferbenchError(f"nbytes {nbytes} is not a size: give a positive byte count")
+    if not (0 < min_time_s <= max_time_s):
+        raise XferbenchError(
+            f"min_time_s {min_time_s} and max_time_s {max_time_s} are not a budget: "
+            "need 0 < min_time_s <= max_time_s"
+        )
+    if warmup_s < 0 or target_cv <= 0:
+        raise XferbenchError("warmup_s must be >= 0 and target_cv > 0")
+    if quick_mode():
+        warmup_s, min_time_s, max_time_s = (
+            warmup_s * QUICK_SCALE, min_time_s * QUICK_SCALE, max_time_s * QUICK_SCALE
+        )
+        min_samples = max(3, min_samples // 2)
+    runner = _measure_accelerator if dev.is_accelerator else _measure_cpu
+    return runner(
+        fn, dev, nbytes=nbytes, warmup_s=warmup_s, min_time_s=min_time_s,
+        max_time_s=max_time_s, target_cv=target_cv, min_samples=min_samples,
+        batch=max(1, batch), label=label,
+    )
+
+
+def _done(samples: list[float], started: float, min_time_s: float, max_time_s: float,
+          target_cv: float, min_samples: int) -> str | None:
+    elapsed = time.perf_counter() - started
+    if elapsed >= max_time_s:
+        return "max_time_s"
+    if elapsed >= min_time_s and len(samples) >= min_samples:
+        if Stats.of(samples).cv <= target_cv:
+            return "target_cv"
+    return None
+
+
+def timer_overhead_s(repeats: int = 200) -> float:
+    """Median cost of one pair of perf_counter_ns reads, in seconds."""
+    costs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        t1 = time.perf_counter_ns()
+        costs.append(t1 - t0)
+    costs.sort()
+    return max(costs[len(costs) // 2], 1) * 1e-9
+
+
+def _time_block(fn: Callable[[], Any], number: int) -> float:
+    t0 = time.perf_counter_ns()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter_ns() - t0) * 1e-9
+
+
+def calibrate_block(fn: Callable[[], Any], overhead_s: float) -> int:
+    """Smallest power-of-ten block of calls whose time makes the timer's cost negligible."""
+    number = 1
+    while True:
+        taken = _time_block(fn, number)
+        if taken <= 0:
+            taken = 1e-9
+        if overhead_s / taken <= MAX_TIMER_OVERHEAD or number >= 10**7:
+            return number
+        # Jump straight to the block size the estimate asks for, by powers of ten.
+        needed = overhead_s / MAX_TIMER_OVERHEAD / (taken / number)
+        while number < needed:
+            number *= 10
+
+
+def _measure_cpu(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
+                 min_samples, batch, label) -> Measurement:
+    warm_start = time.perf_counter()
+    fn()
+    while time.perf_counter() - warm_start < warmup_s:
+        fn()
+    warm = time.perf_counter() - warm_start
+    number = calibrate_block(fn, timer_overhead_s())
+    samples: list[float] = []
+    started = time.perf_counter()
+    while True:
+        samples.append(_time_block(fn, number) / number)
+        stop = _done(samples, started, min_time_s, max_time_s, target_cv, min_samples)
+        if stop:
+            break
+    return Measurement(
+        device=dev.name, completion_s=tuple(samples), calls_per_sample=number,
+        nbytes=nbytes, warmup_s=warm, total_s=time.perf_counter() - started, stop=stop,
+        target_cv=target_cv, label=label,
+    )
+
+
+def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
+                         min_samples, batch, label) -> Measurement:
+    # Warm up: first calls pay for allocator growth, kernel loading and page faults.
+    warm_start = time.perf_counter()
+    fn()
+    synchronize(dev)
+    while time.perf_counter() - warm_start < warmup_s:
+        fn()
+        synchronize(dev)
+    warm = time.perf_counter() - warm_start
+
+    # All events exist before any timed loop; they are reused batch after batch.
+    starts = [new_event(dev) for _ in range(batch)]
+    ends = [new_event(dev) for _ in range(batch)]
+    device_s: list[float] = []
+    completion_s: list[float] = []
+    enqueue_s: list[float] = []
+    started = time.perf_counter()
+    perf = time.perf_counter
+    while True:
+        # Event batch: calls queued back to back, one synchronise at the end.
+        for i in range(batch):
+            starts[i].record()
+            fn()
+            ends[i].record()
+        synchronize(dev)
+        device_s.extend(starts[i].elapsed_time(ends[i]) * 1e-3 for i in range(batch))
+        # Host batch: each call from an idle device; synchronise before reading the clock.
+        for _ in range(batch):
+            t0 = perf()
+            fn()
+            t1 = perf()
+            synchronize(dev)
+            t2 = perf()
+            enqueue_s.append(t1 - t0)
+            completion_s.append(t2 - t0)
+        stop = _done(device_s, started, min_time_s, max_time_s, target_cv, min_samples)
+        if stop:
+            break
+    return Measurement(
+        device=dev.name, completion_s=tuple(completion_s), device_s=tuple(device_s),
+        enqueue_s=tuple(enqueue_s), calls_per_sample=1, nbytes=nbytes, warmup_s=warm,
+        total_s=time.perf_counter() - started, stop=stop, target_cv=target_cv, label=label,
+    )
