@@ -59,7 +59,7 @@ class CopyHost:
     processes = 1
     timeout = 180
     # asv's own timing loop: a few repeats within a second or two per combination.
-    repeat = (3, 20, 2.0)
+    repeat = (3, 10, 1.0)
     warmup_time = 0.1
 
     def setup(self, direction, host_memory, sync, layout, size):

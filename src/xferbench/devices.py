@@ -113,8 +113,11 @@ def _describe_present() -> str:
     if acc is None:
         import torch
 
-        build = "a CPU build" if not torch.version.cuda and not torch.version.hip else "a GPU build"
-        return f"no accelerator: this PyTorch ({torch.__version__}) is {build} or sees no device"
+        built = torch.version.cuda and f"CUDA {torch.version.cuda}" or (
+            torch.version.hip and f"ROCm {torch.version.hip}")
+        if not built:
+            return f"no accelerator: this PyTorch ({torch.__version__}) is a CPU build"
+        return f"no accelerator: this PyTorch ({torch.__version__}, {built}) sees no device"
     n = device_count(acc)
     names = ", ".join(f"{acc}:{i}" for i in range(n)) if acc != "mps" else "mps"
     return f"this machine has {names} only"
@@ -228,7 +231,6 @@ def new_stream(device: Device) -> Any:
 
 def stream_context(device: Device, stream: Any) -> Any:
     """``with stream_context(dev, s):`` makes ``s`` current for the block."""
-    import torch
 
     if hasattr(stream, "__enter__"):
         return stream
@@ -310,7 +312,9 @@ def max_memory_allocated(device: Device) -> int | None:
     if acc is not None and hasattr(acc, "max_memory_allocated"):
         return int(acc.max_memory_allocated(device.torch()))
     mod = _module(device.type)
-    return int(mod.max_memory_allocated(device.torch())) if hasattr(mod, "max_memory_allocated") else None
+    if not hasattr(mod, "max_memory_allocated"):
+        return None
+    return int(mod.max_memory_allocated(device.torch()))
 
 
 def check_fits(nbytes: int, device: Device, *, copies: int = 2, host_copies: int = 0) -> str | None:

@@ -138,10 +138,11 @@ class CopyWorkload:
         for i, (dst, src) in enumerate(zip(got, self.expected)):
             host = dst.to("cpu")
             if host.dtype != src.dtype or host.shape != src.shape or not torch.equal(host, src):
-                bad = int((host.reshape(-1) != src.reshape(-1)).sum()) if host.shape == src.shape else -1
+                what = (f"{int((host != src).sum())} of {src.numel()} bytes wrong"
+                        if host.shape == src.shape and host.dtype == src.dtype
+                        else f"got {host.dtype} {tuple(host.shape)}")
                 raise VerificationError(
-                    f"{self.case.label}: destination {i} differs from its source "
-                    f"({bad} of {src.numel()} bytes wrong)"
+                    f"{self.case.label}: destination {i} differs from its source ({what})"
                 )
 
 
@@ -217,7 +218,7 @@ def build_copy(case: CopyCase, device: str | Device = "auto") -> CopyWorkload:
 
 def run_copy(case: CopyCase, device: str | Device = "auto",
              budget: Budget | None = None) -> Measurement:
-    """Measure ``case`` on ``device`` and verify the copy; raises VerificationError on a mismatch."""
+    """Measure ``case`` on ``device`` and verify the copy (VerificationError on a mismatch)."""
     work = build_copy(case, device)
     work.run()
     work.verify()  # a wrong first copy fails before any number exists

@@ -1,0 +1,228 @@
+"""The headline ratios: one figure per practice, read from results, each with its noise."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .devices import Capabilities
+from .practices import HEADLINE_NBYTES, size_label
+from .results import Result, ResultSet
+
+H = size_label(HEADLINE_NBYTES)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """``baseline`` / ``practice`` of one benchmark: above 1 means the practice is faster."""
+
+    key: str
+    title: str
+    benchmark: str
+    practice: dict[str, str]
+    baseline: dict[str, str]
+    practice_name: str
+    baseline_name: str
+    nbytes: int | None = None  # set where GB/s means something
+    reason: Callable[[Capabilities], str | None] | None = None
+
+
+def _copy_reason(host_memory: str, sync: str, layout: str) -> Callable[[Capabilities], str | None]:
+    def reason(caps: Capabilities) -> str | None:
+        from .practices.copies import CopyCase, copy_skip_reason
+
+        return copy_skip_reason(CopyCase("h2d", host_memory, sync, layout, HEADLINE_NBYTES), caps)
+
+    return reason
+
+
+HEADLINES: tuple[Headline, ...] = (
+    Headline(
+        "pinned_vs_pageable", f"pinned vs pageable H2D, one {H} tensor",
+        "bench_copies.Copy.track_device_s",
+        {"direction": "h2d", "host_memory": "pinned", "sync": "blocking", "layout": "one",
+         "size": H},
+        {"direction": "h2d", "host_memory": "pageable", "sync": "blocking", "layout": "one",
+         "size": H},
+        "pinned", "pageable", nbytes=HEADLINE_NBYTES,
+        reason=_copy_reason("pinned", "blocking", "one"),
+    ),
+    Headline(
+        "non_blocking_many", f"non_blocking vs blocking H2D, 1,000 pinned tensors, {H} in all",
+        "bench_copies.CopyHost.time_copy",
+        {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "many",
+         "size": H},
+        {"direction": "h2d", "host_memory": "pinned", "sync": "blocking", "layout": "many",
+         "size": H},
+        "non_blocking", "blocking", nbytes=HEADLINE_NBYTES,
+        reason=_copy_reason("pinned", "non_blocking", "many"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class HeadlineValue:
+    headline: Headline
+    practice: Result | None
+    baseline: Result | None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.practice is None or self.baseline is None:
+            return None
+        return self.baseline.value / self.practice.value  # type: ignore[operator]
+
+    @property
+    def noise(self) -> float | None:
+        """Relative spread of the ratio: the two IQR/median figures added in quadrature."""
+        if self.practice is None or self.baseline is None:
+            return None
+        spreads = [r.spread for r in (self.practice, self.baseline)]
+        if any(s is None for s in spreads):
+            return None
+        return math.sqrt(sum(s * s for s in spreads))  # type: ignore[operator]
+
+
+def _caps(rs: ResultSet) -> Capabilities | None:
+    """The capability probe recorded with the runs in ``rs`` (the first one found)."""
+    for path in dict.fromkeys(r.path for r in rs):
+        caps = rs.metadata.get(path, {}).get("metadata", {}).get("capabilities")
+        if caps:
+            return Capabilities(**caps)
+    return None
+
+
+def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[HeadlineValue]:
+    """The latest value of each headline in ``rs`` (filter ``rs`` to one series first)."""
+    out = []
+    for h in which or all_headlines():
+        practice = rs.latest(h.benchmark, **h.practice)
+        baseline = rs.latest(h.benchmark, **h.baseline)
+        note = ""
+        if practice is None or baseline is None:
+            caps = _caps(rs)
+            why = h.reason(caps) if (h.reason and caps) else None
+            note = why or "not measured in these results"
+        out.append(HeadlineValue(h, practice, baseline, note))
+    return out
+
+
+def all_headlines() -> tuple[Headline, ...]:
+    """The copies headlines plus those the other practices declare."""
+    extra: list[Headline] = []
+    for module in ("creation", "sync"):
+        try:
+            mod = __import__(f"xferbench.practices.{module}", fromlist=["HEADLINES"])
+        except ImportError:
+            continue
+        extra.extend(getattr(mod, "HEADLINES", ()))
+    return HEADLINES + tuple(extra)
+
+
+def format_headlines(values: list[HeadlineValue]) -> list[str]:
+    """A table: ratio (practice faster than baseline by), noise, and the two figures."""
+    rows = [("headline", "ratio", "noise", "figures")]
+    for v in values:
+        h = v.headline
+        if v.ratio is None:
+            rows.append((h.title, "n/a", "", v.note))
+            continue
+        noise = "" if v.noise is None else f"±{v.noise:.0%}"
+        rows.append((h.title, f"{v.ratio:.2f}x", noise, _figures(v)))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("ratio: baseline time / practice time (above 1: the practice is faster); "
+                 "noise: IQR/median of both, in quadrature; GB/s = 10^9 bytes/s")
+    return lines
+
+
+def _figures(v: HeadlineValue) -> str:
+    from .measurement import format_seconds
+
+    h = v.headline
+    parts = []
+    for name, r in ((h.practice_name, v.practice), (h.baseline_name, v.baseline)):
+        assert r is not None and r.value is not None
+        text = f"{name} {format_seconds(r.value)}"
+        if h.nbytes and r.unit == "seconds":
+            text += f" ({h.nbytes / r.value / 1e9:.1f} GB/s)"
+        parts.append(text)
+    return " vs ".join(parts)
+
+
+def as_dict(values: list[HeadlineValue]) -> list[dict[str, Any]]:
+    return [{"key": v.headline.key, "title": v.headline.title, "ratio": v.ratio,
+             "noise": v.noise, "note": v.note,
+             "practice_s": v.practice.value if v.practice else None,
+             "baseline_s": v.baseline.value if v.baseline else None} for v in values]
+
+
+def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
+              layout: str = "one") -> list[dict[str, Any]]:
+    """Per direction x host memory x sync at ``nbytes``: GB/s, its noise and share of PCIe peak."""
+    from .practices.copies import DIRECTIONS, HOST_MEMORY, SYNCS
+
+    size = size_label(nbytes)
+    rows = []
+    for direction in (*DIRECTIONS, "d2d"):
+        for host_memory in HOST_MEMORY:
+            for sync in SYNCS:
+                r = rs.latest("bench_copies.Copy.track_device_s", direction=direction,
+                              host_memory=host_memory, sync=sync, layout=layout, size=size)
+                if r is None:
+                    continue
+                peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
+                gbps = nbytes / r.value / 1e9  # type: ignore[operator]
+                rows.append({
+                    "direction": direction, "host_memory": host_memory, "sync": sync,
+                    "gbps": gbps, "noise": r.spread,
+                    "share_of_pcie": (gbps * 1e9 / peak) if (peak and direction != "d2d") else None,
+                })
+    return rows
+
+
+def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) -> list[str]:
+    if not rows:
+        return [f"no copy results at {size_label(nbytes)}"]
+    out = [f"copies of one {size_label(nbytes)} tensor, device time (host clock on a CPU) "
+           "(GB/s = 10^9 bytes/s; noise = IQR/median; share = of the PCIe link's theoretical rate)",
+           "| direction | host memory | sync | GB/s | noise | share of PCIe |",
+           "| --- | --- | --- | ---: | ---: | ---: |"]
+    for r in rows:
+        noise = "n/a" if r["noise"] is None else f"{r['noise']:.1%}"
+        share = "n/a" if r["share_of_pcie"] is None else f"{r['share_of_pcie']:.0%}"
+        out.append(f"| {r['direction']} | {r['host_memory']} | {r['sync']} | {r['gbps']:.2f} "
+                   f"| {noise} | {share} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
+    import sys
+
+    from ._errors import XferbenchError
+    from .results import load
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        rs = load(args[0] if args else "results")
+    except XferbenchError as exc:
+        print(f"xferbench: {exc}", file=sys.stderr)
+        return 2
+    for machine in rs.machines():
+        for torch_version in rs.filter(machine=machine).torch_versions():
+            series = rs.filter(machine=machine, torch=torch_version)
+            print(f"## {machine}, torch {torch_version}\n")
+            print("\n".join(format_copy_rows(copy_rows(series))))
+            print()
+            print("\n".join(format_headlines(headlines(series))))
+            print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

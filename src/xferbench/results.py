@@ -1,0 +1,273 @@
+"""Results: asv's results folder read into flat, typed records, with the xferbench metadata.
+
+Layout (asv's, plus one sidecar per results file):
+  <results>/benchmarks.json                      what asv discovered: params, units, types
+  <results>/<machine>/machine.json               asv's machine record
+  <results>/<machine>/<commit8>-<env>.json       asv's results for one commit and environment
+  <results>/<machine>/<commit8>-<env>.metadata   xferbench's metadata for that run (JSON)
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import XferbenchError
+
+#: Version of the .metadata sidecar. Changelog:
+#:   1: first version ({"schema_version", "metadata", "run": {...}}).
+METADATA_SCHEMA_VERSION = 1
+METADATA_SUFFIX = ".metadata"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One benchmark at one parameter combination, from one results file."""
+
+    benchmark: str  # e.g. "bench_copies.Copy.track_device_s"
+    params: tuple[tuple[str, Any], ...]  # (name, value) in declaration order
+    value: float | None  # None: failed; NaN: skipped
+    unit: str
+    machine: str
+    commit: str
+    date_ms: int
+    torch: str
+    cuda: str
+    python: str
+    env_name: str
+    path: str
+    samples: tuple[float, ...] | None = None
+    q25: float | None = None
+    q75: float | None = None
+    ci_99: tuple[float, float] | None = None
+    number: int | None = None
+    repeat: int | None = None
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None and math.isfinite(self.value)
+
+    @property
+    def spread(self) -> float | None:
+        """IQR / median, or None without quartiles."""
+        if not self.ok or self.q25 is None or self.q75 is None or not self.value:
+            return None
+        return (self.q75 - self.q25) / self.value
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        return (self.benchmark, self.params)
+
+    def label(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.benchmark}({args})" if args else self.benchmark
+
+
+@dataclass
+class ResultSet:
+    results: list[Result]
+    benchmarks: dict[str, dict[str, Any]]
+    root: str
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # results path -> sidecar
+
+    def __iter__(self) -> Iterator[Result]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def filter(self, *, torch: str | None = None, machine: str | None = None,
+               commit: str | None = None, benchmark: str | None = None,
+               path: str | None = None) -> ResultSet:
+        pattern = re.compile(benchmark) if benchmark else None
+        kept = [
+            r for r in self.results
+            if (torch is None or r.torch == torch or r.torch.split("+")[0] == torch)
+            and (machine is None or r.machine == machine)
+            and (commit is None or r.commit.startswith(commit))
+            and (pattern is None or pattern.search(r.benchmark))
+            and (path is None or os.path.abspath(r.path) == os.path.abspath(path))
+        ]
+        return ResultSet(kept, self.benchmarks, self.root, self.metadata)
+
+    def find(self, benchmark: str, **params: Any) -> list[Result]:
+        """Results of ``benchmark`` whose params include ``params`` (values compared as text)."""
+        want = {k: str(v) for k, v in params.items()}
+        return [
+            r for r in self.results
+            if r.benchmark == benchmark
+            and all(str(r.param_dict.get(k)) == v for k, v in want.items())
+        ]
+
+    def latest(self, benchmark: str, **params: Any) -> Result | None:
+        """The most recent finite result of ``benchmark`` at ``params``."""
+        found = [r for r in self.find(benchmark, **params) if r.ok]
+        return max(found, key=lambda r: r.date_ms) if found else None
+
+    def torch_versions(self) -> list[str]:
+        return sorted({r.torch for r in self.results}, key=version_key)
+
+    def machines(self) -> list[str]:
+        return sorted({r.machine for r in self.results})
+
+    def metadata_for(self, result: Result) -> dict[str, Any]:
+        return self.metadata.get(result.path, {}).get("metadata", {})
+
+
+def version_key(version: str) -> tuple:
+    """Order "2.4.1" < "2.13.0" < "2.13.0+cu128" numerically, local tags last."""
+    base, _, local = version.partition("+")
+    parts = []
+    for piece in re.split(r"[.]", base):
+        m = re.match(r"(\d+)(.*)", piece)
+        parts.append((int(m.group(1)), m.group(2)) if m else (-1, piece))
+    return (tuple(parts), local)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _load_json(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise XferbenchError(
+            f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}): "
+            "it may be truncated; restore it from git or delete it"
+        ) from None
+    except OSError as exc:
+        raise XferbenchError(f"{what} {path} cannot be read: {exc.strerror}") from None
+
+
+def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
+    path = os.path.join(root, "benchmarks.json")
+    if not os.path.exists(path):
+        raise XferbenchError(
+            f"no results in {root}: {path} is missing (run 'xferbench run' first)"
+        )
+    data = _load_json(path, "benchmark list")
+    if not isinstance(data, dict):
+        raise XferbenchError(f"benchmark list {path} is not an asv benchmarks.json")
+    return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def iter_result_files(root: str) -> Iterable[tuple[str, str]]:
+    """(machine folder, results file path) for every asv results file under ``root``."""
+    if not os.path.isdir(root):
+        raise XferbenchError(f"results folder {root} does not exist")
+    for entry in sorted(os.listdir(root)):
+        folder = os.path.join(root, entry)
+        if not os.path.isfile(os.path.join(folder, "machine.json")):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".json") and name not in ("machine.json", "benchmarks.json"):
+                yield entry, os.path.join(folder, name)
+
+
+def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list[Result]:
+    data = _load_json(path, "results file")
+    try:
+        columns = data["result_columns"]
+        params = data.get("params", {})
+        commit = str(data["commit_hash"])
+        date_ms = int(data.get("date") or 0)
+        env_name = str(data.get("env_name", ""))
+        entries = data["results"]
+    except (KeyError, TypeError, ValueError):
+        raise XferbenchError(
+            f"results file {path} is not an asv results file (no result_columns/results)"
+        ) from None
+    machine = str(params.get("machine", os.path.basename(os.path.dirname(path))))
+    requirements = data.get("requirements") or {}
+    torch_version = str(params.get("torch") or requirements.get("torch") or "unknown")
+    cuda = str(params.get("cuda", "unknown"))
+    python = str(params.get("python", data.get("python", "unknown")))
+    out: list[Result] = []
+    for name, row in entries.items():
+        if not isinstance(row, list):
+            continue
+        cols = dict(zip(columns, row))
+        info = benchmarks.get(name, {})
+        names = list(info.get("param_names", []))
+        param_values = [[_literal(v) for v in values] for values in (cols.get("params") or [])]
+        combos = list(itertools.product(*param_values)) if param_values else [()]
+        values = cols.get("result")
+        if values is None:
+            values = [None] * len(combos)
+
+        for i, combo in enumerate(combos):
+            column = _column_reader(cols, i)
+            v = values[i] if i < len(values) else None
+            samples = column("samples")
+            ci_a, ci_b = column("stats_ci_99_a"), column("stats_ci_99_b")
+            out.append(Result(
+                benchmark=name,
+                params=tuple(zip(names or [f"p{j}" for j in range(len(combo))], combo)),
+                value=None if v is None else float(v),
+                unit=str(info.get("unit", "unknown")),
+                machine=machine, commit=commit, date_ms=date_ms, torch=torch_version,
+                cuda=cuda, python=python, env_name=env_name, path=path,
+                samples=tuple(float(x) for x in samples) if samples else None,
+                q25=column("stats_q_25"), q75=column("stats_q_75"),
+                ci_99=(ci_a, ci_b) if ci_a is not None and ci_b is not None else None,
+                number=column("stats_number"), repeat=column("stats_repeat"),
+            ))
+    return out
+
+
+def _column_reader(cols: dict[str, Any], i: int) -> Any:
+    """column(key): entry ``i`` of asv's per-combination column ``key``, or None."""
+    def column(key: str) -> Any:
+        col = cols.get(key)
+        return col[i] if isinstance(col, list) and i < len(col) else None
+
+    return column
+
+
+def metadata_path(results_path: str) -> str:
+    return results_path[: -len(".json")] + METADATA_SUFFIX
+
+
+def load_metadata(results_path: str) -> dict[str, Any]:
+    path = metadata_path(results_path)
+    if not os.path.exists(path):
+        return {}
+    data = _load_json(path, "metadata file")
+    if not isinstance(data, dict) or data.get("schema_version") != METADATA_SCHEMA_VERSION:
+        raise XferbenchError(
+            f"metadata file {path} has schema_version {data.get('schema_version')!r}: "
+            f"this xferbench reads version {METADATA_SCHEMA_VERSION}"
+        )
+    return data
+
+
+def load(root: str = "results") -> ResultSet:
+    """Every results file under ``root``; raises XferbenchError naming a broken or empty one."""
+    root = os.path.abspath(root)
+    benchmarks = load_benchmarks(root)
+    results: list[Result] = []
+    metadata: dict[str, dict[str, Any]] = {}
+    for _machine, path in iter_result_files(root):
+        results.extend(parse_results_file(path, benchmarks))
+        meta = load_metadata(path)
+        if meta:
+            metadata[path] = meta
+    if not results:
+        raise XferbenchError(f"no results in {root}: run 'xferbench run' first")
+    return ResultSet(results, benchmarks, root, metadata)
