@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -252,6 +253,26 @@ def write_metadata(results_path: str, meta: dict[str, Any], run: dict[str, Any])
 
 # -- the command -------------------------------------------------------------------------------
 
+def _run_asv(cmd: list[str], cwd: str, env: dict[str, str]) -> int:
+    """Run asv; on an interrupt, ask it to stop (SIGINT), then make sure it has."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+    try:
+        return proc.wait()
+    except BaseException:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+
+
+def _terminate_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .devices import resolve_device
     from .metadata import collect
@@ -301,6 +322,8 @@ def cmd_run(args: argparse.Namespace) -> int:
               flush=True)
         failed = False
         started = time.monotonic()
+        # A kill (SIGTERM) stops the run the way Ctrl-C does: asv is stopped, results kept.
+        previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
         # One asv call per benchmark file: asv saves only when a call ends, so an interrupt
         # loses the file in progress, never the files before it. A --bench regex is one call.
         groups = [(args.bench, "--bench " + args.bench)] if args.bench else [
@@ -317,7 +340,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if args.quick:
                     cmd.append("--quick")
                 try:
-                    code = subprocess.run(cmd, cwd=repo, env=env).returncode
+                    code = _run_asv(cmd, repo, env)
                 finally:
                     _settle(out_path, backup)
                     label_results(out_path, torch_version, cuda, meta.get("python", ""), dev.name)
@@ -331,6 +354,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             if os.path.exists(out_path):
                 write_metadata(out_path, meta, run_info)
             return 130
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         if os.path.exists(out_path):
             run_info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             write_metadata(out_path, meta, run_info)

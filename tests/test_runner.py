@@ -1,0 +1,146 @@
+"""xferbench run: bad input, the results lock, interrupts, and a real asv run on the CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from xferbench import runner
+from xferbench.cli import main
+from xferbench.results import load, metadata_path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _one_stderr_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_run_with_absent_device_exits_2_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", "--device", "cuda:3", "--results", str(out)]) == 2
+    assert "cuda:3" in _one_stderr_line(capsys)
+    assert not out.exists()
+
+
+def test_run_with_bad_regex_exits_2(tmp_path, capsys):
+    assert main(["run", "--bench", "Copy(", "--results", str(tmp_path / "r")]) == 2
+    assert "regular expression" in _one_stderr_line(capsys)
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_with_typo_option_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--quik"])
+    assert exc.value.code == 2
+    assert "--quik" in _one_stderr_line(capsys)
+
+
+def test_second_run_on_same_results_is_refused(tmp_path, capsys):
+    with runner.results_lock(str(tmp_path)):
+        assert main(["run", "--quick", "--results", str(tmp_path)]) == 2
+    assert "another xferbench run is writing" in _one_stderr_line(capsys)
+
+
+def test_two_torch_versions_get_two_result_files(tmp_path):
+    a = runner._results_file(str(tmp_path), "m", "0" * 40,
+                             runner._interpreter_wrapper("2.13.0+cpu", "none"))
+    b = runner._results_file(str(tmp_path), "m", "0" * 40,
+                             runner._interpreter_wrapper("2.14.1+cu130", "13.0"))
+    assert a != b
+    assert "torch2.13.0-cpu-cudanone" in a and "torch2.14.1-cu130-cuda13.0" in b
+
+
+def test_truncated_results_file_is_restored_from_its_backup(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"results": {"x": 1}}))
+    backup = runner._protect(str(path))
+    path.write_text('{"results": {"x"')  # what a kill in the middle of asv's write leaves
+    runner._settle(str(path), backup)
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
+    assert not os.path.exists(backup)
+
+
+def test_default_machine_name_names_the_gpu():
+    assert runner.default_machine_name({"hostname": "node7", "gpu_name": "NVIDIA H200",
+                                        "accelerator": "cuda"}) == "node7-nvidia-h200"
+    assert runner.default_machine_name({"hostname": "vm", "accelerator": None}) == "vm-cpu"
+
+
+# -- end to end: real asv runs on this machine -------------------------------------------------
+
+BENCH = r"Copy\.track_device_s"
+
+
+def _run(results: Path, *extra: str, **kw) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "xferbench", "run", "--quick", "--device", "cpu",
+           "--machine", "testbox", "--results", str(results), "--bench", BENCH, *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    proc = _run(results)
+    out, _ = proc.communicate(timeout=600)
+    return results, proc.returncode, out
+
+
+@pytest.mark.slow
+def test_run_records_cpu_numbers_and_skips_accelerator_rows(cpu_run):
+    import torch
+
+    results, code, out = cpu_run
+    assert code == 0, out
+    rs = load(str(results))
+    assert rs.torch_versions() == [torch.__version__]
+    rows = rs.find("bench_copies.Copy.track_device_s")
+    ran = [r for r in rows if r.ok]
+    assert {(r.param_dict["direction"], r.param_dict["host_memory"], r.param_dict["sync"])
+            for r in ran} == {("h2d", "pageable", "blocking")}
+    assert len(ran) == 10  # 5 sizes x 2 layouts
+    assert all(r.samples and r.value > 0 for r in ran)
+    pinned = rs.find("bench_copies.Copy.track_device_s", host_memory="pinned")
+    assert pinned and all(r.value is not None and r.value != r.value for r in pinned)  # NaN
+    meta = json.loads(Path(metadata_path(ran[0].path)).read_text())
+    assert meta["metadata"]["torch"] == torch.__version__
+    assert meta["run"]["complete"] is True
+    assert "pinned vs pageable H2D" in out and "n/a" in out
+
+
+@pytest.mark.slow
+def test_interrupted_run_keeps_earlier_results_loadable(cpu_run, tmp_path):
+    import shutil
+
+    results, code, _ = cpu_run
+    assert code == 0
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    (copy / runner.LOCK_NAME).unlink(missing_ok=True)
+    before = {r.key: r.value for r in load(str(copy))}
+    proc = _run(copy, start_new_session=True)
+    deadline = time.monotonic() + 120
+    seen = ""
+    while time.monotonic() < deadline:  # interrupt once asv is running benchmarks
+        line = proc.stdout.readline()
+        seen += line
+        if "track_device_s" in line or not line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, seen + out
+    after = {r.key: r.value for r in load(str(copy))}
+    assert after.keys() == before.keys()
+    assert all(after[k] == before[k] or (after[k] != after[k] and before[k] != before[k])
+               for k in before)
+    assert not list(copy.rglob("*.xferbench-bak"))
