@@ -69,8 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        parser.error("a command is required: env, run, publish, compare or cite")
     try:
         return int(args.func(args) or 0)
     except XferbenchError as exc:

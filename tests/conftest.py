@@ -1,0 +1,100 @@
+"""Shared fixtures: the device under test, capability probes real and fake, small budgets.
+
+Tests marked ``gpu`` are skipped here when PyTorch reports no accelerator, so a CPU-only
+machine runs the whole suite with them shown as skipped (``-ra`` lists why).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xferbench.devices import Capabilities, Device, capabilities, resolve_device
+from xferbench.practices import Budget
+
+#: The checkout's root: ``benchmarks/`` and ``src/`` live here.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def accelerator() -> Device | None:
+    """The accelerator PyTorch reports here (what ``resolve_device("auto")`` picks), or None."""
+    dev = resolve_device("auto")
+    return dev if dev.is_accelerator else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items or accelerator() is not None:
+        return
+    skip = pytest.mark.skip(reason="needs an accelerator: resolve_device('auto') is the CPU")
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
+@pytest.fixture
+def gpu_device() -> Device:
+    """The accelerator under test; skips the test when there is none."""
+    dev = accelerator()
+    if dev is None:
+        pytest.skip("needs an accelerator: resolve_device('auto') is the CPU")
+    return dev
+
+
+@pytest.fixture
+def no_accelerator() -> None:
+    """For a CPU-only behaviour (e.g. "cuda" is absent): skips where an accelerator exists."""
+    if accelerator() is not None:
+        pytest.skip(f"this machine has {accelerator()}")
+
+
+@pytest.fixture
+def cpu_caps() -> Capabilities:
+    """The real capability probe of the CPU (no pinned memory, events or side streams)."""
+    return capabilities("cpu")
+
+
+@pytest.fixture
+def gpu_caps() -> Capabilities:
+    """A fake accelerator that supports everything, for skip logic tested on any machine."""
+    return Capabilities("cuda:0", True, True, True)
+
+
+@pytest.fixture
+def mps_caps() -> Capabilities:
+    """A fake MPS device: side streams and events, but pinning means nothing there."""
+    return Capabilities("mps", False, True, True,
+                        reason="mps has unified memory: pinning changes nothing")
+
+
+@pytest.fixture
+def small_budget() -> Budget:
+    """A budget that keeps a measured workload to about a tenth of a second."""
+    return Budget(warmup_s=0.01, min_time_s=0.02, max_time_s=0.1)
+
+
+@pytest.fixture
+def no_quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budgets as given: XFERBENCH_QUICK from the caller's shell would scale them down."""
+    monkeypatch.delenv("XFERBENCH_QUICK", raising=False)
+
+
+def _run_python(*args: str, env: dict[str, str] | None = None,
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO_ROOT, env=full_env, capture_output=True,
+        text=True, timeout=timeout, check=False,
+    )
+
+
+@pytest.fixture
+def run_python():
+    """``run_python("-m", "xferbench", ...)``: this interpreter in a fresh process, from the
+    repository root, stdout/stderr captured as text; ``env=`` adds to the environment."""
+    return _run_python

@@ -1,0 +1,150 @@
+"""The command line: the env subcommand, and exit codes for usage errors (one stderr line)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xferbench
+from xferbench.cli import main
+
+
+def _exit_code(argv, capsys):
+    """main(argv) as a process would end: its return value or argparse's SystemExit code."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_python_m_xferbench_env_json_prints_torch_and_no_accelerator(run_python, no_accelerator):
+    import torch
+
+    proc = run_python("-m", "xferbench", "env", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    meta = json.loads(proc.stdout)
+    assert meta["torch"] == torch.__version__
+    assert meta["accelerator"] is None
+    assert '"accelerator": null' in proc.stdout
+
+
+def test_env_device_cuda_without_cuda_exits_2_with_one_sentence(no_accelerator):
+    # the installed console script, as a user types it
+    script = Path(sys.executable).with_name("xferbench")
+    if not script.exists():
+        pytest.skip(f"no xferbench script next to {sys.executable}")
+    proc = subprocess.run([str(script), "env", "--device", "cuda"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("xferbench: device 'cuda' not found: no accelerator")
+    assert "Traceback" not in proc.stderr
+
+
+def test_env_json_in_process_matches_collect(capsys):
+    from xferbench.metadata import collect
+
+    code, out, err = _exit_code(["env", "--json", "--device", "cpu"], capsys)
+    assert (code, err) == (0, "")
+    meta = json.loads(out)
+    expected = collect("cpu")
+    assert meta["device"] == "cpu"
+    assert meta["capabilities"] == expected["capabilities"]
+    assert set(meta) == set(expected)
+
+
+def test_env_table_has_one_aligned_line_per_field_and_unknown_for_none(capsys):
+    code, out, err = _exit_code(["env", "--device", "cpu"], capsys)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    keys = [line.split()[0] for line in lines]
+    assert keys == sorted(keys)
+    assert "torch" in keys and "capabilities" in keys
+    width = max(len(k) for k in keys)
+    assert all(line[width:width + 2] == "  " for line in lines)
+    row = dict(line.split(None, 1) for line in lines)
+    assert row["accelerator"] == "unknown"  # None is shown as "unknown"
+    assert row["device"] == "cpu"
+    assert "pinned_memory=False" in row["capabilities"]
+
+
+def test_absent_device_index_exits_2_with_one_line(capsys):
+    code, out, err = _exit_code(["env", "--device", "cuda:99"], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("xferbench: device 'cuda:99' not found: ")
+
+
+def test_bad_device_type_exits_2_with_one_line(capsys):
+    code, _, err = _exit_code(["env", "--device", "tpu"], capsys)
+    assert code == 2
+    assert err == ("xferbench: device 'tpu' is not a device type: "
+                   "use auto, cpu, cuda, cuda:N, xpu or mps\n")
+
+
+def test_help_exits_0_and_lists_env(capsys):
+    code, out, err = _exit_code(["--help"], capsys)
+    assert code == 0
+    assert out.startswith("usage: xferbench")
+    assert "env" in out
+    assert err == ""
+
+
+def test_env_help_exits_0_and_lists_its_options(capsys):
+    code, out, _ = _exit_code(["env", "--help"], capsys)
+    assert code == 0
+    assert "--device" in out and "--json" in out
+
+
+def test_version_prints_the_package_version(capsys):
+    code, out, _ = _exit_code(["--version"], capsys)
+    assert code == 0
+    assert out.strip() == f"xferbench {xferbench.__version__}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["env", "--jsn"], "unrecognized arguments: --jsn"),
+        (["env", "--js"], "unrecognized arguments: --js"),  # no abbreviations
+        (["--verbose"], "unrecognized arguments: --verbose"),
+        (["env", "--device"], "argument --device: expected one argument"),
+    ],
+    ids=["unknown-subcommand", "typo-option", "abbreviated-option", "unknown-global", "no-value"],
+)
+def test_usage_error_exits_2_with_exactly_one_stderr_line(argv, words, capsys):
+    code, out, err = _exit_code(argv, capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("xferbench")
+    assert words in err
+    assert err.rstrip().endswith("--help')")  # points at the right help
+
+
+def test_no_subcommand_exits_2_naming_the_commands(capsys):
+    code, out, err = _exit_code([], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert "a command is required: env, run, publish, compare or cite" in err
+
+
+@pytest.mark.gpu
+def test_env_json_names_the_accelerator(gpu_device, capsys):
+    code, out, _ = _exit_code(["env", "--json"], capsys)
+    assert code == 0
+    meta = json.loads(out)
+    assert meta["accelerator"] == gpu_device.type
+    assert meta["device"] == gpu_device.name

@@ -1,0 +1,557 @@
+"""Copies: which cases run where, sizes, the workloads on the CPU (and an accelerator), and
+the verification that keeps a wrong copy's numbers out of the results."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from xferbench import XferbenchError
+from xferbench.devices import DoesNotFit, capabilities
+from xferbench.practices import (
+    DEFAULT_SIZES,
+    FULL_SIZES,
+    GiB,
+    KiB,
+    MiB,
+    VerificationError,
+    parse_size,
+    size_label,
+    sizes,
+)
+from xferbench.practices import copies as cp
+from xferbench.practices.copies import (
+    DIRECTIONS,
+    HOST_MEMORY,
+    LAYOUTS,
+    MANY_TENSORS,
+    SYNCS,
+    CopyCase,
+    build_copy,
+    copy_skip_reason,
+    overlap_skip_reason,
+    pattern,
+    pin_skip_reason,
+    run_copy,
+    run_overlap,
+    run_pin_memory,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: Every row of the copy grid, d2d included, at one size.
+GRID = [
+    (d, h, s, lay)
+    for d, h, s, lay in itertools.product((*DIRECTIONS, "d2d"), HOST_MEMORY, SYNCS, LAYOUTS)
+]
+
+
+def _runnable(caps) -> set[tuple[str, str, str, str]]:
+    return {row for row in GRID if copy_skip_reason(CopyCase(*row, 64 * MiB), caps) is None}
+
+
+# -- which cases run where ---------------------------------------------------------------------
+
+def test_cpu_runs_exactly_the_pageable_blocking_h2d_rows(cpu_caps):
+    assert _runnable(cpu_caps) == {
+        ("h2d", "pageable", "blocking", "one"),
+        ("h2d", "pageable", "blocking", "many"),
+    }
+
+
+def test_full_accelerator_runs_every_meaningful_row(gpu_caps):
+    runnable = _runnable(gpu_caps)
+    h2d = {("h2d", h, s, lay) for h in HOST_MEMORY for s in SYNCS for lay in LAYOUTS}
+    d2h = {("d2h", h, s, lay) for h in ("pageable", "pinned") for s in SYNCS for lay in LAYOUTS}
+    d2d = {("d2d", "pageable", "blocking", lay) for lay in LAYOUTS}
+    assert runnable == h2d | d2h | d2d
+    assert len(runnable) == 22
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (("h2d", "pinned", "blocking", "one"), "pinned host memory needs an accelerator"),
+        (("h2d", "pin_then_copy", "blocking", "many"), "pinned host memory needs an accelerator"),
+        (("h2d", "pageable", "non_blocking", "one"), "non_blocking needs an accelerator"),
+        (("d2h", "pageable", "blocking", "one"), "on the CPU d2h is the same host copy as h2d"),
+        (("d2h", "pin_then_copy", "blocking", "one"), "a d2h copy has none"),
+        (("d2d", "pageable", "blocking", "one"), "d2d needs an accelerator"),
+    ],
+)
+def test_cpu_skip_reasons_say_why(cpu_caps, row, words):
+    assert words in copy_skip_reason(CopyCase(*row, 4 * KiB), cpu_caps)
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (("d2h", "pin_then_copy", "non_blocking", "one"), "a d2h copy has none"),
+        (("d2d", "pinned", "blocking", "one"), "one variant only"),
+        (("d2d", "pageable", "non_blocking", "many"), "one variant only"),
+    ],
+)
+def test_accelerator_skip_reasons_say_why(gpu_caps, row, words):
+    assert words in copy_skip_reason(CopyCase(*row, 4 * KiB), gpu_caps)
+
+
+def test_pinned_copy_skipped_on_a_device_without_pinning(mps_caps):
+    reason = copy_skip_reason(CopyCase("h2d", "pinned", "non_blocking", "one", MiB), mps_caps)
+    assert reason == f"pinned host memory is not available on mps: {mps_caps.reason}"
+    assert copy_skip_reason(CopyCase("h2d", "pageable", "non_blocking", "one", MiB),
+                            mps_caps) is None
+
+
+def test_pin_memory_skipped_without_pinned_memory(cpu_caps, gpu_caps, mps_caps):
+    assert pin_skip_reason(cpu_caps) == "pin_memory() needs an accelerator with pinned host memory"
+    assert pin_skip_reason(mps_caps) is not None
+    assert pin_skip_reason(gpu_caps) is None
+
+
+def test_overlap_skipped_without_side_streams(cpu_caps):
+    for host in ("pageable", "pinned"):
+        assert "needs side streams" in overlap_skip_reason(host, cpu_caps)
+
+
+def test_overlap_runs_pageable_and_pinned_on_an_accelerator(gpu_caps, mps_caps):
+    assert overlap_skip_reason("pageable", gpu_caps) is None
+    assert overlap_skip_reason("pinned", gpu_caps) is None
+    assert "not compared" in overlap_skip_reason("pin_then_copy", gpu_caps)
+    assert overlap_skip_reason("pinned", mps_caps) == "pinned host memory is not available on mps"
+    assert overlap_skip_reason("pageable", mps_caps) is None
+
+
+# -- cases, sizes and buffers ----------------------------------------------------------------
+
+def test_copy_case_label_and_non_blocking():
+    case = CopyCase("h2d", "pinned", "non_blocking", "many", 64 * MiB)
+    assert case.label == "h2d pinned non_blocking many 64MiB"
+    assert case.non_blocking
+    assert not CopyCase("h2d", "pinned", "blocking", "one", 1).non_blocking
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        (("h2h", "pageable", "blocking", "one", 4096),
+         "direction 'h2h' is not one of h2d, d2h, d2d"),
+        (("h2d", "locked", "blocking", "one", 4096), "host_memory 'locked'"),
+        (("h2d", "pageable", "async", "one", 4096), "sync 'async'"),
+        (("h2d", "pageable", "blocking", "few", 4096), "layout 'few'"),
+        (("h2d", "pageable", "blocking", "one", 0), "size 0 is not a size"),
+    ],
+)
+def test_copy_case_refuses_unknown_values(fields, words):
+    with pytest.raises(XferbenchError, match=words):
+        CopyCase(*fields)
+
+
+@pytest.mark.parametrize("nbytes", sorted({*DEFAULT_SIZES, *FULL_SIZES, 1000, 1536, 3 * MiB}))
+def test_size_label_round_trips_through_parse_size(nbytes):
+    assert parse_size(size_label(nbytes)) == nbytes
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "text"),
+    [(1024, "1KiB"), (4096, "4KiB"), (64 * MiB, "64MiB"), (GiB, "1GiB"), (1536, "1536B"),
+     (1000, "1000B"), (3 * MiB, "3MiB"), (1, "1B")],
+)
+def test_size_label_uses_the_largest_exact_unit(nbytes, text):
+    assert size_label(nbytes) == text
+
+
+@pytest.mark.parametrize(("text", "nbytes"),
+                         [("4096", 4096), ("4 KiB", 4096), (" 64MiB ", 64 * MiB), ("7B", 7)])
+def test_parse_size_accepts_bytes_and_spaces(text, nbytes):
+    assert parse_size(text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["0", "0KiB", "0B"])
+def test_parse_size_refuses_zero(text):
+    with pytest.raises(XferbenchError, match=rf"size '{text}' is zero"):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text", ["garbage", "", "-4KiB", "1.5MiB", "64mb", "KiB", "4 TiB"])
+def test_parse_size_refuses_garbage_naming_it(text):
+    with pytest.raises(XferbenchError, match="is not a size: write it as 4KiB, 64MiB or bytes"):
+        parse_size(text)
+
+
+def test_default_sweep_is_a_few_sizes(monkeypatch):
+    monkeypatch.delenv("XFERBENCH_SWEEP", raising=False)
+    assert sizes() == DEFAULT_SIZES
+    assert 4 <= len(sizes()) <= 6
+
+
+@pytest.mark.parametrize("value", ["full", "FULL", " full "])
+def test_full_sweep_is_every_power_of_two_from_1kib_to_1gib(monkeypatch, value):
+    monkeypatch.setenv("XFERBENCH_SWEEP", value)
+    got = sizes()
+    assert len(got) >= 16
+    assert (got[0], got[-1]) == (KiB, GiB)
+    assert list(got) == sorted(got)
+    assert all(b == 2 * a for a, b in zip(got, got[1:]))
+
+
+def test_bad_sweep_is_refused_naming_it(monkeypatch):
+    monkeypatch.setenv("XFERBENCH_SWEEP", "huge")
+    with pytest.raises(XferbenchError, match="XFERBENCH_SWEEP='huge' is not a sweep"):
+        sizes()
+
+
+@pytest.mark.parametrize("nbytes", [1000, 1001, 4 * KiB, 64 * MiB + 7])
+def test_many_layout_splits_into_1000_tensors_summing_to_nbytes(nbytes):
+    parts = cp._split(nbytes, "many")
+    assert len(parts) == MANY_TENSORS == 1000
+    assert sum(parts) == nbytes
+    assert max(parts) - min(parts) <= 1
+
+
+def test_one_layout_is_one_tensor():
+    assert cp._split(12345, "one") == [12345]
+
+
+def test_many_layout_refuses_fewer_bytes_than_tensors():
+    with pytest.raises(XferbenchError, match="999 bytes cannot be split into 1000 tensors"):
+        cp._split(999, "many")
+
+
+def test_pattern_is_seeded_bytes_mod_251():
+    import torch
+
+    p = pattern(600, seed=3)
+    assert p.dtype == torch.uint8 and p.shape == (600,)
+    assert p[:4].tolist() == [3, 10, 17, 24]
+    assert int(p[251]) == (251 * 7 + 3) % 251 == 3
+    assert not torch.equal(p, pattern(600, seed=4))
+    assert int(p.max()) == 250
+
+
+# -- the workloads on the CPU ----------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cpu_copy_runs_and_verifies(layout, small_budget, no_quick):
+    case = CopyCase("h2d", "pageable", "blocking", layout, 64 * KiB)
+    m = run_copy(case, "cpu", small_budget)
+    assert m.device == "cpu"
+    assert m.nbytes == 64 * KiB
+    assert m.label == f"h2d pageable blocking {layout} 64KiB"
+    assert len(m.completion_s) >= 1 and m.device_s == ()
+    # Microseconds when quiet; on a loaded 2-core machine two OpenMP threads that wait for
+    # each other turned one 64 KiB copy_ into ~10 ms, so only an absurd time fails here.
+    assert 0 < m.median < 0.5
+    assert m.gbps == pytest.approx(64 * KiB / m.median / 1e9)
+
+
+def test_cpu_copy_destination_equals_the_pattern():
+    import torch
+
+    work = build_copy(CopyCase("h2d", "pageable", "blocking", "many", 4 * KiB), "cpu")
+    work.run()
+    got = work.result()
+    assert len(got) == 1000
+    sent = [pattern(n, seed=i) for i, n in enumerate(cp._split(4 * KiB, "many"))]
+    assert torch.equal(torch.cat(got), torch.cat(sent))
+    # the destinations are separate buffers, not the sources themselves
+    assert got[0].data_ptr() != work.expected[0].data_ptr()
+    work.verify()
+
+
+def test_pinned_copy_skipped_without_accelerator():
+    case = CopyCase("h2d", "pinned", "non_blocking", "one", 4 * KiB)
+    with pytest.raises(XferbenchError,
+                       match=r"^h2d pinned non_blocking one 4KiB on cpu: pinned host memory"):
+        build_copy(case, "cpu")
+
+
+def test_pin_memory_refused_without_accelerator():
+    with pytest.raises(XferbenchError, match="pin_memory on cpu: pin_memory\\(\\) needs an"):
+        run_pin_memory(MiB, "cpu")
+
+
+def test_overlap_refused_without_accelerator():
+    with pytest.raises(XferbenchError, match="overlap on cpu: overlap needs side streams"):
+        run_overlap("pinned", MiB, "cpu")
+
+
+def test_oversized_copy_does_not_fit_before_allocating(monkeypatch):
+    monkeypatch.setattr(cp, "check_fits", lambda *a, **k: "64 MiB x2 does not fit")
+    monkeypatch.setattr(cp, "pattern", lambda *a, **k: pytest.fail("allocated anyway"))
+    with pytest.raises(DoesNotFit, match="h2d pageable blocking one 64MiB: 64 MiB x2 does not"):
+        build_copy(CopyCase("h2d", "pageable", "blocking", "one", 64 * MiB), "cpu")
+
+
+# -- verification: a wrong copy is caught ----------------------------------------------------
+
+@pytest.fixture
+def cpu_work():
+    def make(layout="one", nbytes=64 * KiB):
+        work = build_copy(CopyCase("h2d", "pageable", "blocking", layout, nbytes), "cpu")
+        work.run()
+        return work
+    return make
+
+
+def test_corrupted_destination_byte_is_caught(cpu_work):
+    work = cpu_work()
+    work.verify()
+    work.result()[0][123] += 1
+    with pytest.raises(VerificationError,
+                       match=r"destination 0 differs .*\(1 of 65536 bytes wrong\)"):
+        work.verify()
+
+
+def test_corrupted_last_of_1000_tensors_is_caught(cpu_work):
+    work = cpu_work("many")
+    work.result()[999].zero_()
+    with pytest.raises(VerificationError, match="many 64KiB: destination 999 differs"):
+        work.verify()
+
+
+def test_missing_destination_tensor_is_caught(cpu_work):
+    work = cpu_work("many")
+    full = work.result()
+    work.result = lambda: full[:-1]
+    with pytest.raises(VerificationError, match="999 tensors arrived, 1000 sent"):
+        work.verify()
+
+
+def test_destination_of_the_wrong_dtype_or_shape_is_caught(cpu_work):
+    import torch
+
+    work = cpu_work()
+    as_int = [t.to(dtype=torch.int16) for t in work.result()]  # equal values, wrong bytes
+    work.result = lambda: as_int
+    with pytest.raises(VerificationError, match=r"\(got torch.int16 \(65536,\)\)"):
+        work.verify()
+    halves = [t.view(2, -1) for t in work.expected]
+    work.result = lambda: halves
+    with pytest.raises(VerificationError, match=r"\(got torch.uint8 \(2, 32768\)\)"):
+        work.verify()
+
+
+def test_verification_error_is_an_assertion_error():
+    assert issubclass(VerificationError, AssertionError)
+
+
+def _corrupting_build(monkeypatch, after_calls: int):
+    """Make run_copy build a workload whose copy writes a wrong byte from call ``after_calls``."""
+    real = cp.build_copy
+    calls = [0]
+
+    def build(case, device="auto"):
+        work = real(case, device)
+        good = work.run
+
+        def run():
+            good()
+            calls[0] += 1
+            if calls[0] > after_calls:
+                work.result()[0][0] ^= 0xFF
+        work.run = run
+        return work
+
+    monkeypatch.setattr(cp, "build_copy", build)
+    return calls
+
+
+def test_run_copy_catches_a_wrong_first_copy_before_measuring(monkeypatch, small_budget):
+    calls = _corrupting_build(monkeypatch, after_calls=0)
+    case = CopyCase("h2d", "pageable", "blocking", "one", 4 * KiB)
+    with pytest.raises(VerificationError, match="destination 0 differs"):
+        run_copy(case, "cpu", small_budget)
+    assert calls[0] == 1  # no measurement ran
+
+
+def test_run_copy_catches_a_copy_that_goes_wrong_while_measured(monkeypatch, small_budget,
+                                                                no_quick):
+    calls = _corrupting_build(monkeypatch, after_calls=5)
+    case = CopyCase("h2d", "pageable", "blocking", "one", 4 * KiB)
+    with pytest.raises(VerificationError, match=r"\(1 of 4096 bytes wrong\)"):
+        run_copy(case, "cpu", small_budget)
+    assert calls[0] > 5
+
+
+# -- benchmarks/_asv.py ----------------------------------------------------------------------
+
+@pytest.fixture
+def asv_helpers(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    return importlib.import_module("benchmarks._asv")
+
+
+def test_skipped_lists_the_combinations_with_a_reason(asv_helpers):
+    params = (["a", "b"], [1, 2, 3])
+    got = asv_helpers.skipped(params, lambda x, n: "odd" if n % 2 else None)
+    assert got == [("a", 1), ("a", 3), ("b", 1), ("b", 3)]
+    assert asv_helpers.skipped(params, lambda x, n: None) == []
+
+
+def test_skipped_of_the_copy_grid_on_the_cpu_leaves_the_h2d_pageable_blocking_rows(
+        asv_helpers, cpu_caps):
+    params = ([*DIRECTIONS, "d2d"], list(HOST_MEMORY), list(SYNCS), list(LAYOUTS))
+    skip = asv_helpers.skipped(
+        params, lambda *row: copy_skip_reason(CopyCase(*row, MiB), cpu_caps))
+    assert len(skip) == len(GRID) - 2
+    assert ("h2d", "pageable", "blocking", "one") not in skip
+    assert ("d2h", "pinned", "non_blocking", "many") in skip
+
+
+def test_asv_samples_are_plain_floats_with_the_call_count(asv_helpers):
+    import numpy as np
+
+    got = asv_helpers.asv_samples((np.float64(1e-3), 2e-3), np.int64(10))
+    assert got == {"samples": [1e-3, 2e-3], "number": 10}
+    assert all(type(x) is float for x in got["samples"]) and type(got["number"]) is int
+    assert json.loads(json.dumps(got)) == got
+    assert asv_helpers.asv_samples([5.0]) == {"samples": [5.0], "number": 1}
+
+
+def test_skip_if_too_big_turns_does_not_fit_into_an_asv_skip(asv_helpers, capsys):
+    def too_big():
+        raise DoesNotFit("1 GiB x3 does not fit")
+
+    with pytest.raises(NotImplementedError, match="1 GiB x3 does not fit"):
+        asv_helpers.skip_if_too_big(too_big)
+    assert "skipped: 1 GiB x3 does not fit" in capsys.readouterr().err
+    assert asv_helpers.skip_if_too_big(lambda: 42) == 42
+
+
+def test_skip_if_too_big_lets_other_errors_through(asv_helpers):
+    with pytest.raises(VerificationError):
+        asv_helpers.skip_if_too_big(lambda: (_ for _ in ()).throw(VerificationError("bad")))
+
+
+def test_probe_reads_the_capabilities_handed_down(asv_helpers, monkeypatch, gpu_caps):
+    monkeypatch.setenv("XFERBENCH_PROBE",
+                       json.dumps({"device": "cuda:0", "capabilities": gpu_caps.to_dict()}))
+    assert asv_helpers._probe() == ("cuda:0", gpu_caps)
+
+
+def test_probe_without_a_hand_down_asks_this_machine(asv_helpers, monkeypatch):
+    monkeypatch.delenv("XFERBENCH_PROBE", raising=False)
+    monkeypatch.setenv("XFERBENCH_DEVICE", "cpu")
+    assert asv_helpers._probe() == ("cpu", capabilities("cpu"))
+
+
+_SKIP_LISTS = """
+import json
+from benchmarks import bench_copies as b
+grid = [c for c in __import__("itertools").product(*b.Copy.params)]
+skip = set(b.Copy.track_device_s.skip_params)
+print(json.dumps({
+    "runs": sorted(c for c in grid if c not in skip),
+    "sizes": b.SIZES,
+    "pin_skipped": getattr(b.PinMemory.track_host_s, "skip_benchmark", False),
+    "overlap_skipped": getattr(b.Overlap.track_serialised_fraction, "skip_benchmark", False),
+    "enqueue_skipped": getattr(b.CopyHost.track_enqueue_s, "skip_benchmark", False),
+}))
+"""
+
+
+@pytest.mark.parametrize("fake", ["cpu_caps", "gpu_caps"])
+def test_bench_copies_skips_at_discovery_what_the_probe_cannot_run(fake, request, run_python):
+    caps = request.getfixturevalue(fake)
+    probe = json.dumps({"device": caps.device, "capabilities": caps.to_dict()})
+    proc = run_python("-c", _SKIP_LISTS,
+                      env={"XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": "default"})
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    rows = {tuple(c[:4]) for c in got["runs"]}
+    assert rows == _runnable(caps)
+    assert len(got["runs"]) == len(rows) * len(got["sizes"])
+    on_cpu = caps.device == "cpu"
+    assert got["pin_skipped"] is on_cpu
+    assert got["overlap_skipped"] is on_cpu
+    assert got["enqueue_skipped"] is on_cpu
+
+
+# -- on an accelerator -----------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row", GRID, ids=[" ".join(r) for r in GRID])
+def test_accelerator_copy_runs_and_verifies(row, gpu_device, small_budget):
+    case = CopyCase(*row, 64 * KiB)
+    reason = copy_skip_reason(case, capabilities(gpu_device))
+    if reason:
+        pytest.skip(reason)
+    m = run_copy(case, gpu_device, small_budget)
+    assert m.device == gpu_device.name
+    assert m.nbytes == 64 * KiB and m.label == case.label
+    assert m.primary_clock == "device_s"
+    assert len(m.device_s) == len(m.completion_s) == len(m.enqueue_s) >= 10
+    assert m.median > 0 and m.gbps > 0
+
+
+@pytest.mark.gpu
+def test_accelerator_buffers_are_pinned_where_the_case_says(gpu_device):
+    if not capabilities(gpu_device).pinned_memory:
+        pytest.skip(f"{gpu_device} has no pinned host memory")
+    pinned_src = build_copy(CopyCase("h2d", "pinned", "non_blocking", "one", MiB), gpu_device)
+    assert pinned_src.keep[0][0].is_pinned()
+    pageable_src = build_copy(CopyCase("h2d", "pageable", "non_blocking", "one", MiB), gpu_device)
+    assert not pageable_src.keep[0][0].is_pinned()
+    # d2h non_blocking into a pageable destination must stay pageable (not silently pinned)
+    for host, pinned in (("pageable", False), ("pinned", True)):
+        work = build_copy(CopyCase("d2h", host, "non_blocking", "one", MiB), gpu_device)
+        work.run()
+        work.verify()
+        assert work.result()[0].device.type == "cpu"
+        assert work.result()[0].is_pinned() is pinned
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row", [("h2d", "pinned", "non_blocking", "one"),
+                                 ("h2d", "pageable", "blocking", "many"),
+                                 ("d2h", "pinned", "non_blocking", "one"),
+                                 ("d2d", "pageable", "blocking", "one")],
+                         ids=lambda r: " ".join(r))
+def test_accelerator_corrupted_destination_is_caught(row, gpu_device):
+    case = CopyCase(*row, 64 * KiB)
+    if copy_skip_reason(case, capabilities(gpu_device)):
+        pytest.skip(copy_skip_reason(case, capabilities(gpu_device)))
+    work = build_copy(case, gpu_device)
+    work.run()
+    work.verify()
+    dst = work.result()[-1]
+    dst.view(-1)[0] += 1  # on the device for h2d/d2d, in host memory for d2h
+    with pytest.raises(VerificationError, match=rf"destination {len(work.result()) - 1} differs"):
+        work.verify()
+
+
+@pytest.mark.gpu
+def test_accelerator_pin_memory_is_timed_on_the_host(gpu_device, small_budget):
+    if not capabilities(gpu_device).pinned_memory:
+        pytest.skip(f"{gpu_device} has no pinned host memory")
+    m = run_pin_memory(MiB, gpu_device, small_budget)
+    assert m.device == "cpu"  # pinning is host work: host clock
+    assert m.label == "pin_memory 1MiB" and m.nbytes == MiB
+    assert 0 < m.median < 0.1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("host_memory", ["pinned", "pageable"])
+def test_accelerator_overlap_gives_a_sane_fraction_from_three_measurements(
+        host_memory, gpu_device):
+    from xferbench.practices import Budget
+
+    caps = capabilities(gpu_device)
+    if overlap_skip_reason(host_memory, caps):
+        pytest.skip(overlap_skip_reason(host_memory, caps))
+    budget = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.3)
+    result = run_overlap(host_memory, 64 * MiB, gpu_device, budget)
+    print(f"overlap {host_memory} 64 MiB: copy {result.copy.median * 1e3:.3f} ms, "
+          f"{result.matmuls} matmuls {result.compute.median * 1e3:.3f} ms, both "
+          f"{result.both.median * 1e3:.3f} ms: overlap {result.overlap:.2f}")
+    assert result.matmuls >= 1
+    for m in (result.copy, result.compute, result.both):
+        assert m.device == gpu_device.name and m.median > 0
+    assert result.copy.nbytes == result.both.nbytes == 64 * MiB
+    assert -0.5 <= result.overlap <= 1.5
+    # the matmul chain is sized to the copy: within a factor of a few of each other
+    assert 0.2 < result.compute.median / result.copy.median < 5

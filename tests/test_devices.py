@@ -1,0 +1,244 @@
+"""The device layer: resolving device names, errors that name what exists, capabilities."""
+
+from __future__ import annotations
+
+import pytest
+
+from xferbench import XferbenchError
+from xferbench import devices as dv
+from xferbench.devices import (
+    Capabilities,
+    Device,
+    DoesNotFit,
+    capabilities,
+    check_fits,
+    resolve_device,
+)
+
+
+@pytest.mark.parametrize("spec", ["cpu", "CPU", " cpu ", "cpu:0"])
+def test_cpu_resolves_in_any_spelling(spec):
+    dev = resolve_device(spec)
+    assert dev == Device("cpu")
+    assert dev.name == str(dev) == "cpu"
+    assert not dev.is_accelerator
+
+
+def test_resolving_a_device_returns_it_unchanged():
+    dev = Device("cuda", 3)  # not checked again: it was resolved once already
+    assert resolve_device(dev) is dev
+
+
+def test_device_name_carries_its_index():
+    assert Device("cuda", 1).name == "cuda:1"
+    assert Device("mps").name == "mps"
+    assert Device("xpu", 0).is_accelerator
+
+
+def test_auto_is_the_cpu_without_an_accelerator(no_accelerator):
+    assert resolve_device("auto") == Device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("", "device '' is empty: use auto, cpu, cuda, cuda:N, xpu or mps"),
+        ("tpu", "device 'tpu' is not a device type: use auto, cpu, cuda, cuda:N, xpu or mps"),
+        ("gpu:0", "device 'gpu:0' is not a device type"),
+        ("cuda:x", "device 'cuda:x' has a bad index: write it as cuda:0"),
+        ("cuda:-1", "device 'cuda:-1' has a bad index"),
+        ("cpu:1", "device 'cpu:1' not found: the CPU is 'cpu'"),
+    ],
+)
+def test_bad_device_names_are_refused_in_one_sentence(spec, words):
+    with pytest.raises(XferbenchError) as info:
+        resolve_device(spec)
+    message = str(info.value)
+    assert message.startswith(words)
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("spec", ["cuda", "cuda:0", "xpu", "mps", "rocm"])
+def test_absent_accelerator_is_refused_naming_the_cpu_build(spec, no_accelerator):
+    import torch
+
+    with pytest.raises(XferbenchError) as info:
+        resolve_device(spec)
+    message = str(info.value)
+    assert message.startswith(f"device '{spec}' not found: no accelerator: this PyTorch "
+                              f"({torch.__version__}")
+    assert "\n" not in message
+
+
+@pytest.fixture
+def two_cudas(monkeypatch):
+    """Make the device layer believe in cuda:0 and cuda:1, current device 0."""
+    monkeypatch.setattr(dv, "_accelerator_type", lambda: "cuda")
+    monkeypatch.setattr(dv, "device_count", lambda kind: 2 if kind == "cuda" else 0)
+    monkeypatch.setattr(dv, "_current_index", lambda kind: 0)
+
+
+def test_auto_picks_the_current_accelerator(two_cudas):
+    assert resolve_device("auto") == Device("cuda", 0)
+
+
+@pytest.mark.parametrize(("spec", "index"), [("cuda", 0), ("cuda:1", 1), ("rocm:1", 1),
+                                             ("hip", 0)])
+def test_cuda_names_resolve_to_an_index_that_exists(two_cudas, spec, index):
+    # ROCm builds of PyTorch expose HIP devices as "cuda"
+    assert resolve_device(spec) == Device("cuda", index)
+
+
+def test_missing_index_is_refused_naming_the_devices_that_exist(two_cudas):
+    with pytest.raises(XferbenchError,
+                       match=r"^device 'cuda:3' not found: this machine has cuda:0, cuda:1 only$"):
+        resolve_device("cuda:3")
+
+
+def test_other_accelerator_type_is_refused_naming_the_one_present(two_cudas):
+    with pytest.raises(XferbenchError, match=r"device 'xpu' not found: this machine has cuda:0"):
+        resolve_device("xpu")
+
+
+def test_mps_has_no_index_but_zero(monkeypatch):
+    monkeypatch.setattr(dv, "_accelerator_type", lambda: "mps")
+    assert resolve_device("mps") == Device("mps")
+    assert resolve_device("auto") == Device("mps")
+    with pytest.raises(XferbenchError, match="this machine has mps only"):
+        resolve_device("mps:1")
+
+
+def test_cpu_capabilities_deny_everything_with_a_reason():
+    caps = capabilities("cpu")
+    assert caps == Capabilities(
+        "cpu", False, False, False,
+        reason="the CPU has no pinned host memory, timing events or side streams",
+    )
+
+
+def test_mps_capabilities_deny_pinning_only(monkeypatch):
+    monkeypatch.setattr(dv, "_accelerator_type", lambda: "mps")
+    caps = capabilities("mps")
+    assert (caps.pinned_memory, caps.timing_events, caps.side_streams) == (False, True, True)
+    assert "unified memory" in caps.reason
+
+
+def test_capabilities_of_an_absent_device_raise():
+    with pytest.raises(XferbenchError):
+        capabilities("tpu")
+
+
+def test_capabilities_dict_has_every_field(gpu_caps):
+    assert gpu_caps.to_dict() == {
+        "device": "cuda:0", "pinned_memory": True, "timing_events": True,
+        "side_streams": True, "reason": "",
+    }
+    assert Capabilities(**gpu_caps.to_dict()) == gpu_caps
+
+
+def test_small_buffers_fit_on_the_cpu():
+    assert check_fits(1024, Device("cpu")) is None
+
+
+def test_a_petabyte_does_not_fit_and_says_where():
+    why = check_fits(2**50, Device("cpu"), copies=2)
+    assert why is not None
+    assert why.startswith("1073741824 MiB x2 does not fit in the ")
+    assert why.endswith(" GiB free on cpu")
+
+
+def test_check_fits_keeps_a_ten_percent_margin(monkeypatch):
+    monkeypatch.setattr(dv, "free_memory", lambda device: 1000)
+    assert check_fits(450, Device("cpu"), copies=2) is None  # 900 <= 90% of 1000
+    assert check_fits(451, Device("cpu"), copies=2) is not None
+
+
+def test_check_fits_counts_host_copies_for_an_accelerator(monkeypatch):
+    monkeypatch.setattr(dv, "free_memory", lambda device: 10**15)
+    monkeypatch.setattr(dv, "host_free_memory", lambda: 1000)
+    why = check_fits(400, Device("cuda", 0), copies=2, host_copies=3)
+    assert why is not None and "of free host memory" in why
+    assert check_fits(400, Device("cuda", 0), copies=2, host_copies=2) is None
+
+
+def test_unknown_free_memory_counts_as_fitting(monkeypatch):
+    monkeypatch.setattr(dv, "free_memory", lambda device: None)
+    assert check_fits(2**60, Device("cpu")) is None
+
+
+def test_does_not_fit_is_an_xferbench_error():
+    assert issubclass(DoesNotFit, XferbenchError)
+
+
+def test_host_free_memory_is_a_plausible_byte_count():
+    free = dv.host_free_memory()
+    assert free is not None and 2**20 < free < 2**50
+
+
+def test_cpu_helpers_are_no_ops():
+    cpu = Device("cpu")
+    dv.synchronize(cpu)
+    dv.reset_peak_memory(cpu)
+    assert dv.memory_allocated(cpu) is None
+    assert dv.max_memory_allocated(cpu) is None
+    assert dv.free_memory(cpu) == pytest.approx(dv.host_free_memory(), rel=0.5)
+
+
+# -- on an accelerator -----------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_auto_resolves_to_the_accelerator_with_an_index(gpu_device):
+    dev = resolve_device("auto")
+    assert dev.is_accelerator
+    assert dev.type in dv.ACCELERATOR_TYPES
+    if dev.type != "mps":
+        assert dev.index is not None and dev.index < dv.device_count(dev.type)
+
+
+@pytest.mark.gpu
+def test_accelerator_absent_index_is_refused_naming_what_exists(gpu_device):
+    if gpu_device.type == "mps":
+        pytest.skip("mps has one device")
+    with pytest.raises(XferbenchError, match=rf"this machine has {gpu_device.type}:0"):
+        resolve_device(f"{gpu_device.type}:99")
+
+
+@pytest.mark.gpu
+def test_cuda_capabilities_allow_everything(gpu_device):
+    caps = capabilities(gpu_device)
+    assert caps.device == gpu_device.name
+    assert caps.timing_events and caps.side_streams
+    if gpu_device.type == "cuda":
+        assert caps.pinned_memory and caps.reason == ""
+
+
+@pytest.mark.gpu
+def test_accelerator_memory_helpers_report_allocations(gpu_device):
+    import torch
+
+    free = dv.free_memory(gpu_device)
+    assert free is not None and free > 2**20
+    dv.reset_peak_memory(gpu_device)
+    before = dv.memory_allocated(gpu_device)
+    x = torch.empty(64 * 2**20, dtype=torch.uint8, device=gpu_device.torch())
+    dv.synchronize(gpu_device)
+    assert dv.memory_allocated(gpu_device) >= before + x.numel()
+    assert dv.max_memory_allocated(gpu_device) >= before + x.numel()
+
+
+@pytest.mark.gpu
+def test_events_time_device_work_and_streams_switch(gpu_device):
+    import torch
+
+    start, end = dv.new_event(gpu_device), dv.new_event(gpu_device)
+    side = dv.new_stream(gpu_device)
+    a = torch.randn(1024, 1024, device=gpu_device.torch())
+    with dv.stream_context(gpu_device, side):
+        assert dv.current_stream(gpu_device) == side
+        start.record()
+        b = a @ a
+        end.record()
+    dv.synchronize(gpu_device)
+    assert start.elapsed_time(end) > 0
+    assert dv.current_stream(gpu_device) != side
+    assert b.shape == (1024, 1024)
