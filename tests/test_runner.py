@@ -144,3 +144,13 @@ def test_interrupted_run_keeps_earlier_results_loadable(cpu_run, tmp_path):
     assert all(after[k] == before[k] or (after[k] != after[k] and before[k] != before[k])
                for k in before)
     assert not list(copy.rglob("*.xferbench-bak"))
+
+
+@pytest.mark.slow
+def test_asv_check_finds_no_problems_in_the_suite(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path))  # asv may write its machine file in $HOME
+    cmd = [sys.executable, "-m", "asv", "check", "-E", f"existing:{sys.executable}"]
+    proc = subprocess.run(cmd,
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No problems found" in proc.stdout
