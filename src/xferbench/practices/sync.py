@@ -1,0 +1,480 @@
+"""Hidden synchronisation in a training loop: reading the loss every batch vs once per epoch.
+
+Compared: the loss read with ``.item()`` every batch, every 10th batch, or accumulated on the
+device and read once per epoch; and the other reads that stall the host (``.cpu()``,
+``.tolist()``, ``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero``, boolean masks).
+
+The loop is a fixed-seed MLP trained with SGD (momentum) on synthetic batches that already sit
+on the device. One call of ``LoopWorkload.run`` is one epoch of ``steps`` steps; every epoch
+starts from the same initial parameters and optimiser state, so every epoch of every variant
+runs the same arithmetic and ends on the same parameters. That is what ``verify`` checks,
+together with the values each variant read (the per-epoch loss must equal the sum of the
+per-batch losses within fp32 tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import XferbenchError
+from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
+from ..measurement import Measurement
+from ..timing import measure
+from . import Budget, VerificationError, sweep
+
+#: How the loop reads what it computed; one variant each.
+READS = (
+    "item_every_batch",  # loss.item() after every step
+    "item_every_10",  # loss.item() every LOG_EVERY-th step (a logging interval)
+    "device_accumulate",  # total += loss.detach() on the device; total.item() once per epoch
+    "cpu",  # loss.detach().cpu() every step
+    "tolist",  # loss.detach().tolist() every step
+    "float",  # float(loss.detach()) every step
+    "print",  # print(loss) to a null stream every step
+    "if_tensor",  # `if loss > 0:` on the device tensor every step
+    "nonzero",  # torch.nonzero(per_sample_loss > HARD_LOSS) every step
+    "mask_index",  # per_sample_loss[per_sample_loss > HARD_LOSS] every step
+)
+#: The headline pair: a read every batch vs one read per epoch.
+PER_BATCH = "item_every_batch"
+PER_EPOCH = "device_accumulate"
+LOG_EVERY = 10
+#: "Hard example" threshold for nonzero / mask_index; targets are N(0, 1), so per-sample
+#: MSE starts near 1 and about half the batch is above it.
+HARD_LOSS = 1.0
+
+SEED = 1234
+LR = 0.01
+MOMENTUM = 0.9
+OUT_DIM = 16
+#: Steps per epoch (K) and batch size of the asv grid.
+DEFAULT_STEPS = 20
+DEFAULT_BATCH = 256
+#: Hidden width: 256 keeps an epoch near 0.1 s on a 2-core CPU and is launch-bound on a
+#: large GPU (where a stall costs most, relatively); the full sweep adds wider models whose
+#: steps are compute-bound on a GPU.
+DEFAULT_WIDTH = 256
+FULL_WIDTHS = (256, 1024, 2048)
+
+#: The budget the asv benchmarks use: each combination runs in its own process, so a short
+#: run per combination keeps a GPU check within minutes; measure() still stops early once
+#: the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
+BENCH_BUDGET = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)
+
+#: The message torch emits per synchronising call under set_sync_debug_mode("warn")
+#: (c10/cuda/CUDAFunctions.cpp, warn_or_error_on_sync).
+SYNC_WARNING = "called a synchronizing CUDA operation"
+
+
+def loop_widths() -> tuple[int, ...]:
+    return FULL_WIDTHS if sweep() == "full" else (DEFAULT_WIDTH,)
+
+
+@dataclass(frozen=True)
+class LoopCase:
+    read: str  # one of READS
+    width: int = DEFAULT_WIDTH  # hidden width of the MLP
+    depth: int = 3  # Linear layers
+    batch: int = DEFAULT_BATCH
+    steps: int = DEFAULT_STEPS  # K: steps per epoch
+
+    def __post_init__(self) -> None:
+        if self.read not in READS:
+            raise XferbenchError(f"read {self.read!r} is not one of {', '.join(READS)}")
+        for name in ("width", "depth", "batch", "steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise XferbenchError(f"{name} {value!r} is not valid: give a positive int")
+
+    @property
+    def label(self) -> str:
+        return (f"loop {self.read} mlp{self.width}x{self.depth} b{self.batch} "
+                f"k{self.steps}")
+
+
+def loop_skip_reason(case: LoopCase, caps: Capabilities) -> str | None:
+    """Every read runs everywhere: on the CPU it measures the read's own cost, no stall."""
+    return None
+
+
+def sync_count_skip_reason(caps: Capabilities) -> str | None:
+    """Why host-device synchronisations cannot be counted on ``caps.device``, or None."""
+    kind = caps.device.partition(":")[0]
+    if kind == "cpu":
+        return "the CPU has no host-device synchronisation to count"
+    if kind != "cuda":
+        return (f"no sync debug mode on {caps.device}: torch.cuda.set_sync_debug_mode "
+                "exists for CUDA and ROCm only")
+    return None
+
+
+class _NullStream:
+    """A text stream that discards what print writes, keeping only the last line (to verify)."""
+
+    def __init__(self) -> None:
+        self.last = ""
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.last = text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@dataclass
+class Reference:
+    """What the loop computes from its initial state: host copies of every step's loss and
+    per-sample losses, and of the parameters after ``steps`` steps."""
+
+    losses: list[float]
+    per_sample: list[Any]  # host tensors, one per step
+    params: list[Any]  # host tensors
+
+
+@dataclass
+class LoopWorkload:
+    """A built loop: ``run()`` trains one epoch (no final synchronise), ``verify()`` checks it."""
+
+    case: LoopCase
+    device: Device
+    run: Callable[[], None]
+    readings: list[Any]  # what the last epoch read, per variant (see verify)
+    params: Callable[[], list[Any]]  # the model's parameters now
+    reference: Reference
+    initial: list[Any] = field(default_factory=list)  # parameters every epoch starts from
+    keep: list[Any] = field(default_factory=list)
+
+    def verify(self) -> None:
+        """Synchronise, then check the parameters and what the last epoch read."""
+        synchronize(self.device)
+        check_params(self.case, self.params(), self.reference)
+        check_readings(self.case, self.readings, self.reference)
+
+
+def check_params(case: LoopCase, params: list[Any], ref: Reference) -> None:
+    """The same arithmetic must give the same parameters, bit for bit, whatever was read."""
+    import torch
+
+    for i, (p, want) in enumerate(zip(params, ref.params)):
+        got = p.detach().to("cpu")
+        if not torch.equal(got, want):
+            diff = float((got - want).abs().max())
+            raise VerificationError(
+                f"{case.label}: parameter {i} after {case.steps} steps differs from the "
+                f"reference run (max |diff| {diff:.3g}): the reads changed the arithmetic"
+            )
+
+
+def epoch_tolerance(steps: int) -> float:
+    """Relative bound on an fp32 sum of ``steps`` positive values: (steps - 1) unit roundoffs,
+    doubled for headroom."""
+    return max(1, steps - 1) * 2.0**-23
+
+
+def check_readings(case: LoopCase, readings: list[Any], ref: Reference) -> None:
+    """Raise VerificationError unless ``readings`` are what ``case.read`` must have read."""
+    import torch
+
+    k, r = case.steps, case.read
+    label = case.label
+
+    def fail(why: str) -> None:
+        raise VerificationError(f"{label}: {why}")
+
+    if r == "device_accumulate":
+        if len(readings) != 1:
+            fail(f"{len(readings)} per-epoch readings, expected 1")
+        want = math.fsum(ref.losses)
+        if not math.isclose(readings[0], want, rel_tol=epoch_tolerance(k), abs_tol=0.0):
+            fail(f"per-epoch loss {readings[0]!r} is not the sum of the per-batch losses "
+                 f"{want!r} within fp32 tolerance")
+        return
+    if r == "item_every_10":
+        expected = ref.losses[::LOG_EVERY]
+    elif r == "if_tensor":
+        expected = [loss > 0 for loss in ref.losses]
+    elif r == "nonzero":
+        expected = [torch.nonzero(ps > HARD_LOSS) for ps in ref.per_sample]
+    elif r == "mask_index":
+        expected = [ps[ps > HARD_LOSS] for ps in ref.per_sample]
+    else:
+        expected = ref.losses
+    if len(readings) != len(expected):
+        fail(f"{len(readings)} readings in the epoch, expected {len(expected)}")
+    for i, (got, want) in enumerate(zip(readings, expected)):
+        if r in ("nonzero", "mask_index"):
+            host = got.to("cpu")
+            ok = host.shape == want.shape and torch.equal(host, want)
+        elif r == "print":
+            found = re.match(r"tensor\(([-+0-9.eE]+|nan|inf)", got)
+            ok = bool(found) and math.isclose(float(found.group(1)), want,
+                                              rel_tol=1e-3, abs_tol=1e-4)
+        elif r == "cpu":
+            ok = float(got) == want
+        else:
+            ok = got == want
+        if not ok:
+            fail(f"reading {i} is {got!r}, expected {want!r}")
+
+
+def _readers(case: LoopCase, readings: list[Any], tdev: Any) -> tuple[
+        Callable[[int, Any, Any], None], Callable[[], None], Callable[[], None]]:
+    """(read(step, loss, per_sample), start_of_epoch(), end_of_epoch()) for ``case.read``."""
+    import torch
+
+    def nothing() -> None:
+        pass
+
+    r = case.read
+    if r == "item_every_batch":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            readings.append(loss.item())
+    elif r == "item_every_10":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            if i % LOG_EVERY == 0:
+                readings.append(loss.item())
+    elif r == "device_accumulate":
+        total: list[Any] = []
+
+        def start() -> None:
+            total[:] = [torch.zeros((), device=tdev)]
+
+        def read(i: int, loss: Any, ps: Any) -> None:
+            total[0] += loss.detach()  # queued on the device: no read, no stall
+
+        def end() -> None:
+            readings.append(total[0].item())  # the one synchronisation of the epoch
+
+        return read, start, end
+    elif r == "cpu":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            readings.append(loss.detach().cpu())
+    elif r == "tolist":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            readings.append(loss.detach().tolist())
+    elif r == "float":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            # detach(): float() of a tensor that requires grad warns since torch 2.x
+            readings.append(float(loss.detach()))
+    elif r == "print":
+        null = _NullStream()
+
+        def read(i: int, loss: Any, ps: Any) -> None:
+            print(loss, file=null)  # formatting the tensor needs its value on the host
+            readings.append(null.last)
+    elif r == "if_tensor":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            # Python's `if` calls bool() on the device tensor: a read, hence a stall.
+            if loss > 0:
+                readings.append(True)
+            else:
+                readings.append(False)
+    elif r == "nonzero":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            # the output's size depends on the data, so the host waits for it
+            readings.append(torch.nonzero(ps.detach() > HARD_LOSS))
+    else:  # mask_index
+        def read(i: int, loss: Any, ps: Any) -> None:
+            d = ps.detach()
+            readings.append(d[d > HARD_LOSS])  # boolean indexing runs a nonzero inside
+    return read, nothing, nothing
+
+
+def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
+    """Model, optimiser and batches for ``case`` (seeded, on the device), and the reference."""
+    import torch
+    from torch import nn
+
+    dev = resolve_device(device)
+    reason = loop_skip_reason(case, capabilities(dev))
+    if reason:
+        raise XferbenchError(f"{case.label} on {dev}: {reason}")
+    tdev = dev.torch()
+    layers: list[Any] = []
+    dims = [case.width] * case.depth + [OUT_DIM]
+    # fork_rng: seed the weights without changing the caller's global random state
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        for i in range(case.depth):
+            layers.append(nn.Linear(dims[i], dims[i + 1]))
+            if i < case.depth - 1:
+                layers.append(nn.ReLU())
+        model = nn.Sequential(*layers).to(tdev)
+    params = list(model.parameters())
+    initial = [p.detach().clone() for p in params]
+    opt = torch.optim.SGD(params, lr=LR, momentum=MOMENTUM)
+    gen = torch.Generator().manual_seed(SEED)
+    # Targets from a fixed linear teacher, so that the loop has something to learn; batches
+    # already on the device: no input copy in the loop, only the reads under test.
+    xs = torch.randn(case.steps, case.batch, case.width, generator=gen)
+    teacher = torch.randn(case.width, OUT_DIM, generator=gen) / case.width**0.5
+    ys = (xs @ teacher).to(tdev)
+    xs = xs.to(tdev)
+
+    def restart() -> None:
+        # Same starting point every epoch: parameters and momentum (copies queued, no read).
+        with torch.no_grad():
+            for p, p0 in zip(params, initial):
+                p.copy_(p0)
+        opt.state.clear()
+
+    def step(i: int) -> tuple[Any, Any]:
+        pred = model(xs[i])
+        per_sample = ((pred - ys[i]) ** 2).mean(dim=1)
+        loss = per_sample.mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss, per_sample
+
+    # The reference epoch keeps every value on the device and reads them after the loop.
+    restart()
+    traced = [step(i) for i in range(case.steps)]
+    synchronize(dev)
+    reference = Reference(
+        losses=[loss.item() for loss, _ in traced],
+        per_sample=[ps.detach().to("cpu") for _, ps in traced],
+        # copy=True: on the CPU .to("cpu") would alias the live parameters
+        params=[p.detach().to("cpu", copy=True) for p in params],
+    )
+    del traced
+
+    readings: list[Any] = []
+    read, start, end = _readers(case, readings, tdev)
+    steps = case.steps
+
+    def run() -> None:
+        readings.clear()
+        restart()
+        start()
+        for i in range(steps):
+            loss, ps = step(i)
+            read(i, loss, ps)
+        end()
+
+    return LoopWorkload(case, dev, run, readings, lambda: params, reference, initial,
+                        keep=[model, opt, xs, ys])
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """One variant's measurement: ``measurement`` times whole epochs (completion clock)."""
+
+    case: LoopCase
+    measurement: Measurement
+    syncs: int | None = None  # synchronisations counted in one epoch; None where not counted
+
+    @property
+    def step_samples(self) -> tuple[float, ...]:
+        """Seconds per step, one per sample (each sample's epoch time divided by ``steps``)."""
+        return tuple(s / self.case.steps for s in self.measurement.samples(LOOP_CLOCK))
+
+    @property
+    def step_s(self) -> float:
+        """Median seconds per step."""
+        return self.measurement.stats(LOOP_CLOCK).median / self.case.steps
+
+    @property
+    def steps_per_s(self) -> float:
+        return 1.0 / self.step_s
+
+    @property
+    def syncs_per_step(self) -> float | None:
+        return None if self.syncs is None else self.syncs / self.case.steps
+
+
+#: Steps per second are read on the host clock with one synchronise at the end of the epoch.
+LOOP_CLOCK = "completion_s"
+
+
+def run_loop(case: LoopCase, device: str | Device = "auto", budget: Budget | None = None,
+             *, count: bool = False) -> LoopResult:
+    """Time whole epochs of ``case`` and verify them; with ``count``, also count the epoch's
+    host-device synchronisations (where ``sync_count_skip_reason`` allows)."""
+    work = build_loop(case, device)
+    work.run()
+    work.verify()  # a wrong first epoch fails before any number exists
+    m = measure(work.run, device=work.device, label=case.label, **(budget or Budget()).kwargs())
+    work.verify()
+    syncs = count_syncs(work.run, work.device) if count else None
+    if count:
+        work.verify()
+    return LoopResult(case, m, syncs)
+
+
+def count_syncs(fn: Callable[[], Any], device: str | Device = "auto") -> int:
+    """Host-device synchronisations one call of ``fn`` makes, counted by torch itself.
+
+    Method: ``torch.cuda.set_sync_debug_mode("warn")`` makes every synchronising call
+    (``.item()``, ``.cpu()``, ``nonzero``, stream synchronises; everything that goes through
+    c10's ``memcpy_and_sync`` or ``stream_synchronize``) emit one UserWarning with
+    SYNC_WARNING; they are recorded with ``warnings.catch_warnings`` and counted. Explicit
+    ``torch.cuda.synchronize()`` is not reported by torch, so the synchronise around the call
+    is not counted either. The previous debug mode is restored. CUDA and ROCm only.
+    """
+    import torch
+
+    dev = resolve_device(device)
+    reason = sync_count_skip_reason(capabilities(dev))
+    if reason:
+        raise XferbenchError(f"sync count on {dev}: {reason}")
+    synchronize(dev)
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # no de-duplication by call site: count every one
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    synchronize(dev)
+    return count_sync_warnings(caught)
+
+
+def count_sync_warnings(caught: list[Any]) -> int:
+    """How many of the recorded warnings are torch's synchronisation warning."""
+    return sum(1 for w in caught if SYNC_WARNING in str(w.message))
+
+
+def syncs_per_step(case: LoopCase, device: str | Device = "auto") -> float:
+    """Synchronisations per step of ``case`` (one counted epoch divided by ``steps``)."""
+    work = build_loop(case, device)
+    work.run()  # warm-up: first-call work (allocator, lazy init) is not the loop's
+    work.verify()
+    syncs = count_syncs(work.run, work.device)
+    work.verify()
+    return syncs / case.steps
+
+
+# -- the headline: one read per epoch vs a read every batch ----------------------------------
+
+@dataclass(frozen=True)
+class SyncComparison:
+    """The per-batch ``.item()`` loop and the per-epoch (device-accumulated) loop."""
+
+    per_batch: LoopResult
+    per_epoch: LoopResult
+
+    @property
+    def ratio(self) -> float:
+        """Per-epoch steps/s over per-batch steps/s: above 1, reading every batch costs."""
+        return self.per_epoch.steps_per_s / self.per_batch.steps_per_s
+
+
+def compare_sync(device: str | Device = "auto", *, width: int = DEFAULT_WIDTH,
+                 budget: Budget | None = None, count: bool | None = None) -> SyncComparison:
+    """The headline ratio, with syncs per step where they can be counted (``count`` None:
+    wherever ``sync_count_skip_reason`` allows)."""
+    dev = resolve_device(device)
+    if count is None:
+        count = sync_count_skip_reason(capabilities(dev)) is None
+    per_batch = run_loop(LoopCase(PER_BATCH, width=width), dev, budget, count=count)
+    per_epoch = run_loop(LoopCase(PER_EPOCH, width=width), dev, budget, count=count)
+    return SyncComparison(per_batch, per_epoch)
