@@ -27,6 +27,8 @@ class Headline:
     baseline_name: str
     nbytes: int | None = None  # set where GB/s means something
     reason: Callable[[Capabilities], str | None] | None = None
+    counts: str | None = None  # a benchmark with the same params counting events per call
+    counts_unit: str = ""
 
 
 def _copy_reason(host_memory: str, sync: str, layout: str) -> Callable[[Capabilities], str | None]:
@@ -59,6 +61,21 @@ HEADLINES: tuple[Headline, ...] = (
         "non_blocking", "blocking", nbytes=HEADLINE_NBYTES,
         reason=_copy_reason("pinned", "non_blocking", "many"),
     ),
+    Headline(
+        "create_on_device", f"torch.zeros(n, device=dev) vs torch.zeros(n).to(dev), {H}",
+        "bench_creation.Creation.track_ready_s",
+        {"factory": "zeros", "variant": "on_device", "size": H},
+        {"factory": "zeros", "variant": "to", "size": H},
+        "on device", "copied",
+    ),
+    Headline(
+        "item_per_epoch", "loss read once per epoch vs .item() every batch (steps/s)",
+        "bench_sync.Loop.track_step_s",
+        {"read": "device_accumulate", "width": "256"},
+        {"read": "item_every_batch", "width": "256"},
+        "per epoch", "per batch",
+        counts="bench_sync.LoopSyncs.track_syncs_per_step", counts_unit="syncs/step",
+    ),
 )
 
 
@@ -68,6 +85,8 @@ class HeadlineValue:
     practice: Result | None
     baseline: Result | None
     note: str = ""
+    practice_count: float | None = None
+    baseline_count: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -98,7 +117,7 @@ def _caps(rs: ResultSet) -> Capabilities | None:
 def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[HeadlineValue]:
     """The latest value of each headline in ``rs`` (filter ``rs`` to one series first)."""
     out = []
-    for h in which or all_headlines():
+    for h in which or HEADLINES:
         practice = rs.latest(h.benchmark, **h.practice)
         baseline = rs.latest(h.benchmark, **h.baseline)
         note = ""
@@ -106,20 +125,18 @@ def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[
             caps = _caps(rs)
             why = h.reason(caps) if (h.reason and caps) else None
             note = why or "not measured in these results"
-        out.append(HeadlineValue(h, practice, baseline, note))
+        counts = [None, None]
+        if h.counts:
+            for i, params in enumerate((h.practice, h.baseline)):
+                r = rs.latest(h.counts, **params)
+                counts[i] = r.value if r else None
+        out.append(HeadlineValue(h, practice, baseline, note, *counts))
     return out
 
 
 def all_headlines() -> tuple[Headline, ...]:
-    """The copies headlines plus those the other practices declare."""
-    extra: list[Headline] = []
-    for module in ("creation", "sync"):
-        try:
-            mod = __import__(f"xferbench.practices.{module}", fromlist=["HEADLINES"])
-        except ImportError:
-            continue
-        extra.extend(getattr(mod, "HEADLINES", ()))
-    return HEADLINES + tuple(extra)
+    """Every headline, one per practice."""
+    return HEADLINES
 
 
 def format_headlines(values: list[HeadlineValue]) -> list[str]:
@@ -145,11 +162,14 @@ def _figures(v: HeadlineValue) -> str:
 
     h = v.headline
     parts = []
-    for name, r in ((h.practice_name, v.practice), (h.baseline_name, v.baseline)):
+    for name, r, count in ((h.practice_name, v.practice, v.practice_count),
+                           (h.baseline_name, v.baseline, v.baseline_count)):
         assert r is not None and r.value is not None
         text = f"{name} {format_seconds(r.value)}"
         if h.nbytes and r.unit == "seconds":
             text += f" ({h.nbytes / r.value / 1e9:.1f} GB/s)"
+        if count is not None:
+            text += f", {count:.2f} {h.counts_unit}"
         parts.append(text)
     return " vs ".join(parts)
 
