@@ -7,7 +7,9 @@ import, and nothing here initialises an accelerator until a function that needs 
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -244,6 +246,22 @@ def current_stream(device: Device) -> Any:
     if acc is not None and hasattr(acc, "current_stream"):
         return acc.current_stream(device.torch())
     return _module(device.type).current_stream(device.torch())
+
+
+@contextlib.contextmanager
+def sync_debug_warnings(device: Device) -> Iterator[None]:
+    """Within the block, each host-device synchronisation on ``device`` emits a UserWarning
+    (``torch.cuda.set_sync_debug_mode("warn")``; CUDA and ROCm only). The mode is restored."""
+    import torch
+
+    if device.type != "cuda":
+        raise XferbenchError(f"no sync debug mode on {device}: it exists for CUDA and ROCm only")
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
 
 
 def free_memory(device: Device) -> int | None:

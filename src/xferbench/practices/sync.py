@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import XferbenchError
-from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
+from ..devices import (
+    Capabilities,
+    Device,
+    capabilities,
+    resolve_device,
+    sync_debug_warnings,
+    synchronize,
+)
 from ..measurement import Measurement
 from ..timing import measure
 from . import Budget, VerificationError, sweep
@@ -419,21 +426,16 @@ def count_syncs(fn: Callable[[], Any], device: str | Device = "auto") -> int:
     ``torch.cuda.synchronize()`` is not reported by torch, so the synchronise around the call
     is not counted either. The previous debug mode is restored. CUDA and ROCm only.
     """
-    import torch
 
     dev = resolve_device(device)
     reason = sync_count_skip_reason(capabilities(dev))
     if reason:
         raise XferbenchError(f"sync count on {dev}: {reason}")
     synchronize(dev)
-    previous = torch.cuda.get_sync_debug_mode()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # no de-duplication by call site: count every one
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
+        with sync_debug_warnings(dev):
             fn()
-        finally:
-            torch.cuda.set_sync_debug_mode(previous)
     synchronize(dev)
     return count_sync_warnings(caught)
 
