@@ -154,3 +154,14 @@ def test_asv_check_finds_no_problems_in_the_suite(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "No problems found" in proc.stdout
+
+
+def test_readme_figures_are_those_of_the_committed_results():
+    readme = (REPO / "README.md").read_text()
+    begin, end = "<!-- headline:begin -->\n", "\n<!-- headline:end -->"
+    quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
+    proc = subprocess.run([sys.executable, "-m", "xferbench.headline", str(REPO / "results")],
+                          capture_output=True, text=True, check=True)
+    assert quoted == proc.stdout.rstrip(), (
+        "README figures differ from results/: paste the output of "
+        "'python -m xferbench.headline results' between the headline markers")

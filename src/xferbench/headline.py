@@ -140,18 +140,16 @@ def all_headlines() -> tuple[Headline, ...]:
 
 
 def format_headlines(values: list[HeadlineValue]) -> list[str]:
-    """A table: ratio (practice faster than baseline by), noise, and the two figures."""
-    rows = [("headline", "ratio", "noise", "figures")]
+    """A Markdown table: ratio (practice faster than baseline by), noise, and the two figures."""
+    lines = ["| headline | ratio | noise | figures |", "| --- | ---: | ---: | --- |"]
     for v in values:
         h = v.headline
         if v.ratio is None:
-            rows.append((h.title, "n/a", "", v.note))
+            lines.append(f"| {h.title} | n/a | | {v.note} |")
             continue
         noise = "" if v.noise is None else f"±{v.noise:.0%}"
-        rows.append((h.title, f"{v.ratio:.2f}x", noise, _figures(v)))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.append(f"| {h.title} | {v.ratio:.2f}x | {noise} | {_figures(v)} |")
+    lines.append("")
     lines.append("ratio: baseline time / practice time (above 1: the practice is faster); "
                  "noise: IQR/median of both, in quadrature; GB/s = 10^9 bytes/s")
     return lines
@@ -208,8 +206,9 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
 def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) -> list[str]:
     if not rows:
         return [f"no copy results at {size_label(nbytes)}"]
-    out = [f"copies of one {size_label(nbytes)} tensor, device time (host clock on a CPU) "
-           "(GB/s = 10^9 bytes/s; noise = IQR/median; share = of the PCIe link's theoretical rate)",
+    out = [f"Copies of one {size_label(nbytes)} tensor, device time (host clock on a CPU); "
+           "GB/s = 10^9 bytes/s; noise = IQR/median; share = of the PCIe link's theoretical rate.",
+           "",
            "| direction | host memory | sync | GB/s | noise | share of PCIe |",
            "| --- | --- | --- | ---: | ---: | ---: |"]
     for r in rows:
@@ -236,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     for machine in rs.machines():
         for torch_version in rs.filter(machine=machine).torch_versions():
             series = rs.filter(machine=machine, torch=torch_version)
-            print(f"## {machine}, torch {torch_version}\n")
+            print(f"#### {machine}, torch {torch_version}\n")
             print("\n".join(format_copy_rows(copy_rows(series))))
             print()
             print("\n".join(format_headlines(headlines(series))))
