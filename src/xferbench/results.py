@@ -25,6 +25,8 @@ from ._errors import XferbenchError
 #:   1: first version ({"schema_version", "metadata", "run": {...}}).
 METADATA_SCHEMA_VERSION = 1
 METADATA_SUFFIX = ".metadata"
+#: The "version" of asv 0.6's results files and benchmarks.json.
+ASV_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class Result:
     ci_99: tuple[float, float] | None = None
     number: int | None = None
     repeat: int | None = None
+    started_ms: int | None = None  # when asv started this benchmark (ms since the epoch)
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -124,6 +127,46 @@ class ResultSet:
     def metadata_for(self, result: Result) -> dict[str, Any]:
         return self.metadata.get(result.path, {}).get("metadata", {})
 
+    def declared_params(self, benchmark: str) -> dict[str, list[Any]]:
+        """The parameter names of ``benchmark`` and their values, in asv's declared order."""
+        info = self.benchmarks.get(benchmark, {})
+        return {name: [_literal(v) for v in values]
+                for name, values in zip(info.get("param_names", []), info.get("params", []))}
+
+    def commits(self) -> list[str]:
+        return sorted({r.commit for r in self.results})
+
+    def match_torch(self, version: str) -> str:
+        """The full torch version ``version`` names: "2.13.0" finds "2.13.0+cpu" when that
+        is the only build of 2.13.0 here; raises XferbenchError naming those that exist."""
+        known = self.torch_versions()
+        if version in known:
+            return version
+        found = [v for v in known if v.split("+")[0] == version]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise XferbenchError(
+                f"PyTorch version {version!r} is ambiguous in {self.root}: it matches "
+                f"{', '.join(found)}; give the full version"
+            )
+        raise XferbenchError(
+            f"PyTorch version {version!r} is not in {self.root}: it holds "
+            f"{', '.join(known) or 'none'}"
+        )
+
+    def newest(self) -> ResultSet:
+        """One result per (machine, torch, benchmark, params): the one from the newest run
+        (suite commit date, then start time), even where that run skipped or failed it."""
+        best: dict[tuple, Result] = {}
+        for r in self.results:
+            key = (r.machine, r.torch, r.benchmark, r.params)
+            old = best.get(key)
+            if old is None or (r.date_ms, r.started_ms or 0, r.ok) > (
+                    old.date_ms, old.started_ms or 0, old.ok):
+                best[key] = r
+        return ResultSet(list(best.values()), self.benchmarks, self.root, self.metadata)
+
 
 def version_key(version: str) -> tuple:
     """Order "2.4.1" < "2.13.0" < "2.13.0+cu128" numerically, local tags last."""
@@ -164,6 +207,11 @@ def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
     data = _load_json(path, "benchmark list")
     if not isinstance(data, dict):
         raise XferbenchError(f"benchmark list {path} is not an asv benchmarks.json")
+    if data.get("version", ASV_FORMAT_VERSION) != ASV_FORMAT_VERSION:
+        raise XferbenchError(
+            f"benchmark list {path} has asv format version {data.get('version')!r}: "
+            f"this xferbench reads version {ASV_FORMAT_VERSION} (asv 0.6)"
+        )
     return {k: v for k, v in data.items() if isinstance(v, dict)}
 
 
@@ -193,6 +241,11 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list
         raise XferbenchError(
             f"results file {path} is not an asv results file (no result_columns/results)"
         ) from None
+    if data.get("version", ASV_FORMAT_VERSION) != ASV_FORMAT_VERSION:
+        raise XferbenchError(
+            f"results file {path} has asv format version {data.get('version')!r}: "
+            f"this xferbench reads version {ASV_FORMAT_VERSION} (asv 0.6)"
+        )
     machine = str(params.get("machine", os.path.basename(os.path.dirname(path))))
     requirements = data.get("requirements") or {}
     torch_version = str(params.get("torch") or requirements.get("torch") or "unknown")
@@ -208,6 +261,7 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list
         param_values = [[_literal(v) for v in values] for values in (cols.get("params") or [])]
         combos = list(itertools.product(*param_values)) if param_values else [()]
         values = cols.get("result")
+        started = cols.get("started_at")
         if values is None:
             values = [None] * len(combos)
 
@@ -227,6 +281,7 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list
                 q25=column("stats_q_25"), q75=column("stats_q_75"),
                 ci_99=(ci_a, ci_b) if ci_a is not None and ci_b is not None else None,
                 number=column("stats_number"), repeat=column("stats_repeat"),
+                started_ms=started if isinstance(started, int) else None,
             ))
     return out
 
@@ -255,6 +310,21 @@ def load_metadata(results_path: str) -> dict[str, Any]:
             f"this xferbench reads version {METADATA_SCHEMA_VERSION}"
         )
     return data
+
+
+def load_file(path: str) -> ResultSet:
+    """One asv results file, read with the benchmarks.json of the results folder it is in
+    (``<results>/<machine>/<file>.json``)."""
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise XferbenchError(f"results file {path} does not exist")
+    root = os.path.dirname(os.path.dirname(path))
+    benchmarks = load_benchmarks(root)
+    results = parse_results_file(path, benchmarks)
+    if not results:
+        raise XferbenchError(f"results file {path} holds no results")
+    meta = load_metadata(path)
+    return ResultSet(results, benchmarks, root, {path: meta} if meta else {})
 
 
 def load(root: str = "results") -> ResultSet:

@@ -1,0 +1,307 @@
+"""``xferbench cite BENCHMARK``: a sentence and a small table for docs, read from the results
+files (never typed): the value and its spread, the software and hardware it was measured on,
+the suite commit and date, and the published figure that shows it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ._errors import XferbenchError
+from .results import Result, ResultSet
+
+
+def register_cli(sub: Any) -> None:
+    p = sub.add_parser("cite", allow_abbrev=False,
+                       help="a citation (sentence and table) of one measured value",
+                       description="Cite one benchmark at one parameter combination, read "
+                                   "from the results: value, spread, versions, hardware, "
+                                   "commit, date and figure.")
+    p.add_argument("benchmark", metavar="BENCHMARK",
+                   help="benchmark name, or a unique ending of it (Copy.track_device_s)")
+    p.add_argument("--params", action="append", default=[], metavar="K=V,K=V",
+                   help="parameters, comma-separated (direction=h2d,host_memory=pinned,...)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="one parameter; repeat it for several")
+    p.add_argument("--torch", default=None, metavar="VERSION",
+                   help="PyTorch version to cite (default: the newest measurement)")
+    p.add_argument("--machine", default=None, help="machine to cite (default: the newest)")
+    p.add_argument("--results", default="results", metavar="DIR",
+                   help="results folder (default: results)")
+    p.add_argument("--site", default="site", metavar="DIR",
+                   help="the published site, for the figure's path (default: site)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                   help="markdown sentence and table (default) or JSON")
+    p.set_defaults(func=cmd_cite)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One measured value with everything needed to quote it; numbers as stored (seconds)."""
+
+    benchmark: str
+    params: dict[str, Any]
+    value: float
+    unit: str
+    q25: float | None
+    q75: float | None
+    ci_99: tuple[float, float] | None
+    n_samples: int | None
+    nbytes: int | None
+    gbps: float | None  # nbytes / value / 1e9, where the size parameter gives the bytes
+    torch: str
+    cuda: str
+    driver: str
+    gpu: str
+    device: str
+    pcie_gen: int | None
+    pcie_width: int | None
+    pcie_gen_max: int | None
+    pcie_width_max: int | None
+    pcie_theoretical_bytes_per_s: float | None
+    machine: str
+    commit: str
+    measured_ms: int
+    results_file: str
+    figure: str
+    figure_exists: bool
+    others: tuple[str, ...]  # other series that measured it ("torch X on M")
+
+    @property
+    def spread(self) -> float | None:
+        if self.q25 is None or self.q75 is None or not self.value:
+            return None
+        return (self.q75 - self.q25) / self.value
+
+    @property
+    def share_of_pcie(self) -> float | None:
+        if self.gbps is None or not self.pcie_theoretical_bytes_per_s:
+            return None
+        return self.gbps * 1e9 / self.pcie_theoretical_bytes_per_s
+
+
+# -- choosing the result -----------------------------------------------------------------------
+
+def parse_params(groups: list[str], singles: list[str]) -> dict[str, str]:
+    """"a=1,b=2" groups and "a=1" singles into one dict; raises on a malformed item."""
+    out: dict[str, str] = {}
+    items = [i for g in groups for i in g.split(",") if i.strip()] + list(singles)
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise XferbenchError(f"parameter {item!r} is not name=value (as direction=h2d)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def resolve_benchmark(rs: ResultSet, name: str) -> str:
+    names = sorted(set(rs.benchmarks) | {r.benchmark for r in rs})
+    if name in names:
+        return name
+    found = [n for n in names if n.endswith("." + name)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise XferbenchError(f"benchmark {name!r} is ambiguous: it ends {', '.join(found)}")
+    raise XferbenchError(f"benchmark {name!r} is not in {rs.root}: it holds {', '.join(names)}")
+
+
+def _declared(rs: ResultSet, benchmark: str) -> dict[str, list[str]]:
+    return {k: [str(v) for v in values] for k, values in rs.declared_params(benchmark).items()}
+
+
+def _check_params(rs: ResultSet, benchmark: str, params: dict[str, str]) -> None:
+    declared = _declared(rs, benchmark)
+    for key, value in params.items():
+        if key not in declared:
+            raise XferbenchError(
+                f"{key!r} is not a parameter of {benchmark}: it takes "
+                f"{', '.join(declared) or 'none'}")
+        if value not in declared[key]:
+            raise XferbenchError(
+                f"{key}={value} is not a value of {benchmark}: use {', '.join(declared[key])}")
+
+
+def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str | None = None,
+           machine: str | None = None) -> tuple[Result, list[Result]]:
+    """The newest measured result of ``benchmark`` at ``params``, and the other series' ones."""
+    benchmark = resolve_benchmark(rs, benchmark)
+    _check_params(rs, benchmark, params)
+    pool = rs
+    if torch is not None:
+        pool = pool.filter(torch=rs.match_torch(torch))
+    if machine is not None:
+        if machine not in rs.machines():
+            raise XferbenchError(
+                f"machine {machine!r} is not in {rs.root}: it holds {', '.join(rs.machines())}")
+        pool = pool.filter(machine=machine)
+    found = pool.find(benchmark, **params)
+    measured = [r for r in found if r.ok]
+    label = benchmark + (f" ({_kv(params)})" if params else "")
+    if not measured:
+        where = f" for torch {torch}" if torch else ""
+        where += f" on {machine}" if machine else ""
+        why = "skipped or failed in every run" if found else "not in the results"
+        raise XferbenchError(f"{label} has no measured value{where}: {why}")
+    combos = {r.params for r in measured}
+    if len(combos) > 1:
+        declared = _declared(rs, benchmark)
+        seen = {k: {str(dict(c).get(k)) for c in combos} for k in declared}
+        hints = "; ".join(
+            f"{k}= ({', '.join(v for v in values if v in seen[k])})"
+            for k, values in declared.items() if k not in params and len(seen[k]) > 1)
+        raise XferbenchError(
+            f"{label} matches {len(combos)} measured parameter combinations: "
+            f"give also {hints}")
+    newest = max(measured, key=lambda r: (r.date_ms, r.started_ms or 0, r.torch))
+    others = [r for r in measured if (r.machine, r.torch) != (newest.machine, newest.torch)]
+    return newest, others
+
+
+def _kv(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _display_path(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
+         torch: str | None = None, machine: str | None = None,
+         site: str = "site") -> Citation:
+    from .report import figure_path, gbps, nbytes_of
+
+    r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine)
+    meta = rs.metadata_for(r)
+    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
+
+    def text(key: str) -> str:
+        value = meta.get(key)
+        return "unknown" if value in (None, "") else str(value)
+
+    def integer(key: str) -> int | None:
+        value = meta.get(key)
+        return int(value) if isinstance(value, (int, float)) else None
+
+    return Citation(
+        benchmark=r.benchmark, params=r.param_dict, value=float(r.value),  # type: ignore[arg-type]
+        unit=r.unit, q25=r.q25, q75=r.q75, ci_99=r.ci_99,
+        n_samples=len(r.samples) if r.samples else None,
+        nbytes=nbytes_of(r.param_dict), gbps=gbps(r),
+        torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=text("gpu_name"),
+        device=str(meta.get("device") or "unknown"),
+        pcie_gen=integer("pcie_gen"), pcie_width=integer("pcie_width"),
+        pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
+        pcie_theoretical_bytes_per_s=meta.get("pcie_theoretical_bytes_per_s"),
+        machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
+        results_file=_display_path(r.path), figure=_display_path(os.path.abspath(figure)),
+        figure_exists=os.path.isfile(figure),
+        others=tuple(sorted({f"torch {o.torch} on {o.machine}" for o in others})),
+    )
+
+
+# -- formatting --------------------------------------------------------------------------------
+
+def _value(v: float | None, unit: str) -> str:
+    from .compare import format_value
+
+    return format_value(v, unit)
+
+
+def _date(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+
+
+def _pcie(c: Citation) -> str:
+    def link(gen: int | None, width: int | None) -> str | None:
+        return f"Gen{gen} x{width}" if gen and width else None
+
+    now, best = link(c.pcie_gen, c.pcie_width), link(c.pcie_gen_max, c.pcie_width_max)
+    parts = []
+    if now:
+        parts.append(f"{now} at the time")
+    if best and best != now:
+        parts.append(f"up to {best}")
+    if c.pcie_theoretical_bytes_per_s:
+        parts.append(f"{c.pcie_theoretical_bytes_per_s / 1e9:.1f} GB/s theoretical per direction")
+    return ", ".join(parts) if parts else "unknown"
+
+
+def _gpu(c: Citation) -> str:
+    return c.gpu if c.gpu != "unknown" else f"none (device {c.device})"
+
+
+def rows(c: Citation) -> list[tuple[str, str]]:
+    """The table: (field, text)."""
+    out = [("benchmark", f"`{c.benchmark}`"), ("parameters", _kv(c.params) or "none"),
+           ("median", _value(c.value, c.unit))]
+    if c.q25 is not None and c.q75 is not None:
+        spread = "" if c.spread is None else f" ({c.spread:.1%} of the median)"
+        out.append(("IQR", f"{_value(c.q25, c.unit)} to {_value(c.q75, c.unit)}{spread}"))
+    if c.ci_99:
+        out.append(("99% CI", f"{_value(c.ci_99[0], c.unit)} to {_value(c.ci_99[1], c.unit)}"))
+    out.append(("samples", str(c.n_samples) if c.n_samples else "not recorded"))
+    if c.gbps is not None:
+        bw = f"{c.gbps:.2f} GB/s (10^9 bytes/s; {c.nbytes} bytes / median)"
+        if c.share_of_pcie is not None:
+            bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
+        out.append(("bandwidth", bw))
+    out += [("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
+            ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
+            ("measured", _date(c.measured_ms)), ("results file", f"`{c.results_file}`"),
+            ("figure", f"`{c.figure}`" + ("" if c.figure_exists
+                                          else " (not built yet: run `xferbench publish`)"))]
+    return out
+
+
+def sentence(c: Citation) -> str:
+    short = c.benchmark.split(".", 1)[-1]
+    what = f"`{short}` ({_kv(c.params)})" if c.params else f"`{short}`"
+    spread = []
+    if c.q25 is not None and c.q75 is not None:
+        spread.append(f"IQR {_value(c.q25, c.unit)} to {_value(c.q75, c.unit)}")
+    if c.n_samples:
+        spread.append(f"{c.n_samples} samples")
+    bw = f", {c.gbps:.2f} GB/s" if c.gbps is not None else ""
+    gpu = f"GPU {c.gpu}, PCIe {_pcie(c)}" if c.gpu != "unknown" else f"no GPU, device {c.device}"
+    return (f"{what} measured a median of {_value(c.value, c.unit)}"
+            f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
+            f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
+            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`.")
+
+
+def format_markdown(c: Citation) -> list[str]:
+    lines = [sentence(c), "", "| | |", "| --- | --- |"]
+    lines += [f"| {k} | {v} |" for k, v in rows(c)]
+    if c.others:
+        lines += ["", f"Also measured for {', '.join(c.others)} (choose with --torch/--machine)."]
+    return lines
+
+
+def as_dict(c: Citation) -> dict[str, Any]:
+    out = asdict(c)
+    out["ci_99"] = list(c.ci_99) if c.ci_99 else None
+    out["others"] = list(c.others)
+    out["spread"] = c.spread
+    out["measured"] = _date(c.measured_ms)
+    out["sentence"] = sentence(c)
+    return out
+
+
+def cmd_cite(args: argparse.Namespace) -> int:
+    from .results import load
+
+    params = parse_params(args.params, args.param)
+    c = cite(load(args.results), args.benchmark, params, torch=args.torch,
+             machine=args.machine, site=args.site)
+    if args.format == "json":
+        print(json.dumps(as_dict(c), indent=2))
+    else:
+        for line in format_markdown(c):
+            print(line)
+    return 0

@@ -1,0 +1,183 @@
+"""cite: the numbers in a citation are those in the results files, read back from the raw
+asv JSON here; bad names and parameters are one sentence and exit 2."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from xferbench import XferbenchError
+from xferbench.cite import cite, format_markdown, parse_params
+from xferbench.cli import main
+from xferbench.measurement import format_seconds
+from xferbench.report import figure_path
+from xferbench.results import load
+
+RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
+               or Path(__file__).resolve().parents[1] / "results")
+
+
+def raw_measurements() -> list[dict]:
+    """Every measured value in the committed results, straight from the JSON files."""
+    benchmarks = json.loads((RESULTS / "benchmarks.json").read_text())
+    out = []
+    for path in sorted(RESULTS.glob("*/*.json")):
+        if path.name == "machine.json":
+            continue
+        raw = json.loads(path.read_text())
+        meta_path = path.with_suffix(".metadata")
+        meta = json.loads(meta_path.read_text())["metadata"] if meta_path.exists() else {}
+        for name, row in raw["results"].items():
+            cols = dict(zip(raw["result_columns"], row))
+            names = benchmarks[name]["param_names"]
+            combos = [[]]
+            for values in cols.get("params") or []:
+                combos = [c + [str(ast.literal_eval(v))] for c in combos for v in values]
+            for i, x in enumerate(cols.get("result") or []):
+                if x is None or math.isnan(x):
+                    continue
+                def col(key: str, i: int = i, cols: dict = cols):
+                    return cols[key][i] if isinstance(cols.get(key), list) else None
+
+                out.append({
+                    "path": path, "benchmark": name, "params": dict(zip(names, combos[i])),
+                    "value": x, "q25": col("stats_q_25"), "q75": col("stats_q_75"),
+                    "samples": col("samples"), "raw": raw, "meta": meta,
+                    "started_at": cols.get("started_at"),
+                    "unit": benchmarks[name]["unit"],
+                })
+    assert out, f"no measured value in {RESULTS}"
+    return out
+
+
+def citable() -> dict:
+    """A measured value that only one series holds at its parameters, or the newest one."""
+    rows = raw_measurements()
+    by_key: dict = {}
+    for m in rows:
+        by_key.setdefault((m["benchmark"], tuple(m["params"].items())), []).append(m)
+    # prefer a copy with a size: it also has a bandwidth
+    ordered = sorted(by_key.values(), key=lambda ms: "size" not in ms[0]["params"])
+    group = ordered[0]
+    return max(group, key=lambda m: (m["raw"]["date"], m["started_at"] or 0,
+                                     m["raw"]["params"]["torch"]))
+
+
+def test_citation_numbers_are_those_in_the_results_file(capsys):
+    m = citable()
+    params = ",".join(f"{k}={v}" for k, v in m["params"].items())
+    args = ["cite", m["benchmark"], "--results", str(RESULTS), "--format", "json"]
+    assert main(args + (["--params", params] if params else [])) == 0
+    c = json.loads(capsys.readouterr().out)
+    raw = m["raw"]
+    assert c["value"] == m["value"]
+    assert (c["q25"], c["q75"]) == (m["q25"], m["q75"])
+    assert c["n_samples"] == (len(m["samples"]) if m["samples"] else None)
+    assert c["torch"] == raw["params"]["torch"]
+    assert c["cuda"] == raw["params"]["cuda"]
+    assert c["commit"] == raw["commit_hash"]
+    assert c["machine"] == raw["params"]["machine"]
+    assert c["measured_ms"] == (m["started_at"] or raw["date"])
+    assert c["driver"] == (m["meta"].get("driver") or "unknown")
+    assert c["gpu"] == (m["meta"].get("gpu_name") or "unknown")
+    assert Path(c["results_file"]).resolve() == m["path"].resolve()
+    assert c["figure"] == os.path.join("site", figure_path(m["benchmark"], m["params"],
+                                                             c["machine"]))
+    if "size" in m["params"] and m["unit"] == "seconds":
+        assert c["gbps"] == pytest.approx(c["nbytes"] / m["value"] / 1e9)
+
+
+def test_markdown_citation_quotes_the_value_and_figure(capsys):
+    m = citable()
+    params = [f"--param={k}={v}" for k, v in m["params"].items()]
+    assert main(["cite", m["benchmark"].split(".", 1)[1], "--results", str(RESULTS),
+                 *params]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    unit = m["unit"]
+    shown = format_seconds(m["value"]) if unit == "seconds" else f"{m['value']:.3g} {unit}"
+    assert f"median of {shown}" in lines[0]
+    assert f"| median | {shown} |" in lines
+    assert f"| PyTorch | {m['raw']['params']['torch']} |" in lines
+    assert f"| suite commit | {m['raw']['commit_hash']} |" in lines
+    assert any(line.startswith("| figure | `site/figures/") for line in lines)
+    assert lines[2:4] == ["| | |", "| --- | --- |"]
+
+
+def test_cite_chooses_a_version_with_torch():
+    rs = load(str(RESULTS))
+    m = citable()
+    for version in rs.torch_versions():
+        try:
+            c = cite(rs, m["benchmark"], m["params"], torch=version)
+        except XferbenchError:
+            continue  # not measured under this version
+        assert c.torch == version
+
+
+def test_figure_exists_is_reported(tmp_path: Path):
+    rs = load(str(RESULTS))
+    m = citable()
+    c = cite(rs, m["benchmark"], m["params"], site=str(tmp_path))
+    assert not c.figure_exists
+    assert "not built yet" in "\n".join(format_markdown(c))
+    target = tmp_path / figure_path(m["benchmark"], m["params"], c.machine)
+    target.parent.mkdir(parents=True)
+    target.write_text("<svg/>")
+    assert cite(rs, m["benchmark"], m["params"], site=str(tmp_path)).figure_exists
+
+
+def _cli_error(args: list[str], capsys) -> str:
+    assert main(["cite", *args, "--results", str(RESULTS)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    return err
+
+
+def test_unknown_benchmark_lists_the_known_ones(capsys):
+    err = _cli_error(["NoSuch.track_x"], capsys)
+    assert "'NoSuch.track_x' is not in" in err and citable()["benchmark"] in err
+
+
+def test_unknown_parameter_lists_the_valid_ones(capsys):
+    m = citable()
+    err = _cli_error([m["benchmark"], "--param", "colour=red"], capsys)
+    assert "'colour' is not a parameter" in err
+    assert all(k in err for k in m["params"])
+
+
+def test_unknown_parameter_value_lists_the_valid_ones(capsys):
+    m = citable()
+    if not m["params"]:
+        pytest.fail("the cited benchmark should take parameters")
+    key = next(iter(m["params"]))
+    err = _cli_error([m["benchmark"], "--param", f"{key}=bogus"], capsys)
+    assert f"{key}=bogus is not a value" in err and m["params"][key] in err
+
+
+def test_missing_parameters_name_what_to_add(capsys):
+    m = citable()
+    err = _cli_error([m["benchmark"]], capsys)
+    assert "give also" in err
+
+
+def test_unknown_version_names_those_that_exist(capsys):
+    err = _cli_error([citable()["benchmark"], "--torch", "0.1.2"], capsys)
+    assert "'0.1.2' is not in" in err
+
+
+def test_empty_results_folder_exit_2(tmp_path: Path, capsys):
+    assert main(["cite", "Copy.track_device_s", "--results", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no results" in err
+
+
+def test_params_parse_groups_and_singles():
+    assert parse_params(["a=1,b=2"], ["c=x"]) == {"a": "1", "b": "2", "c": "x"}
+    with pytest.raises(XferbenchError, match="not name=value"):
+        parse_params(["a"], [])

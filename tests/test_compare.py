@@ -1,0 +1,260 @@
+"""compare: the Mann-Whitney U test against known values, and the command end to end on the
+committed two-version results: every common benchmark gets a ratio, a 30% slowdown is a
+regression (exit 1), the data against itself exits 0, bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xferbench import XferbenchError
+from xferbench.cli import main
+from xferbench.compare import (
+    BETTER,
+    MISSING,
+    NOT_SIGNIFICANT,
+    WITHIN,
+    WORSE,
+    compare,
+    compare_results,
+    higher_is_better,
+    mann_whitney_u,
+)
+from xferbench.results import Result, load
+
+RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
+               or Path(__file__).resolve().parents[1] / "results")
+
+
+def result_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("*/*.json") if p.name != "machine.json")
+
+
+def measured(raw: dict) -> list[tuple[str, int]]:
+    """(benchmark, combination index) of every measured value in a raw asv results file."""
+    out = []
+    for name, row in raw["results"].items():
+        cols = dict(zip(raw["result_columns"], row))
+        out += [(name, i) for i, x in enumerate(cols.get("result") or [])
+                if x is not None and not math.isnan(x)]
+    return out
+
+
+def scale(raw: dict, name: str, i: int, factor: float) -> None:
+    """Make one value ``factor`` times its recorded self: median, quartiles, CI and samples."""
+    columns = raw["result_columns"]
+    row = raw["results"][name]
+    cols = dict(zip(columns, row))
+    for key in ("result", "stats_q_25", "stats_q_75", "stats_ci_99_a", "stats_ci_99_b"):
+        if cols.get(key) and cols[key][i] is not None:
+            cols[key][i] *= factor
+    if cols.get("samples") and cols["samples"][i]:
+        cols["samples"][i] = [x * factor for x in cols["samples"][i]]
+    raw["results"][name] = [cols[c] for c in columns[: len(row)]]
+
+
+@pytest.fixture
+def results_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "results"
+    shutil.copytree(RESULTS, dest, ignore=shutil.ignore_patterns(".xferbench-run.lock"))
+    return dest
+
+
+def newest_file_of(root: Path, version: str) -> Path:
+    files = [p for p in result_files(root)
+             if json.loads(p.read_text())["params"]["torch"].split("+")[0] == version]
+    return max(files, key=lambda p: json.loads(p.read_text())["date"])
+
+
+# -- the test itself -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("x", "y", "u", "p"), [
+    # reference values: scipy.stats.mannwhitneyu(x, y, method="asymptotic")
+    ([1, 2, 3], [4, 5, 6], 0.0, 0.08085559837005224),
+    ([1, 2, 2, 3, 3, 3, 4], [3, 4, 4, 5, 5, 6, 7, 7], 3.5, 0.004793348746185457),
+    ([19, 22, 16, 29, 24], [20, 11, 17, 12], 17.0, 0.11134688653314041),
+])
+def test_mann_whitney_matches_scipy(x, y, u, p):
+    got_u, got_p = mann_whitney_u(x, y)
+    assert got_u == u
+    assert got_p == pytest.approx(p, rel=1e-9)
+
+
+def test_mann_whitney_of_identical_samples_is_not_significant():
+    assert mann_whitney_u([1.1, 2.2, 3.3], [1.1, 2.2, 3.3]) == (4.5, 1.0)
+    assert mann_whitney_u([5.0] * 4, [5.0] * 6)[1] == 1.0  # every value tied
+
+
+def test_mann_whitney_is_symmetric_in_p():
+    x, y = [0.1 * k for k in range(30)], [0.1 * k + 0.7 for k in range(25)]
+    assert mann_whitney_u(x, y)[1] == pytest.approx(mann_whitney_u(y, x)[1])
+
+
+def test_rates_are_higher_is_better_and_seconds_lower():
+    assert higher_is_better("GB/s") and higher_is_better("steps/s")
+    assert not higher_is_better("seconds") and not higher_is_better("fraction")
+
+
+def _r(value: float, unit: str, samples: tuple[float, ...] | None,
+       ci: tuple[float, float] | None = None, torch: str = "a") -> Result:
+    return Result(benchmark="bench_x.X.track", params=(("n", 1),), value=value, unit=unit,
+                  machine="m", commit="c", date_ms=0, torch=torch, cuda="none", python="3",
+                  env_name="e", path="p", samples=samples, ci_99=ci)
+
+
+def test_lower_rate_is_worse_and_lower_time_better():
+    slow = tuple(10.0 + 0.01 * k for k in range(20))
+    fast = tuple(5.0 + 0.01 * k for k in range(20))
+    rows, _ = compare_results([_r(10.0, "GB/s", slow)], [_r(5.0, "GB/s", fast)])
+    assert rows[0].mark == WORSE and rows[0].worse_by == pytest.approx(2.0)
+    rows, _ = compare_results([_r(10.0, "seconds", slow)], [_r(5.0, "seconds", fast)])
+    assert rows[0].mark == BETTER and rows[0].ratio == pytest.approx(0.5)
+
+
+def test_without_samples_disjoint_confidence_intervals_decide():
+    a = _r(1.0, "seconds", None, (0.95, 1.05))
+    assert compare_results([a], [_r(1.3, "seconds", None, (1.25, 1.35))])[0][0].mark == WORSE
+    assert compare_results([a], [_r(1.3, "seconds", None, (1.0, 1.6))])[0][0].mark == (
+        NOT_SIGNIFICANT)
+
+
+def test_significant_change_under_threshold_is_within():
+    a = tuple(1.0 + 0.001 * k for k in range(50))
+    b = tuple(x * 1.05 for x in a)
+    rows, _ = compare_results([_r(1.025, "seconds", a)], [_r(1.076, "seconds", b)])
+    assert rows[0].mark == WITHIN and rows[0].p_value < 0.05
+
+
+# -- end to end on the committed results -----------------------------------------------------
+
+def a_version() -> str:
+    return load(str(RESULTS)).torch_versions()[0].split("+")[0]
+
+
+def two_versions() -> tuple[str, str]:
+    versions = load(str(RESULTS)).torch_versions()
+    assert len(versions) >= 2, f"{RESULTS} should hold two PyTorch versions: {versions}"
+    return versions[0].split("+")[0], versions[-1].split("+")[0]
+
+
+def test_versions_compare_every_common_benchmark_with_a_ratio():
+    a, b = two_versions()
+    c = compare(a, b, results=str(RESULTS))
+    rs = load(str(RESULTS)).newest()
+    measured_a = {(r.machine, r.benchmark, r.params) for r in rs.filter(torch=a) if r.ok}
+    measured_b = {(r.machine, r.benchmark, r.params) for r in rs.filter(torch=b) if r.ok}
+    common = measured_a & measured_b
+    assert common, "the two versions share no measured benchmark"
+    with_ratio = {(r.machine, r.benchmark, r.params) for r in c.rows if r.ratio is not None}
+    assert with_ratio == common
+    for r in c.rows:
+        if r.ratio is not None:
+            if r.a.value:
+                assert r.ratio == pytest.approx(r.b.value / r.a.value)
+            else:  # 0 bytes on both sides, say
+                assert r.ratio == (1.0 if r.b.value == 0 else math.inf)
+            assert r.mark in (WORSE, BETTER, WITHIN, NOT_SIGNIFICANT)
+        else:
+            assert r.mark == MISSING
+
+
+def test_compare_command_prints_a_table(run_python):
+    a, b = two_versions()
+    proc = run_python("-m", "xferbench", "compare", a, b, "--results", str(RESULTS))
+    assert proc.returncode in (0, 1), proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"A: torch {a}") and lines[1].startswith(f"B: torch {b}")
+    assert any(line.startswith("benchmark") and "B/A" in line for line in lines)
+    assert " compared: " in proc.stdout
+    assert ("REGRESSION" in proc.stdout) == (proc.returncode == 1)
+
+
+def test_thirty_percent_slower_copy_is_a_regression(results_copy: Path, capsys):
+    original = newest_file_of(results_copy, a_version())
+    raw = json.loads(original.read_text())
+    def n_samples(name: str, i: int) -> int:
+        samples = dict(zip(raw["result_columns"], raw["results"][name])).get("samples")
+        return len(samples[i] or []) if samples else 0
+
+    # a value with samples to test (asv --quick records one sample of its own timings)
+    name, i = next(((n, i) for n, i in measured(raw) if n_samples(n, i) >= 5), (None, 0))
+    assert name, f"{original} records no samples: make it with xferbench run (--record-samples)"
+    scale(raw, name, i, 1.3)
+    slower = original.with_name("slower-" + original.name)
+    slower.write_text(json.dumps(raw))
+
+    code = main(["compare", str(original), str(slower), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["regression"]
+    worse = [r for r in report["rows"] if r["mark"] == WORSE]
+    assert len(worse) == 1 and worse[0]["benchmark"] == name
+    assert worse[0]["ratio"] == pytest.approx(1.3)
+    assert worse[0]["p_value"] < 0.05
+    assert all(r["mark"] == NOT_SIGNIFICANT for r in report["rows"] if r["mark"] != WORSE)
+
+    # the same slowdown under a 40% threshold is no regression
+    assert main(["compare", str(original), str(slower), "--threshold", "40%"]) == 0
+    assert "within threshold" in capsys.readouterr().out
+
+
+def test_data_compared_with_itself_exits_0(capsys):
+    a = a_version()
+    assert main(["compare", a, a, "--results", str(RESULTS)]) == 0
+    out = capsys.readouterr().out
+    assert "0 worse, 0 better, 0 within threshold" in out
+    path = str(result_files(RESULTS)[0])
+    assert main(["compare", path, path]) == 0
+
+
+@pytest.mark.parametrize("spec", ["9.9.9", "nonsense", "deadbeef"])
+def test_unknown_version_is_one_sentence_exit_2(spec, capsys):
+    assert main(["compare", spec, a_version(), "--results", str(RESULTS)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and f"'{spec}'" in err and "versions" in err
+
+
+def test_unknown_benchmark_is_one_sentence_exit_2(capsys):
+    a = a_version()
+    assert main(["compare", a, a, "--results", str(RESULTS), "--bench", "NoSuchBench"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "NoSuchBench" in err
+
+
+def test_empty_results_folder_exit_2(tmp_path: Path, capsys):
+    assert main(["compare", "2.13.0", "2.14.1", "--results", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "no results" in err
+
+
+def test_truncated_results_file_exit_2(results_copy: Path, capsys):
+    victim = result_files(results_copy)[0]
+    victim.write_text(victim.read_text()[:200])
+    a = a_version()
+    assert main(["compare", a, a, "--results", str(results_copy)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "truncated" in err
+
+
+def test_bad_threshold_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "a", "b", "--threshold", "150%"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_two_versions_at_one_commit_need_torch(results_copy: Path):
+    victim = result_files(results_copy)[0]
+    raw = json.loads(victim.read_text())
+    raw["params"]["torch"] = "0.0.1+twin"
+    victim.with_name("twin-" + victim.name).write_text(json.dumps(raw))
+    commit = raw["commit_hash"][:8]
+    with pytest.raises(XferbenchError, match="add --torch"):
+        compare(commit, commit, results=str(results_copy))
+    c = compare(commit, commit, results=str(results_copy), torch="0.0.1")
+    assert c.exit_status == 0 and c.a.label == f"commit {commit}"

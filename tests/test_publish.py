@@ -1,0 +1,212 @@
+"""publish: the site from the committed two-version results: pages, figures for every
+measured value, asv's data without its CDN front end, the regressions table; bad input
+writes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from xferbench.cli import main
+from xferbench.report import SITE_MARKER, figure_path
+from xferbench.results import load, version_key
+
+RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
+               or Path(__file__).resolve().parents[1] / "results")
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.torch: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.links += [v for k, v in attrs if k in ("src", "href") and v]
+        if "series" in (a.get("class") or "").split() and a.get("data-torch"):
+            self.torch.add(a["data-torch"])
+
+
+def parse(page: Path) -> _Links:
+    p = _Links()
+    p.feed(page.read_text(encoding="utf-8"))
+    return p
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("publish") / "site"
+    assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def results_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "results"
+    shutil.copytree(RESULTS, dest, ignore=shutil.ignore_patterns(".xferbench-run.lock"))
+    return dest
+
+
+def result_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("*/*.json") if p.name != "machine.json")
+
+
+def test_site_has_the_pages_and_asv_data(site: Path):
+    for name in ("index.html", "asv.html", "asv.js", "asv-data.js", "style.css", SITE_MARKER,
+                 "asv/index.json", "asv/graphs"):
+        assert (site / name).exists(), name
+    # asv's own front end loads its scripts from CDNs: not shipped
+    assert not (site / "asv" / "index.html").exists()
+    assert not list((site / "asv").glob("*.js"))
+
+
+def test_every_page_link_is_a_file_of_the_site(site: Path):
+    for page in ("index.html", "asv.html"):
+        for link in parse(site / page).links:
+            if link.startswith("data:"):
+                continue
+            assert not re.match(r"^[a-z]+:", link), f"{page} links outside the site: {link}"
+            assert (site / link).is_file(), f"{page} links to a missing file: {link}"
+
+
+def test_no_file_of_the_site_names_another_host(site: Path):
+    # XML namespaces (xmlns="http://www.w3.org/2000/svg") are names, never fetched
+    namespace = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
+    for path in site.rglob("*"):
+        if path.suffix in (".html", ".js", ".css", ".svg"):
+            text = namespace.sub("", path.read_text(encoding="utf-8"))
+            assert not re.search(r"https?://|//cdn|@import", text), path
+
+
+def test_both_versions_are_series_of_the_page_and_figures(site: Path):
+    versions = set(load(str(RESULTS)).torch_versions())
+    assert len(versions) >= 2, f"{RESULTS} should hold two PyTorch versions"
+    assert parse(site / "index.html").torch == versions
+    svgs = [p.read_text(encoding="utf-8") for p in (site / "figures").glob("*.svg")]
+    assert any(all(f"torch {v}" in svg for v in versions) for svg in svgs), (
+        "no figure shows both versions as series")
+
+
+def test_figures_are_svg_and_each_measured_value_has_one(site: Path):
+    figures = sorted((site / "figures").glob("*.svg"))
+    assert figures
+    for f in figures:
+        assert ET.parse(f).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    for r in load(str(RESULTS)).newest():
+        if r.ok:
+            path = figure_path(r.benchmark, r.param_dict, r.machine)
+            assert (site / path).is_file(), f"{r.label()} on {r.machine}: no {path}"
+
+
+def test_asv_data_holds_every_series(site: Path):
+    text = (site / "asv-data.js").read_text(encoding="utf-8")
+    bundle = json.loads(text[len("window.XFERBENCH_ASV = "):].rstrip().rstrip(";"))
+    shown = {s["params"].get("torch") for s in bundle["series"]}
+    assert shown == set(load(str(RESULTS)).torch_versions()), (
+        "asv left out a series: are the results' suite commits in this clone's history "
+        "(a shallow clone needs fetch-depth 0)?")
+    assert "leaves out results" not in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_rebuild_replaces_the_site_and_is_byte_identical(site: Path, tmp_path: Path):
+    out = tmp_path / "again"
+    assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
+    (out / "figures" / "stale.svg").write_text("<svg/>")
+    assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
+    assert not (out / "figures" / "stale.svg").exists()
+    for f in (site / "figures").glob("*.svg"):
+        assert (out / "figures" / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_regression_between_versions_is_tabled(results_copy: Path, tmp_path: Path):
+    files = result_files(results_copy)
+    by_version = {}
+    for f in files:
+        raw = json.loads(f.read_text())
+        by_version.setdefault(raw["params"]["machine"], {})[raw["params"]["torch"]] = (f, raw)
+    machine, series = next(((m, s) for m, s in by_version.items() if len(s) >= 2), (None, {}))
+    assert machine, f"{RESULTS} should hold two PyTorch versions on one machine"
+    older, newer = sorted(series, key=version_key)[:2]
+    path_new, raw_new = series[newer]
+    raw = dict(series[older][1])
+    raw["params"] = raw_new["params"]  # the older data relabelled: identical, then one slower
+    name = next(n for n, row in raw["results"].items()
+                if any(s and len(s) >= 5
+                       for s in (dict(zip(raw["result_columns"], row)).get("samples") or [])))
+    cols = dict(zip(raw["result_columns"], raw["results"][name]))
+    i = next(k for k, s in enumerate(cols["samples"]) if s and len(s) >= 5)
+    for key in ("result", "stats_q_25", "stats_q_75", "stats_ci_99_a", "stats_ci_99_b"):
+        cols[key][i] *= 1.3
+    cols["samples"][i] = [x * 1.3 for x in cols["samples"][i]]
+    raw["results"] = {**raw["results"],
+                      name: [cols[c] for c in raw["result_columns"][: len(raw["results"][name])]]}
+    path_new.write_text(json.dumps(raw))
+    out = tmp_path / "site"
+    assert main(["publish", "--results", str(results_copy), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text(encoding="utf-8")
+    section = page[page.index('id="regressions"'):page.index('id="benchmarks"')]
+    assert f"torch {older} → torch {newer} on {machine}" in section
+    assert section.count("<tr><td>") == 1 and name.split(".", 1)[1] in section
+    assert "1.30x" in section
+
+
+def _refused(args: list[str], capsys) -> str:
+    assert main(["publish", *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    return err
+
+
+def test_empty_results_writes_nothing(tmp_path: Path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    err = _refused(["--results", str(empty), "--out", str(tmp_path / "site")], capsys)
+    assert "no results" in err and not (tmp_path / "site").exists()
+
+
+def test_truncated_results_file_writes_nothing(results_copy: Path, tmp_path: Path, capsys):
+    victim = result_files(results_copy)[0]
+    victim.write_text(victim.read_text()[:500])
+    out = tmp_path / "site"
+    err = _refused(["--results", str(results_copy), "--out", str(out)], capsys)
+    assert "truncated" in err and not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["results"]  # no staging folder left
+
+
+def test_failed_publish_keeps_the_previous_site(results_copy: Path, tmp_path: Path, capsys):
+    out = tmp_path / "site"
+    assert main(["publish", "--results", str(results_copy), "--out", str(out)]) == 0
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    victim = result_files(results_copy)[0]
+    victim.write_text(victim.read_text()[:500])
+    capsys.readouterr()
+    _refused(["--results", str(results_copy), "--out", str(out)], capsys)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
+def test_failure_while_building_leaves_no_folder(tmp_path: Path, monkeypatch, capsys):
+    from xferbench import XferbenchError, report
+
+    def broken(*args, **kwargs):
+        raise XferbenchError("asv publish failed (exit 1): for this test")
+
+    monkeypatch.setattr(report, "run_asv_publish", broken)
+    _refused(["--results", str(RESULTS), "--out", str(tmp_path / "a" / "b" / "site")], capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_folder_not_made_by_publish_is_not_replaced(tmp_path: Path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    err = _refused(["--results", str(RESULTS), "--out", str(out)], capsys)
+    assert "publish did not write" in err
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
