@@ -41,6 +41,10 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--machine", default=None, help="machine name (default: host and GPU name)")
     p.add_argument("--results", default="results", metavar="DIR",
                    help="results folder (default: results)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch intra-op threads in the benchmark processes (default: 1 on a "
+                        "CPU device, as torch.utils.benchmark; torch's own default on an "
+                        "accelerator)")
     p.add_argument("--sweep", choices=("default", "full"), default=None,
                    help="size grid (default: $XFERBENCH_SWEEP or 'default')")
     p.set_defaults(func=cmd_run)
@@ -295,6 +299,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     sweep = args.sweep or os.environ.get("XFERBENCH_SWEEP", "default")
     if sweep not in ("default", "full"):
         raise XferbenchError(f"XFERBENCH_SWEEP={sweep!r} is not a sweep: use default or full")
+    if args.threads is not None and args.threads < 1:
+        raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
+    # On a CPU the benchmarks share the cores with asv itself; one thread, as
+    # torch.utils.benchmark does, keeps CPU figures from swinging with the machine's load.
+    threads = args.threads or (None if dev.is_accelerator else 1)
     files = [f for f in BENCH_FILES if os.path.exists(os.path.join(repo, "benchmarks", f + ".py"))]
 
     with results_lock(results_dir), tempfile.TemporaryDirectory(prefix="xferbench-") as work:
@@ -312,8 +321,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         })
         if args.quick:
             env["XFERBENCH_QUICK"] = "1"
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)  # read by torch when it initialises
         run_info = {"commit": commit, "machine": machine, "device": dev.name, "sweep": sweep,
                     "quick": bool(args.quick), "bench": args.bench,
+                    "torch_threads": threads or meta.get("torch_threads"),
                     "short_budgets": env.get("XFERBENCH_QUICK", "0") not in ("", "0"),
                     "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "complete": False, "files": []}
