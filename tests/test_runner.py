@@ -165,3 +165,17 @@ def test_readme_figures_are_those_of_the_committed_results():
     assert quoted == proc.stdout.rstrip(), (
         "README figures differ from results/: paste the output of "
         "'python -m xferbench.headline results' between the headline markers")
+
+
+def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
+    import shutil
+
+    shutil.copytree(REPO / "results", tmp_path / "r")
+    real = "f" * 40
+    moved = runner.relabel(str(tmp_path / "r"), real)
+    assert moved and all(Path(p).name.startswith("ffffffff-") for p in moved)
+    rs = load(str(tmp_path / "r"))
+    assert {r.commit for r in rs} == {real}
+    assert all(json.loads(Path(metadata_path(p)).read_text())["run"]["commit"] == real
+               for p in moved)
+    assert runner.main(["relabel", str(tmp_path / "r"), "abc"]) == 2

@@ -26,7 +26,9 @@ from typing import Any
 
 from ._errors import XferbenchError
 
-BENCH_FILES = ("bench_copies", "bench_creation", "bench_sync")
+# In this order: a run cut short by a time limit keeps the files it finished, so the
+# smallest of the headline files goes before the largest.
+BENCH_FILES = ("bench_copies", "bench_sync", "bench_creation")
 LOCK_NAME = ".xferbench-run.lock"
 
 
@@ -160,10 +162,20 @@ def _interpreter_wrapper(torch_version: str, cuda: str) -> str:
     return path
 
 
+def _current_branch(repo: str) -> str | None:
+    out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=repo,
+                         capture_output=True, text=True)
+    name = out.stdout.strip()
+    return name if out.returncode == 0 and name and name != "HEAD" else None
+
+
 def _asv_config(repo: str, results_dir: str, workdir: str) -> str:
     from asv import util as asv_util
 
     conf = asv_util.load_json(os.path.join(repo, "asv.conf.json"), js_comments=True)
+    branch = _current_branch(repo)
+    if branch:  # asv refuses a commit on a branch its configuration does not name
+        conf["branches"] = [branch]
     conf.update({
         "repo": repo,
         "benchmark_dir": os.path.join(repo, "benchmarks"),
@@ -371,6 +383,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if os.path.exists(out_path):
             run_info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             write_metadata(out_path, meta, run_info)
+    if not os.path.exists(out_path):
+        print("xferbench run: asv saved no results (see its output above)", file=sys.stderr)
+        return 1
     print(f"\nresults: {os.path.relpath(out_path)} ({time.monotonic() - started:.0f} s)")
     from .headline import copy_rows, format_copy_rows, format_headlines, headlines
     from .results import load
@@ -386,3 +401,57 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("xferbench run: a benchmark failed (see asv's output above)", file=sys.stderr)
         return 1
     return 0
+
+
+def relabel(results_dir: str, commit: str) -> list[str]:
+    """Give every results file under ``results_dir`` the suite commit ``commit``.
+
+    For runs made in a copy of the tree without its git history (a GPU machine's snapshot
+    commit): the files are renamed to the new commit's prefix, their .metadata with them.
+    """
+    from .results import iter_result_files, metadata_path
+
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise XferbenchError(f"commit {commit!r} is not a full 40-character git hash")
+    moved = []
+    for _machine, path in list(iter_result_files(results_dir)):
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        old = str(data.get("commit_hash", ""))
+        if old == commit:
+            continue
+        data["commit_hash"] = commit
+        name = os.path.basename(path)
+        new_path = os.path.join(os.path.dirname(path), commit[:8] + name[len(old[:8]):])
+        _write_json_atomic(new_path, data)
+        if new_path != path:
+            os.remove(path)
+        meta = metadata_path(path)
+        if os.path.exists(meta):
+            with open(meta, encoding="utf-8") as fh:
+                sidecar = json.load(fh)
+            sidecar.setdefault("run", {}).update({"commit": commit, "snapshot_commit": old})
+            _write_json_atomic(metadata_path(new_path), sidecar)
+            if metadata_path(new_path) != meta:
+                os.remove(meta)
+        moved.append(new_path)
+    return moved
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m xferbench.runner relabel RESULTS COMMIT`` (used by scripts/gpu-check)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or args[0] != "relabel":
+        print("usage: python -m xferbench.runner relabel RESULTS COMMIT", file=sys.stderr)
+        return 2
+    try:
+        for path in relabel(args[1], args[2]):
+            print(f"relabelled {path}")
+    except XferbenchError as exc:
+        print(f"xferbench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
