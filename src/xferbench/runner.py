@@ -222,14 +222,16 @@ def _load_ok(path: str) -> bool:
         return False
 
 
-def _protect(path: str) -> str:
+def _backup_path(path: str) -> str:
+    return path + ".xferbench-bak"
+
+
+def _protect(path: str, backup: str) -> None:
     """Keep a copy of a results file that asv is about to rewrite (non-atomically)."""
-    backup = path + ".xferbench-bak"
     if os.path.exists(backup) and not _load_ok(path):
         os.replace(backup, path)  # a run killed mid-write: bring the earlier file back
     if os.path.exists(path):
         shutil.copy2(path, backup)
-    return backup
 
 
 def _settle(path: str, backup: str) -> None:
@@ -356,7 +358,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             for i, (bench, title) in enumerate(groups, 1):
                 print(f"[{i}/{len(groups)}] {title} ({time.monotonic() - started:.0f} s so far)",
                       flush=True)
-                backup = _protect(out_path)
+                backup = _backup_path(out_path)
                 cmd = [sys.executable, "-m", "asv", "run", "--config", conf,
                        "-E", f"existing:{wrapper}", "--set-commit-hash", commit,
                        "--machine", machine, "--record-samples", "--show-stderr",
@@ -364,6 +366,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if args.quick:
                     cmd.append("--quick")
                 try:
+                    _protect(out_path, backup)
                     code = _run_asv(cmd, repo, env)
                 finally:
                     _settle(out_path, backup)
