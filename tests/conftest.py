@@ -67,9 +67,9 @@ def gpu_caps() -> Capabilities:
 
 @pytest.fixture
 def mps_caps() -> Capabilities:
-    """A fake MPS device: side streams and events, but pinning means nothing there."""
-    return Capabilities("mps", False, True, True,
-                        reason="mps has unified memory: pinning changes nothing")
+    """A fake MPS device: events, but pinning means nothing there and it has one stream."""
+    return Capabilities("mps", False, True, False,
+                        reason="mps has unified memory (pinning changes nothing) and one stream")
 
 
 @pytest.fixture

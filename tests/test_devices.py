@@ -116,11 +116,11 @@ def test_cpu_capabilities_deny_everything_with_a_reason():
     )
 
 
-def test_mps_capabilities_deny_pinning_only(monkeypatch):
+def test_mps_capabilities_deny_pinning_and_side_streams(monkeypatch):
     monkeypatch.setattr(dv, "_accelerator_type", lambda: "mps")
     caps = capabilities("mps")
-    assert (caps.pinned_memory, caps.timing_events, caps.side_streams) == (False, True, True)
-    assert "unified memory" in caps.reason
+    assert (caps.pinned_memory, caps.timing_events, caps.side_streams) == (False, True, False)
+    assert "unified memory" in caps.reason and "one stream" in caps.reason
 
 
 def test_capabilities_of_an_absent_device_raise():
@@ -242,3 +242,21 @@ def test_events_time_device_work_and_streams_switch(gpu_device):
     assert start.elapsed_time(end) > 0
     assert dv.current_stream(gpu_device) != side
     assert b.shape == (1024, 1024)
+
+
+def test_stream_hold_is_refused_off_cuda():
+    assert dv.hold_stream(dv.Device("cpu"), 0.01) is False
+    assert dv.hold_stream(dv.Device("mps"), 0.01) is False
+
+
+@pytest.mark.gpu
+def test_stream_hold_queues_a_spin_of_about_the_asked_length(gpu_device):
+    if gpu_device.type != "cuda":
+        pytest.skip("the stream hold is CUDA/ROCm only")
+    start, end = dv.new_event(gpu_device), dv.new_event(gpu_device)
+    stream = dv.current_stream(gpu_device)
+    start.record(stream)
+    assert dv.hold_stream(gpu_device, 0.01) is True
+    end.record(stream)
+    dv.synchronize(gpu_device)
+    assert 0.005 < start.elapsed_time(end) * 1e-3 < 0.03

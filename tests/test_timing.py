@@ -9,7 +9,7 @@ import pytest
 
 from xferbench import XferbenchError
 from xferbench.devices import capabilities
-from xferbench.measurement import Stats, format_seconds
+from xferbench.measurement import Measurement, Stats, format_seconds
 from xferbench.timing import (
     MAX_TIMER_OVERHEAD,
     QUICK_SCALE,
@@ -261,3 +261,30 @@ def test_non_blocking_pinned_h2d_enqueue_is_much_shorter_than_its_completion(
     assert enqueue_s * 10 < completion_s
     assert m.stats("device_s").median <= completion_s
     assert m.gbps > 1.0
+
+
+def test_measure_reads_the_clock_it_is_asked_for(no_quick):
+    m = measure(_noop, device="cpu", warmup_s=0.0, min_time_s=0.01, max_time_s=0.05,
+                clock="completion_s")
+    assert m.clock == "completion_s" and m.primary_clock == "completion_s"
+    assert Measurement.from_dict(m.to_dict()).clock == "completion_s"
+
+
+@pytest.mark.parametrize(("clock", "words"), [("wall_s", "is not a clock"),
+                                              ("device_s", "needs an accelerator")])
+def test_measure_refuses_a_clock_it_cannot_read(clock, words):
+    with pytest.raises(XferbenchError, match=words):
+        measure(_noop, device="cpu", clock=clock)
+
+
+@pytest.mark.gpu
+def test_launch_bound_calls_are_timed_behind_a_stream_hold(gpu_device, small_budget):
+    import torch
+
+    xs = [torch.ones(4, device=gpu_device.torch()) for _ in range(200)]
+    m = measure(lambda: [x.add_(1) for x in xs], device=gpu_device, **small_budget.kwargs())
+    if gpu_device.type == "cuda":
+        assert m.extra["stream_hold"] is True
+        # 200 tiny kernels run faster on the device than the host can launch them: with the
+        # stream held, device time is the device's, shorter than the host's enqueue time.
+        assert m.stats("device_s").median < m.stats("enqueue_s").median

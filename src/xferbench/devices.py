@@ -194,7 +194,8 @@ def capabilities(device: str | Device) -> Capabilities:
         # MPS shares memory with the CPU; pin_memory() is a no-op there and events time
         # whole command buffers, so only what can be measured honestly is claimed.
         pinned = False
-        reasons.append("mps has unified memory: pinning changes nothing")
+        streams = False  # torch.Stream(device="mps") is refused: one queue only
+        reasons.append("mps has unified memory (pinning changes nothing) and one stream")
     return Capabilities(dev.name, pinned, events, streams, reason="; ".join(reasons))
 
 
@@ -262,6 +263,39 @@ def sync_debug_warnings(device: Device) -> Iterator[None]:
         yield
     finally:
         torch.cuda.set_sync_debug_mode(previous)
+
+
+_SPIN_CYCLES_PER_S: dict[str, float] = {}
+
+
+def hold_stream(device: Device, seconds: float) -> bool:
+    """Queue a spin of about ``seconds`` on ``device``'s current stream, so that work the host
+    queues next waits behind it and runs back to back (nvbandwidth's blocking kernel).
+
+    Without it, a launch-bound call finds the device idle: its start event fires at once and
+    "device time" becomes the host's launch time. CUDA/ROCm only (``torch.cuda._sleep``);
+    returns False where no spin exists, and the caller records that.
+    """
+    import torch
+
+    if device.type != "cuda" or not hasattr(torch.cuda, "_sleep") or seconds <= 0:
+        return False
+    with torch.cuda.device(device.index or 0):  # the spin goes to the current device
+        rate = _SPIN_CYCLES_PER_S.get(device.name)
+        if rate is None:
+            # Calibrate once per process: the spin counts SM clock cycles, whose rate varies.
+            cycles = 1_000_000
+            start, end = new_event(device), new_event(device)
+            stream = current_stream(device)
+            torch.cuda._sleep(cycles)  # wake the clocks before timing
+            start.record(stream)
+            torch.cuda._sleep(cycles)
+            end.record(stream)
+            synchronize(device)
+            rate = cycles / max(start.elapsed_time(end) * 1e-3, 1e-6)
+            _SPIN_CYCLES_PER_S[device.name] = rate
+        torch.cuda._sleep(int(min(seconds, 0.2) * rate))
+    return True
 
 
 def free_memory(device: Device) -> int | None:

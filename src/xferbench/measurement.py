@@ -10,7 +10,8 @@ from typing import Any
 from ._errors import XferbenchError
 
 # Schema of Measurement.to_dict(). Changelog:
-#   1: first version (device_s, completion_s, enqueue_s, calls_per_sample, warmup_s, stop).
+#   1: first version (device_s, completion_s, enqueue_s, calls_per_sample, warmup_s, stop,
+#      clock: the clock the figure is read from, null for the default).
 SCHEMA_VERSION = 1
 
 #: Noise thresholds, as torch.utils.benchmark: IQR/median above these taints a result.
@@ -97,12 +98,16 @@ class Measurement:
     stop: str = "target_cv"  # "target_cv" | "max_time_s"
     target_cv: float = 0.02
     label: str = ""
+    clock: str | None = None  # the clock the figure is read from; None: device_s if present
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     # -- derived -------------------------------------------------------------------------
     @property
     def primary_clock(self) -> str:
-        """The clock that GB/s and the headline use: device time where it exists."""
+        """The clock that GB/s, the statistics and the warnings use: ``clock`` when given,
+        else device time where it exists."""
+        if self.clock:
+            return self.clock
         return "device_s" if self.device_s else "completion_s"
 
     def samples(self, clock: str | None = None) -> tuple[float, ...]:
@@ -166,6 +171,7 @@ class Measurement:
         return {
             "schema_version": SCHEMA_VERSION,
             "label": self.label,
+            "clock": self.clock,
             "device": self.device,
             "nbytes": self.nbytes,
             "calls_per_sample": self.calls_per_sample,
@@ -200,6 +206,7 @@ class Measurement:
                 stop=str(data.get("stop", "target_cv")),
                 target_cv=float(data.get("target_cv", 0.02)),
                 label=str(data.get("label", "")),
+                clock=data.get("clock") or None,
                 extra=dict(data.get("extra", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:

@@ -1,9 +1,12 @@
 """measure(): the one place that times anything, on the CPU or an accelerator.
 
 On an accelerator each call gets three clocks:
-  * device time from timing events; all events are created before the loop and the batch
-    of calls is queued back to back with a single synchronise at its end (as triton's
-    do_bench), so launch gaps between calls do not show as device time;
+  * device time from timing events; all events are created before the loop, and the batch
+    of calls is queued back to back behind a spin that holds the stream until the host has
+    queued them (nvbandwidth's blocking kernel), with a single synchronise at its end (as
+    triton's do_bench), so the host's launch time does not show as device time. Where no
+    spin exists (not CUDA/ROCm) a launch-bound call's device time includes its launch gaps;
+    the measurement records whether the hold was in place (extra["stream_hold"]);
   * completion time: host clock from the call until its device work is done, read after a
     synchronise (what a user waits for);
   * enqueue time: how long the call held the Python thread (what non_blocking gives back).
@@ -24,8 +27,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ._errors import XferbenchError
-from .devices import Device, new_event, resolve_device, synchronize
-from .measurement import Measurement, Stats
+from .devices import (
+    Device,
+    current_stream,
+    hold_stream,
+    new_event,
+    resolve_device,
+    synchronize,
+)
+from .measurement import CLOCKS, Measurement, Stats
 
 #: Timer overhead may cost at most this share of one CPU sample. 1e-4 as blocked_autorange:
 #: with 1e-3 our blocks were ten times shorter than its, and on a busy machine the median of
@@ -53,6 +63,7 @@ def measure(
     min_samples: int = 10,
     batch: int = 10,
     label: str = "",
+    clock: str | None = None,
 ) -> Measurement:
     """Time ``fn`` on ``device`` and return its raw samples as a Measurement.
 
@@ -61,6 +72,8 @@ def measure(
     are time budgets in seconds. Sampling stops when the coefficient of variation of the
     primary clock is at or below ``target_cv`` after ``min_time_s`` and ``min_samples``
     samples, or at ``max_time_s``; a measurement that stopped noisy says so in its warnings.
+    ``clock`` names the clock the figure is read from (and the stop rule watches):
+    "device_s" (the default on an accelerator), "completion_s" or "enqueue_s".
     """
     dev = resolve_device(device)
     if nbytes is not None and nbytes <= 0:
@@ -72,6 +85,10 @@ def measure(
         )
     if warmup_s < 0 or target_cv <= 0:
         raise XferbenchError("warmup_s must be >= 0 and target_cv > 0")
+    if clock is not None and clock not in CLOCKS:
+        raise XferbenchError(f"clock {clock!r} is not a clock: use one of {', '.join(CLOCKS)}")
+    if clock not in (None, "completion_s") and not dev.is_accelerator:
+        raise XferbenchError(f"clock {clock!r} needs an accelerator: the CPU has completion_s")
     if quick_mode():
         warmup_s, min_time_s, max_time_s = (
             warmup_s * QUICK_SCALE, min_time_s * QUICK_SCALE, max_time_s * QUICK_SCALE
@@ -81,7 +98,7 @@ def measure(
     return runner(
         fn, dev, nbytes=nbytes, warmup_s=warmup_s, min_time_s=min_time_s,
         max_time_s=max_time_s, target_cv=target_cv, min_samples=min_samples,
-        batch=max(1, batch), label=label,
+        batch=max(1, batch), label=label, clock=clock,
     )
 
 
@@ -141,7 +158,7 @@ def calibrate_block(fn: Callable[[], Any], overhead_s: float) -> int:
 
 
 def _measure_cpu(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
-                 min_samples, batch, label) -> Measurement:
+                 min_samples, batch, label, clock) -> Measurement:
     warm_start = time.perf_counter()
     fn()
     while time.perf_counter() - warm_start < warmup_s:
@@ -158,12 +175,12 @@ def _measure_cpu(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv
     return Measurement(
         device=dev.name, completion_s=tuple(samples), calls_per_sample=number,
         nbytes=nbytes, warmup_s=warm, total_s=time.perf_counter() - done.started, stop=stop,
-        target_cv=target_cv, label=label,
+        target_cv=target_cv, label=label, clock=clock,
     )
 
 
 def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
-                         min_samples, batch, label) -> Measurement:
+                         min_samples, batch, label, clock) -> Measurement:
     # Warm up: first calls pay for allocator growth, kernel loading and page faults.
     warm_start = time.perf_counter()
     fn()
@@ -173,20 +190,34 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
         synchronize(dev)
     warm = time.perf_counter() - warm_start
 
-    # All events exist before any timed loop; they are reused batch after batch.
+    # How long the host takes to queue one call: the spin that holds the stream while a
+    # batch is queued must outlast it.
+    t0 = time.perf_counter()
+    fn()
+    enqueue_one = time.perf_counter() - t0
+    synchronize(dev)
+    hold_s = min(0.2, 2 * batch * enqueue_one + 1e-4)
+
+    # All events exist before any timed loop; they are reused batch after batch, and are
+    # recorded on the device's own stream (record() alone would use the current device's).
+    stream = current_stream(dev)
     starts = [new_event(dev) for _ in range(batch)]
     ends = [new_event(dev) for _ in range(batch)]
     device_s: list[float] = []
     completion_s: list[float] = []
     enqueue_s: list[float] = []
+    watched = {"device_s": device_s, "completion_s": completion_s, "enqueue_s": enqueue_s}[
+        clock or "device_s"]
     done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
     perf = time.perf_counter
+    held = False
     while True:
-        # Event batch: calls queued back to back, one synchronise at the end.
+        # Event batch: behind a spin, calls queued back to back, one synchronise at the end.
+        held = hold_stream(dev, hold_s)
         for i in range(batch):
-            starts[i].record()
+            starts[i].record(stream)
             fn()
-            ends[i].record()
+            ends[i].record(stream)
         synchronize(dev)
         device_s.extend(starts[i].elapsed_time(ends[i]) * 1e-3 for i in range(batch))
         # Host batch: each call from an idle device; synchronise before reading the clock.
@@ -198,11 +229,12 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
             t2 = perf()
             enqueue_s.append(t1 - t0)
             completion_s.append(t2 - t0)
-        stop = done(device_s)
+        stop = done(watched)
         if stop:
             break
     return Measurement(
         device=dev.name, completion_s=tuple(completion_s), device_s=tuple(device_s),
         enqueue_s=tuple(enqueue_s), calls_per_sample=1, nbytes=nbytes, warmup_s=warm,
         total_s=time.perf_counter() - done.started, stop=stop, target_cv=target_cv, label=label,
+        clock=clock, extra={"stream_hold": held},
     )

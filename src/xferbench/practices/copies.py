@@ -316,6 +316,7 @@ def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
     acc = torch.empty_like(a)
 
     def copy_only() -> None:
+        side.wait_stream(main)  # this call's copy starts after its start event
         with stream_context(dev, side):
             out[:] = [src.to(tdev, non_blocking=True)]
         main.wait_stream(side)
@@ -333,6 +334,8 @@ def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
     work = compute(k)
 
     def both() -> None:
+        # The copy may start with this call's compute, not before: calls do not pipeline.
+        side.wait_stream(main)
         work()
         with stream_context(dev, side):
             out[:] = [src.to(tdev, non_blocking=True)]

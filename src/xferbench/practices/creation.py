@@ -305,6 +305,7 @@ def run_creation(case: CreationCase, device: str | Device = "auto",
     work.run()
     work.verify()  # a wrong first tensor fails before any number exists
     m = measure(work.run, device=work.device, nbytes=case.nbytes, label=case.label,
+                clock=READY_CLOCK,
                 **(budget or Budget()).kwargs())
     work.verify()
     return m
@@ -545,6 +546,7 @@ def run_forward(case: ForwardCase, device: str | Device = "auto",
     work = build_forward(case, device)
     work.run()
     work.verify()
-    m = measure(work.run, device=work.device, label=case.label, **(budget or Budget()).kwargs())
+    m = measure(work.run, device=work.device, label=case.label, clock=READY_CLOCK,
+                **(budget or Budget()).kwargs())
     work.verify()
     return m

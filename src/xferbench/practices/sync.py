@@ -408,7 +408,8 @@ def run_loop(case: LoopCase, device: str | Device = "auto", budget: Budget | Non
     work = build_loop(case, device)
     work.run()
     work.verify()  # a wrong first epoch fails before any number exists
-    m = measure(work.run, device=work.device, label=case.label, **(budget or Budget()).kwargs())
+    m = measure(work.run, device=work.device, label=case.label, clock=LOOP_CLOCK,
+                **(budget or Budget()).kwargs())
     work.verify()
     syncs = count_syncs(work.run, work.device) if count else None
     if count:
