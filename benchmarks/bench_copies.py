@@ -82,7 +82,8 @@ class CopyHost:
     def track_enqueue_s(self, *params):
         from xferbench.timing import measure
 
-        m = measure(self.work.run, device=self.work.device, nbytes=self.work.case.nbytes)
+        m = measure(self.work.run, device=self.work.device, nbytes=self.work.case.nbytes,
+                    clock="enqueue_s")
         self.work.verify()
         return asv_samples(m.enqueue_s)
 
