@@ -94,6 +94,12 @@ class HeadlineValue:
             return None
         return self.baseline.value / self.practice.value  # type: ignore[operator]
 
+    def gbps(self, r: Result | None) -> float | None:
+        """Decimal GB/s of ``r``'s seconds where the headline's bytes are known."""
+        if r is None or not r.ok or not self.headline.nbytes or r.unit != "seconds":
+            return None
+        return self.headline.nbytes / r.value / 1e9  # type: ignore[operator]
+
     @property
     def noise(self) -> float | None:
         """Relative spread of the ratio: the two IQR/median figures added in quadrature."""
@@ -134,11 +140,6 @@ def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[
     return out
 
 
-def all_headlines() -> tuple[Headline, ...]:
-    """Every headline, one per practice."""
-    return HEADLINES
-
-
 def format_headlines(values: list[HeadlineValue]) -> list[str]:
     """A Markdown table: ratio (practice faster than baseline by), noise, and the two figures."""
     lines = ["| headline | ratio | noise | figures |", "| --- | ---: | ---: | --- |"]
@@ -164,19 +165,13 @@ def _figures(v: HeadlineValue) -> str:
                            (h.baseline_name, v.baseline, v.baseline_count)):
         assert r is not None and r.value is not None
         text = f"{name} {format_seconds(r.value)}"
-        if h.nbytes and r.unit == "seconds":
-            text += f" ({h.nbytes / r.value / 1e9:.1f} GB/s)"
+        gbps = v.gbps(r)
+        if gbps is not None:
+            text += f" ({gbps:.1f} GB/s)"
         if count is not None:
             text += f", {count:.2f} {h.counts_unit}"
         parts.append(text)
     return " vs ".join(parts)
-
-
-def as_dict(values: list[HeadlineValue]) -> list[dict[str, Any]]:
-    return [{"key": v.headline.key, "title": v.headline.title, "ratio": v.ratio,
-             "noise": v.noise, "note": v.note,
-             "practice_s": v.practice.value if v.practice else None,
-             "baseline_s": v.baseline.value if v.baseline else None} for v in values]
 
 
 def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,

@@ -196,10 +196,10 @@ class HeadlineRow:
 
 def headline_rows(rs: ResultSet) -> list[HeadlineRow]:
     """Each headline's value per series (machine, PyTorch version)."""
-    from .headline import all_headlines, headlines
+    from .headline import HEADLINES, headlines
 
     cells: dict[str, list] = {}
-    heads = all_headlines()
+    heads = HEADLINES
     for s in series(rs):
         for v in headlines(s.results, heads):
             cells.setdefault(v.headline.key, []).append((s.machine, s.torch, v))
