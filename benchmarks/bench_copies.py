@@ -3,7 +3,7 @@
 from asv_runner.benchmarks.mark import skip_benchmark_if, skip_for_params
 
 from xferbench.devices import synchronize
-from xferbench.practices import HEADLINE_NBYTES, parse_size, size_label, sizes
+from xferbench.practices import HEADLINE_NBYTES, sizes
 from xferbench.practices.copies import (
     DIRECTIONS,
     HOST_MEMORY,
@@ -18,6 +18,7 @@ from xferbench.practices.copies import (
     run_overlap,
     run_pin_memory,
 )
+from xferbench.units import parse_size, size_label
 
 from ._asv import CAPS, DEVICE, asv_samples, skip_if_too_big, skipped
 

@@ -2,27 +2,27 @@
 
 from asv_runner.benchmarks.mark import skip_benchmark_if, skip_for_params
 
-from xferbench.practices import HEADLINE_NBYTES, parse_size, size_label
+from xferbench.practices import HEADLINE_NBYTES
 from xferbench.practices.creation import (
     BENCH_BUDGET,
     FACTORIES,
-    FORWARD_MODES,
     MEMORY_FACTORIES,
     MEMORY_VARIANTS,
     READY_CLOCK,
     VARIANTS,
     CreationCase,
-    ForwardCase,
     creation_sizes,
     creation_skip_reason,
+    run_creation,
+)
+from xferbench.practices.forward import FORWARD_MODES, ForwardCase, forward_seqs, run_forward
+from xferbench.practices.memory import (
     device_peak_bytes,
     device_peak_skip_reason,
-    forward_seqs,
     host_peak_bytes,
     host_peak_skip_reason,
-    run_creation,
-    run_forward,
 )
+from xferbench.units import parse_size, size_label
 
 from ._asv import CAPS, DEVICE, asv_samples, skip_if_too_big, skipped
 

@@ -4,13 +4,13 @@ from asv_runner.benchmarks.mark import skip_benchmark_if
 
 from xferbench.practices.sync import (
     BENCH_BUDGET,
-    READS,
     LoopCase,
     loop_widths,
     run_loop,
     sync_count_skip_reason,
     syncs_per_step,
 )
+from xferbench.practices.sync_reads import READS
 
 from ._asv import CAPS, DEVICE, asv_samples
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from xferbench import XferbenchError
-from xferbench.cite import cite, format_markdown, parse_params
 from xferbench.cli import main
-from xferbench.measurement import format_seconds
-from xferbench.report import figure_path
+from xferbench.commands.cite import cite, format_markdown, parse_params
 from xferbench.results import load
+from xferbench.sitemap import figure_path
+from xferbench.units import format_seconds
 
 RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
                or Path(__file__).resolve().parents[1] / "results")

@@ -14,18 +14,17 @@ import pytest
 
 from xferbench import XferbenchError
 from xferbench.cli import main
-from xferbench.compare import (
+from xferbench.commands.compare import compare
+from xferbench.comparison import (
     BETTER,
     MISSING,
     NOT_SIGNIFICANT,
     WITHIN,
     WORSE,
-    compare,
     compare_results,
-    higher_is_better,
-    mann_whitney_u,
 )
 from xferbench.results import Result, load
+from xferbench.stats import higher_is_better, mann_whitney_u
 
 RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
                or Path(__file__).resolve().parents[1] / "results")

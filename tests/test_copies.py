@@ -12,17 +12,7 @@ import pytest
 
 from xferbench import XferbenchError
 from xferbench.devices import DoesNotFit, capabilities
-from xferbench.practices import (
-    DEFAULT_SIZES,
-    FULL_SIZES,
-    GiB,
-    KiB,
-    MiB,
-    VerificationError,
-    parse_size,
-    size_label,
-    sizes,
-)
+from xferbench.practices import DEFAULT_SIZES, FULL_SIZES, VerificationError, sizes
 from xferbench.practices import copies as cp
 from xferbench.practices.copies import (
     DIRECTIONS,
@@ -40,6 +30,7 @@ from xferbench.practices.copies import (
     run_overlap,
     run_pin_memory,
 )
+from xferbench.units import GiB, KiB, MiB, parse_size, size_label
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,32 +7,32 @@ import math
 import pytest
 import torch
 
-from xferbench._errors import XferbenchError
 from xferbench.devices import Device
-from xferbench.practices import HEADLINE_NBYTES, KiB, MiB, VerificationError
+from xferbench.errors import XferbenchError
+from xferbench.practices import HEADLINE_NBYTES, VerificationError
 from xferbench.practices.creation import (
     FACTORIES,
     FILL_VALUE,
-    FORWARD_MODES,
     READY_CLOCK,
     TENSOR_LIST_MAX_NBYTES,
     CreationCase,
-    ForwardCase,
     build_creation,
-    build_forward,
     check_created,
     compare_creation,
     creation_sizes,
     creation_skip_reason,
-    device_peak_bytes,
-    device_peak_skip_reason,
     draws_on_host,
-    host_peak_bytes,
-    host_peak_skip_reason,
     reference,
     run_creation,
-    run_forward,
 )
+from xferbench.practices.forward import FORWARD_MODES, ForwardCase, build_forward, run_forward
+from xferbench.practices.memory import (
+    device_peak_bytes,
+    device_peak_skip_reason,
+    host_peak_bytes,
+    host_peak_skip_reason,
+)
+from xferbench.units import KiB, MiB
 
 SMALL = 4 * KiB
 

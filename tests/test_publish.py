@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from xferbench.cli import main
-from xferbench.report import SITE_MARKER, figure_path
+from xferbench.commands.publish.site import SITE_MARKER
 from xferbench.results import load, version_key
+from xferbench.sitemap import figure_path
 
 RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
                or Path(__file__).resolve().parents[1] / "results")
@@ -193,12 +194,13 @@ def test_failed_publish_keeps_the_previous_site(results_copy: Path, tmp_path: Pa
 
 
 def test_failure_while_building_leaves_no_folder(tmp_path: Path, monkeypatch, capsys):
-    from xferbench import XferbenchError, report
+    from xferbench import XferbenchError
+    from xferbench.commands.publish import site
 
     def broken(*args, **kwargs):
         raise XferbenchError("asv publish failed (exit 1): for this test")
 
-    monkeypatch.setattr(report, "run_asv_publish", broken)
+    monkeypatch.setattr(site, "run_asv_publish", broken)
     _refused(["--results", str(RESULTS), "--out", str(tmp_path / "a" / "b" / "site")], capsys)
     assert list(tmp_path.iterdir()) == []
 

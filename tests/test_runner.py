@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import runner
+from xferbench import asvrepo, labels
 from xferbench.cli import main
 from xferbench.results import load, metadata_path
 
@@ -46,16 +46,16 @@ def test_run_with_typo_option_exits_2(capsys):
 
 
 def test_second_run_on_same_results_is_refused(tmp_path, capsys):
-    with runner.results_lock(str(tmp_path)):
+    with asvrepo.results_lock(str(tmp_path)):
         assert main(["run", "--quick", "--results", str(tmp_path)]) == 2
     assert "another xferbench run is writing" in _one_stderr_line(capsys)
 
 
 def test_two_torch_versions_get_two_result_files(tmp_path):
-    a = runner._results_file(str(tmp_path), "m", "0" * 40,
-                             runner._interpreter_wrapper("2.13.0+cpu", "none"))
-    b = runner._results_file(str(tmp_path), "m", "0" * 40,
-                             runner._interpreter_wrapper("2.14.1+cu130", "13.0"))
+    a = asvrepo.results_file(str(tmp_path), "m", "0" * 40,
+                             asvrepo.interpreter_wrapper("2.13.0+cpu", "none"))
+    b = asvrepo.results_file(str(tmp_path), "m", "0" * 40,
+                             asvrepo.interpreter_wrapper("2.14.1+cu130", "13.0"))
     assert a != b
     assert "torch2.13.0-cpu-cudanone" in a and "torch2.14.1-cu130-cuda13.0" in b
 
@@ -63,18 +63,18 @@ def test_two_torch_versions_get_two_result_files(tmp_path):
 def test_truncated_results_file_is_restored_from_its_backup(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"results": {"x": 1}}))
-    backup = runner._backup_path(str(path))
-    runner._protect(str(path), backup)
+    backup = labels.backup_path(str(path))
+    labels.protect(str(path), backup)
     path.write_text('{"results": {"x"')  # what a kill in the middle of asv's write leaves
-    runner._settle(str(path), backup)
+    labels.settle(str(path), backup)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     assert not os.path.exists(backup)
 
 
 def test_default_machine_name_names_the_gpu():
-    assert runner.default_machine_name({"hostname": "node7", "gpu_name": "NVIDIA H200",
+    assert asvrepo.default_machine_name({"hostname": "node7", "gpu_name": "NVIDIA H200",
                                         "accelerator": "cuda"}) == "node7-nvidia-h200"
-    assert runner.default_machine_name({"hostname": "vm", "accelerator": None}) == "vm-cpu"
+    assert asvrepo.default_machine_name({"hostname": "vm", "accelerator": None}) == "vm-cpu"
 
 
 # -- end to end: real asv runs on this machine -------------------------------------------------
@@ -127,7 +127,7 @@ def test_interrupted_run_keeps_earlier_results_loadable(cpu_run, tmp_path):
     assert code == 0
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
-    (copy / runner.LOCK_NAME).unlink(missing_ok=True)
+    (copy / asvrepo.LOCK_NAME).unlink(missing_ok=True)
     before = {r.key: r.value for r in load(str(copy))}
     proc = _run(copy, start_new_session=True)
     deadline = time.monotonic() + 120
@@ -173,10 +173,10 @@ def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
 
     shutil.copytree(REPO / "results", tmp_path / "r")
     real = "f" * 40
-    moved = runner.relabel(str(tmp_path / "r"), real)
+    moved = labels.relabel(str(tmp_path / "r"), real)
     assert moved and all(Path(p).name.startswith("ffffffff-") for p in moved)
     rs = load(str(tmp_path / "r"))
     assert {r.commit for r in rs} == {real}
     assert all(json.loads(Path(metadata_path(p)).read_text())["run"]["commit"] == real
                for p in moved)
-    assert runner.main(["relabel", str(tmp_path / "r"), "abc"]) == 2
+    assert labels.main(["relabel", str(tmp_path / "r"), "abc"]) == 2

@@ -8,26 +8,22 @@ import warnings
 import pytest
 import torch
 
-from xferbench._errors import XferbenchError
+from xferbench.errors import XferbenchError
 from xferbench.practices import VerificationError
 from xferbench.practices.sync import (
     DEFAULT_WIDTH,
-    LOG_EVERY,
-    PER_BATCH,
-    PER_EPOCH,
-    READS,
     SYNC_WARNING,
     LoopCase,
     build_loop,
     compare_sync,
     count_sync_warnings,
     count_syncs,
-    epoch_tolerance,
     loop_widths,
     run_loop,
     sync_count_skip_reason,
     syncs_per_step,
 )
+from xferbench.practices.sync_reads import LOG_EVERY, PER_BATCH, PER_EPOCH, READS, epoch_tolerance
 
 STEPS = 12  # two readings for item_every_10 (steps 0 and 10)
 

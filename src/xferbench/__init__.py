@@ -6,11 +6,12 @@ asv's per-benchmark processes and ``xferbench --help`` start fast and never touc
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._errors import XferbenchError
+from .errors import XferbenchError
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["Measurement", "XferbenchError", "measure", "resolve_device", "__version__"]
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module 'xferbench' has no attribute {name!r}")

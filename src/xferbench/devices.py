@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._errors import XferbenchError
+from .errors import XferbenchError
 
 if TYPE_CHECKING:
     import torch

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .devices import Capabilities
-from .practices import HEADLINE_NBYTES, size_label
-from .results import Result, ResultSet
+from .errors import XferbenchError
+from .practices import HEADLINE_NBYTES
+from .practices.copies import DIRECTIONS, HOST_MEMORY, SYNCS, CopyCase, copy_skip_reason
+from .results import Result, ResultSet, load
+from .units import format_seconds, gbps, size_label
 
 H = size_label(HEADLINE_NBYTES)
 
@@ -33,8 +37,6 @@ class Headline:
 
 def _copy_reason(host_memory: str, sync: str, layout: str) -> Callable[[Capabilities], str | None]:
     def reason(caps: Capabilities) -> str | None:
-        from .practices.copies import CopyCase, copy_skip_reason
-
         return copy_skip_reason(CopyCase("h2d", host_memory, sync, layout, HEADLINE_NBYTES), caps)
 
     return reason
@@ -98,7 +100,7 @@ class HeadlineValue:
         """Decimal GB/s of ``r``'s seconds where the headline's bytes are known."""
         if r is None or not r.ok or not self.headline.nbytes or r.unit != "seconds":
             return None
-        return self.headline.nbytes / r.value / 1e9  # type: ignore[operator]
+        return gbps(self.headline.nbytes, r.value)  # type: ignore[arg-type]
 
     @property
     def noise(self) -> float | None:
@@ -157,8 +159,6 @@ def format_headlines(values: list[HeadlineValue]) -> list[str]:
 
 
 def _figures(v: HeadlineValue) -> str:
-    from .measurement import format_seconds
-
     h = v.headline
     parts = []
     for name, r, count in ((h.practice_name, v.practice, v.practice_count),
@@ -177,8 +177,6 @@ def _figures(v: HeadlineValue) -> str:
 def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
               layout: str = "one") -> list[dict[str, Any]]:
     """Per direction x host memory x sync at ``nbytes``: GB/s, its noise and share of PCIe peak."""
-    from .practices.copies import DIRECTIONS, HOST_MEMORY, SYNCS
-
     size = size_label(nbytes)
     rows = []
     for direction in (*DIRECTIONS, "d2d"):
@@ -189,11 +187,11 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
                 if r is None:
                     continue
                 peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
-                gbps = nbytes / r.value / 1e9  # type: ignore[operator]
+                rate = gbps(nbytes, r.value)  # type: ignore[arg-type]
                 rows.append({
                     "direction": direction, "host_memory": host_memory, "sync": sync,
-                    "gbps": gbps, "noise": r.spread,
-                    "share_of_pcie": (gbps * 1e9 / peak) if (peak and direction != "d2d") else None,
+                    "gbps": rate, "noise": r.spread,
+                    "share_of_pcie": (rate * 1e9 / peak) if (peak and direction != "d2d") else None,
                 })
     return rows
 
@@ -216,11 +214,6 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
-    import sys
-
-    from ._errors import XferbenchError
-    from .results import load
-
     args = sys.argv[1:] if argv is None else argv
     try:
         rs = load(args[0] if args else "results")

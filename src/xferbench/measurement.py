@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import XferbenchError
+from .errors import XferbenchError
+from .units import format_seconds, gbps
 
 # Schema of Measurement.to_dict(). Changelog:
 #   1: first version (device_s, completion_s, enqueue_s, calls_per_sample, warmup_s, stop,
@@ -148,8 +149,7 @@ class Measurement:
         """Decimal GB/s (10^9 bytes/s) over the median of the primary clock, or None."""
         if self.nbytes is None:
             return None
-        med = self.median
-        return self.nbytes / med / 1e9 if med > 0 else math.inf
+        return gbps(self.nbytes, self.median)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -223,12 +223,3 @@ class Measurement:
             text += f"\n  WARNING: {w}"
         return text
 
-
-def format_seconds(seconds: float) -> str:
-    """Seconds in the unit that keeps 3-4 significant digits readable."""
-    if not math.isfinite(seconds):
-        return "n/a"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"

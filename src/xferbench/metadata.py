@@ -13,6 +13,10 @@ import sys
 from typing import Any
 
 from .devices import Device, capabilities, resolve_device
+from .version import __version__
+
+# torch and pynvml load inside the functions that read them: `import xferbench` stays
+# free of them, and a machine without either still gets its metadata.
 
 UNKNOWN = "unknown"
 
@@ -171,8 +175,6 @@ def collect(device: str | Device = "auto") -> dict[str, Any]:
 
     Raises XferbenchError only when ``device`` itself does not exist.
     """
-    from . import __version__
-
     dev = resolve_device(device)
     meta: dict[str, Any] = {"xferbench": __version__}
     meta.update(collect_python())

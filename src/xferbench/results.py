@@ -19,7 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import XferbenchError
+from .errors import XferbenchError
+from .units import gbps, parse_size
 
 #: Version of the .metadata sidecar. Changelog:
 #:   1: first version ({"schema_version", "metadata", "run": {...}}).
@@ -67,6 +68,19 @@ class Result:
         if not self.ok or self.q25 is None or self.q75 is None or not self.value:
             return None
         return (self.q75 - self.q25) / self.value
+
+    @property
+    def nbytes(self) -> int | None:
+        """The bytes the ``size`` parameter names, or None where there is none."""
+        return nbytes_of(self.param_dict)
+
+    @property
+    def gbps(self) -> float | None:
+        """Bytes per second / 1e9, where the size parameter says how many bytes moved."""
+        n = self.nbytes
+        if n is None or not self.ok or self.unit != "seconds" or not self.value:
+            return None
+        return gbps(n, self.value)
 
     @property
     def key(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -166,6 +180,17 @@ class ResultSet:
                     old.date_ms, old.started_ms or 0, old.ok):
                 best[key] = r
         return ResultSet(list(best.values()), self.benchmarks, self.root, self.metadata)
+
+
+def nbytes_of(params: dict[str, Any]) -> int | None:
+    """The bytes of a ``size`` parameter ("64MiB"), or None where there is none or it is not
+    a size."""
+    if "size" not in params:
+        return None
+    try:
+        return parse_size(str(params["size"]))
+    except XferbenchError:
+        return None
 
 
 def version_key(version: str) -> tuple:

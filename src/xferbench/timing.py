@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._errors import XferbenchError
 from .devices import (
     Device,
     current_stream,
@@ -35,6 +34,7 @@ from .devices import (
     resolve_device,
     synchronize,
 )
+from .errors import XferbenchError
 from .measurement import CLOCKS, Measurement, Stats
 
 #: Timer overhead may cost at most this share of one CPU sample. 1e-4 as blocked_autorange:

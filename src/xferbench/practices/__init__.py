@@ -6,11 +6,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .._errors import XferbenchError
-
-KiB = 1024
-MiB = 1024**2
-GiB = 1024**3
+from ..errors import XferbenchError
+from ..units import KiB, MiB
 
 #: About five sizes, 4 KiB to 256 MiB: a full default run stays short.
 DEFAULT_SIZES = (4 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 256 * MiB)
@@ -33,30 +30,6 @@ def sweep() -> str:
 
 def sizes() -> tuple[int, ...]:
     return FULL_SIZES if sweep() == "full" else DEFAULT_SIZES
-
-
-def size_label(nbytes: int) -> str:
-    """4096 -> "4KiB", 67108864 -> "64MiB" (exact powers of 1024 only; else bytes)."""
-    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if nbytes >= scale and nbytes % scale == 0:
-            return f"{nbytes // scale}{unit}"
-    return f"{nbytes}B"
-
-
-def parse_size(text: str) -> int:
-    """Inverse of size_label; also accepts plain byte counts. Raises XferbenchError."""
-    t = str(text).strip().replace(" ", "")
-    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB), ("B", 1)):
-        if t.endswith(unit) and t[: -len(unit)].isdigit():
-            value = int(t[: -len(unit)]) * scale
-            break
-    else:
-        if not t.isdigit():
-            raise XferbenchError(f"size {text!r} is not a size: write it as 4KiB, 64MiB or bytes")
-        value = int(t)
-    if value <= 0:
-        raise XferbenchError(f"size {text!r} is zero: give a positive size")
-    return value
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import XferbenchError
 from ..devices import (
     Capabilities,
     Device,
@@ -24,9 +23,13 @@ from ..devices import (
     stream_context,
     synchronize,
 )
+from ..errors import XferbenchError
 from ..measurement import Measurement
 from ..timing import measure
+from ..units import size_label
 from . import Budget, VerificationError
+
+# torch loads inside the functions that need it: `import xferbench` stays free of it.
 
 DIRECTIONS = ("h2d", "d2h")
 HOST_MEMORY = ("pageable", "pinned", "pin_then_copy")
@@ -62,8 +65,6 @@ class CopyCase:
 
     @property
     def label(self) -> str:
-        from . import size_label
-
         return (f"{self.direction} {self.host_memory} {self.sync} {self.layout} "
                 f"{size_label(self.nbytes)}")
 
@@ -240,8 +241,6 @@ def run_pin_memory(nbytes: int, device: str | Device = "auto",
                    budget: Budget | None = None) -> Measurement:
     """Time ``x.pin_memory()`` alone: host work, so on the host clock."""
     import torch
-
-    from . import size_label
 
     dev = resolve_device(device)
     reason = pin_skip_reason(capabilities(dev))

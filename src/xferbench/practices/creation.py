@@ -3,7 +3,7 @@
 Compared: ``torch.f(..., device=dev)`` vs ``torch.f(...).to(dev)`` vs
 ``torch.f(...).to(dev, non_blocking=True)`` for nine factory calls, and a module whose
 ``forward`` builds its mask and positions on the host and moves them, vs ``device=x.device``,
-vs registered buffers.
+vs registered buffers (the last in ``practices.forward``).
 
 Each case is a frozen ``CreationCase`` or ``ForwardCase`` (the identity of the measurement);
 ``build_*`` allocates inputs outside any timed region and returns a callable that creates
@@ -23,27 +23,27 @@ What is verified:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import XferbenchError
 from ..devices import (
     Capabilities,
     Device,
     DoesNotFit,
     capabilities,
     check_fits,
-    max_memory_allocated,
-    memory_allocated,
-    reset_peak_memory,
     resolve_device,
     synchronize,
 )
+from ..errors import XferbenchError
 from ..measurement import Measurement
 from ..timing import measure
-from . import FULL_SIZES, HEADLINE_NBYTES, Budget, KiB, MiB, VerificationError, size_label, sweep
+from ..units import KiB, MiB, size_label
+from . import FULL_SIZES, HEADLINE_NBYTES, Budget, VerificationError, sweep
+
+# torch and numpy load inside the functions that need them: `import xferbench` stays free
+# of them.
 
 FACTORIES = (
     "zeros", "ones", "full", "empty_fill", "rand", "randn", "arange", "tensor_list",
@@ -311,78 +311,6 @@ def run_creation(case: CreationCase, device: str | Device = "auto",
     return m
 
 
-# -- memory ---------------------------------------------------------------------------------
-
-_CLEAR_REFS = "/proc/self/clear_refs"
-
-
-def host_peak_skip_reason() -> str | None:
-    """Why the host peak cannot be read here (it needs Linux's resettable VmHWM), or None."""
-    if not os.path.exists(_CLEAR_REFS) or not os.access(_CLEAR_REFS, os.W_OK):
-        return "host peak memory needs a writable /proc/self/clear_refs (Linux)"
-    return None
-
-
-def _status_kib(field_name: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1])
-    raise XferbenchError(f"/proc/self/status has no {field_name}")
-
-
-def host_peak_bytes(case: CreationCase, device: str | Device = "auto") -> int:
-    """Peak resident host memory one call of ``case`` adds, in bytes (page-granular).
-
-    Method: after a warm-up call, drop its result, reset the process's high-water mark
-    (writing 5 to /proc/self/clear_refs sets VmHWM to the current VmRSS), run one call and
-    synchronise, and return VmHWM minus the resident set before the call. Everything the
-    call touches counts: the host temporary of ``.to(dev)``, staging, allocator growth.
-    """
-    reason = host_peak_skip_reason()
-    if reason:
-        raise XferbenchError(reason)
-    work = build_creation(case, device)
-    work.run()  # the first call pays one-off costs (library loading, allocator growth)
-    work.verify()
-    work.out.clear()
-    synchronize(work.device)
-    with open(_CLEAR_REFS, "w") as fh:
-        fh.write("5")
-    before = _status_kib("VmRSS")
-    work.run()
-    synchronize(work.device)
-    peak = _status_kib("VmHWM")
-    work.verify()
-    return max(0, peak - before) * 1024
-
-
-def device_peak_skip_reason(caps: Capabilities) -> str | None:
-    if caps.device == "cpu":
-        return "device memory counters need an accelerator: on the CPU see host peak memory"
-    return None
-
-
-def device_peak_bytes(case: CreationCase, device: str | Device = "auto") -> int:
-    """Peak device memory one call of ``case`` allocates (allocator counters), in bytes."""
-    dev = resolve_device(device)
-    reason = device_peak_skip_reason(capabilities(dev))
-    if reason:
-        raise XferbenchError(f"{case.label} on {dev}: {reason}")
-    work = build_creation(case, dev)
-    work.run()
-    work.verify()
-    work.out.clear()
-    synchronize(dev)
-    reset_peak_memory(dev)
-    before = memory_allocated(dev) or 0
-    work.run()
-    synchronize(dev)
-    peak = max_memory_allocated(dev) or 0
-    work.verify()
-    return max(0, peak - before)
-
-
 # -- the headline: on-device vs copied creation ----------------------------------------------
 
 #: The factory quoted in the headline: the commonest "make it, then move it" in real code.
@@ -421,132 +349,3 @@ def compare_creation(device: str | Device = "auto", *, factory: str = HEADLINE_F
     on_device = run_creation(CreationCase(factory, "on_device", nbytes), device, budget)
     copied = run_creation(CreationCase(factory, "to", nbytes), device, budget)
     return CreationComparison(factory, nbytes, on_device, copied)
-
-
-# -- created inside forward ------------------------------------------------------------------
-
-#: host_then_move: built on the host then .to(x.device) in every forward; device_arg: built
-#: with device=x.device in every forward; buffer: built once, a registered buffer.
-FORWARD_MODES = ("host_then_move", "device_arg", "buffer")
-DEFAULT_FORWARD_SEQ = 512
-FULL_FORWARD_SEQS = (128, 512, 2048)
-FORWARD_BATCH = 4
-FORWARD_DIM = 64
-
-
-def forward_seqs() -> tuple[int, ...]:
-    return FULL_FORWARD_SEQS if sweep() == "full" else (DEFAULT_FORWARD_SEQ,)
-
-
-@dataclass(frozen=True)
-class ForwardCase:
-    mode: str  # one of FORWARD_MODES
-    seq: int = DEFAULT_FORWARD_SEQ  # sequence length T: the mask is T x T, positions T
-
-    def __post_init__(self) -> None:
-        if self.mode not in FORWARD_MODES:
-            raise XferbenchError(f"mode {self.mode!r} is not one of {', '.join(FORWARD_MODES)}")
-        if self.seq <= 0:
-            raise XferbenchError(f"seq {self.seq} is not a sequence length: give a positive int")
-
-    @property
-    def label(self) -> str:
-        return f"forward {self.mode} T={self.seq}"
-
-
-def forward_skip_reason(case: ForwardCase, caps: Capabilities) -> str | None:
-    """All three modes run everywhere: on the CPU host_then_move is creation plus a no-op move."""
-    return None
-
-
-def make_forward_module(mode: str, seq: int, dim: int = FORWARD_DIM) -> Any:
-    """A causal self-attention with learned positions, whose causal mask and position ids are
-    made per ``mode``: the second suspect behind "expected all tensors on the same device"."""
-    import torch
-    from torch import nn
-
-    class CausalMix(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.pos_emb = nn.Embedding(seq, dim)
-            if mode == "buffer":
-                # persistent=False: derived data, kept out of the state_dict
-                self.register_buffer(
-                    "mask", torch.ones(seq, seq, dtype=torch.bool).triu(1), persistent=False)
-                self.register_buffer("pos", torch.arange(seq), persistent=False)
-
-        def forward(self, x: Any) -> Any:
-            t = x.shape[1]
-            if mode == "buffer":
-                mask, pos = self.mask[:t, :t], self.pos[:t]
-            elif mode == "device_arg":
-                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-                pos = torch.arange(t, device=x.device)
-            else:
-                mask = torch.ones(t, t, dtype=torch.bool).triu(1).to(x.device)
-                pos = torch.arange(t).to(x.device)
-            h = x + self.pos_emb(pos)
-            scores = (h @ h.transpose(1, 2)) / dim**0.5
-            return scores.masked_fill(mask, float("-inf")).softmax(-1) @ h
-
-    return CausalMix()
-
-
-@dataclass
-class ForwardWorkload:
-    case: ForwardCase
-    device: Device
-    run: Callable[[], None]
-    out: list[Any]
-    expected: Any  # the output of the buffer module on the same input (host copy)
-
-    def verify(self) -> None:
-        """Synchronise, then check the output equals the buffer module's bit for bit."""
-        import torch
-
-        synchronize(self.device)
-        if not self.out:
-            raise VerificationError(f"{self.case.label}: forward produced nothing")
-        got = self.out[0].to("cpu")
-        if got.shape != self.expected.shape or not torch.equal(got, self.expected):
-            raise VerificationError(
-                f"{self.case.label}: the output differs from the registered-buffer module's"
-            )
-
-
-def build_forward(case: ForwardCase, device: str | Device = "auto") -> ForwardWorkload:
-    """Module, weights and input for ``case``, all seeded, made outside any timed region."""
-    import torch
-
-    dev = resolve_device(device)
-    tdev = dev.torch()
-    gen = torch.Generator().manual_seed(SEED)
-    x = torch.randn(FORWARD_BATCH, case.seq, FORWARD_DIM, generator=gen).to(tdev)
-
-    def module(mode: str) -> Any:
-        torch.manual_seed(SEED)  # same weights in every mode
-        return make_forward_module(mode, case.seq).to(tdev).eval()
-
-    with torch.no_grad():
-        expected = module("buffer")(x).to("cpu")
-    mod = module(case.mode)
-    out: list[Any] = []
-
-    def run() -> None:
-        with torch.no_grad():
-            out.clear()
-            out.append(mod(x))
-
-    return ForwardWorkload(case, dev, run, out, expected)
-
-
-def run_forward(case: ForwardCase, device: str | Device = "auto",
-                budget: Budget | None = None) -> Measurement:
-    """Time one forward (completion: synchronised host clock) and verify its output."""
-    work = build_forward(case, device)
-    work.run()
-    work.verify()
-    m = measure(work.run, device=work.device, label=case.label, clock=READY_CLOCK,
-                **(budget or Budget()).kwargs())
-    work.verify()
-    return m

@@ -14,14 +14,11 @@ per-batch losses within fp32 tolerance).
 
 from __future__ import annotations
 
-import math
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import XferbenchError
 from ..devices import (
     Capabilities,
     Device,
@@ -30,30 +27,13 @@ from ..devices import (
     sync_debug_warnings,
     synchronize,
 )
+from ..errors import XferbenchError
 from ..measurement import Measurement
 from ..timing import measure
 from . import Budget, VerificationError, sweep
+from .sync_reads import PER_BATCH, PER_EPOCH, READS, Reference, check_readings, readers
 
-#: How the loop reads what it computed; one variant each.
-READS = (
-    "item_every_batch",  # loss.item() after every step
-    "item_every_10",  # loss.item() every LOG_EVERY-th step (a logging interval)
-    "device_accumulate",  # total += loss.detach() on the device; total.item() once per epoch
-    "cpu",  # loss.detach().cpu() every step
-    "tolist",  # loss.detach().tolist() every step
-    "float",  # float(loss.detach()) every step
-    "print",  # print(loss) to a null stream every step
-    "if_tensor",  # `if loss > 0:` on the device tensor every step
-    "nonzero",  # torch.nonzero(per_sample_loss > HARD_LOSS) every step
-    "mask_index",  # per_sample_loss[per_sample_loss > HARD_LOSS] every step
-)
-#: The headline pair: a read every batch vs one read per epoch.
-PER_BATCH = "item_every_batch"
-PER_EPOCH = "device_accumulate"
-LOG_EVERY = 10
-#: "Hard example" threshold for nonzero / mask_index; targets are N(0, 1), so per-sample
-#: MSE starts near 1 and about half the batch is above it.
-HARD_LOSS = 1.0
+# torch loads inside the functions that need it: `import xferbench` stays free of it.
 
 SEED = 1234
 LR = 0.01
@@ -120,31 +100,6 @@ def sync_count_skip_reason(caps: Capabilities) -> str | None:
     return None
 
 
-class _NullStream:
-    """A text stream that discards what print writes, keeping only the last line (to verify)."""
-
-    def __init__(self) -> None:
-        self.last = ""
-
-    def write(self, text: str) -> int:
-        if text.strip():
-            self.last = text
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
-@dataclass
-class Reference:
-    """What the loop computes from its initial state: host copies of every step's loss and
-    per-sample losses, and of the parameters after ``steps`` steps."""
-
-    losses: list[float]
-    per_sample: list[Any]  # host tensors, one per step
-    params: list[Any]  # host tensors
-
-
 @dataclass
 class LoopWorkload:
     """A built loop: ``run()`` trains one epoch (no final synchronise), ``verify()`` checks it."""
@@ -162,7 +117,8 @@ class LoopWorkload:
         """Synchronise, then check the parameters and what the last epoch read."""
         synchronize(self.device)
         check_params(self.case, self.params(), self.reference)
-        check_readings(self.case, self.readings, self.reference)
+        check_readings(self.case.read, self.case.steps, self.case.label, self.readings,
+                       self.reference)
 
 
 def check_params(case: LoopCase, params: list[Any], ref: Reference) -> None:
@@ -177,121 +133,6 @@ def check_params(case: LoopCase, params: list[Any], ref: Reference) -> None:
                 f"{case.label}: parameter {i} after {case.steps} steps differs from the "
                 f"reference run (max |diff| {diff:.3g}): the reads changed the arithmetic"
             )
-
-
-def epoch_tolerance(steps: int) -> float:
-    """Relative bound on an fp32 sum of ``steps`` positive values: (steps - 1) unit roundoffs,
-    doubled for headroom."""
-    return max(1, steps - 1) * 2.0**-23
-
-
-def check_readings(case: LoopCase, readings: list[Any], ref: Reference) -> None:
-    """Raise VerificationError unless ``readings`` are what ``case.read`` must have read."""
-    import torch
-
-    k, r = case.steps, case.read
-    label = case.label
-
-    def fail(why: str) -> None:
-        raise VerificationError(f"{label}: {why}")
-
-    if r == "device_accumulate":
-        if len(readings) != 1:
-            fail(f"{len(readings)} per-epoch readings, expected 1")
-        want = math.fsum(ref.losses)
-        if not math.isclose(readings[0], want, rel_tol=epoch_tolerance(k), abs_tol=0.0):
-            fail(f"per-epoch loss {readings[0]!r} is not the sum of the per-batch losses "
-                 f"{want!r} within fp32 tolerance")
-        return
-    if r == "item_every_10":
-        expected = ref.losses[::LOG_EVERY]
-    elif r == "if_tensor":
-        expected = [loss > 0 for loss in ref.losses]
-    elif r == "nonzero":
-        expected = [torch.nonzero(ps > HARD_LOSS) for ps in ref.per_sample]
-    elif r == "mask_index":
-        expected = [ps[ps > HARD_LOSS] for ps in ref.per_sample]
-    else:
-        expected = ref.losses
-    if len(readings) != len(expected):
-        fail(f"{len(readings)} readings in the epoch, expected {len(expected)}")
-    for i, (got, want) in enumerate(zip(readings, expected)):
-        if r in ("nonzero", "mask_index"):
-            host = got.to("cpu")
-            ok = host.shape == want.shape and torch.equal(host, want)
-        elif r == "print":
-            found = re.match(r"tensor\(([-+0-9.eE]+|nan|inf)", got)
-            ok = bool(found) and math.isclose(float(found.group(1)), want,
-                                              rel_tol=1e-3, abs_tol=1e-4)
-        elif r == "cpu":
-            ok = float(got) == want
-        else:
-            ok = got == want
-        if not ok:
-            fail(f"reading {i} is {got!r}, expected {want!r}")
-
-
-def _readers(case: LoopCase, readings: list[Any], tdev: Any) -> tuple[
-        Callable[[int, Any, Any], None], Callable[[], None], Callable[[], None]]:
-    """(read(step, loss, per_sample), start_of_epoch(), end_of_epoch()) for ``case.read``."""
-    import torch
-
-    def nothing() -> None:
-        pass
-
-    r = case.read
-    if r == "item_every_batch":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            readings.append(loss.item())
-    elif r == "item_every_10":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            if i % LOG_EVERY == 0:
-                readings.append(loss.item())
-    elif r == "device_accumulate":
-        total: list[Any] = []
-
-        def start() -> None:
-            total[:] = [torch.zeros((), device=tdev)]
-
-        def read(i: int, loss: Any, ps: Any) -> None:
-            total[0] += loss.detach()  # queued on the device: no read, no stall
-
-        def end() -> None:
-            readings.append(total[0].item())  # the one synchronisation of the epoch
-
-        return read, start, end
-    elif r == "cpu":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            readings.append(loss.detach().cpu())
-    elif r == "tolist":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            readings.append(loss.detach().tolist())
-    elif r == "float":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            # detach(): float() of a tensor that requires grad warns since torch 2.x
-            readings.append(float(loss.detach()))
-    elif r == "print":
-        null = _NullStream()
-
-        def read(i: int, loss: Any, ps: Any) -> None:
-            print(loss, file=null)  # formatting the tensor needs its value on the host
-            readings.append(null.last)
-    elif r == "if_tensor":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            # Python's `if` calls bool() on the device tensor: a read, hence a stall.
-            if loss > 0:
-                readings.append(True)
-            else:
-                readings.append(False)
-    elif r == "nonzero":
-        def read(i: int, loss: Any, ps: Any) -> None:
-            # the output's size depends on the data, so the host waits for it
-            readings.append(torch.nonzero(ps.detach() > HARD_LOSS))
-    else:  # mask_index
-        def read(i: int, loss: Any, ps: Any) -> None:
-            d = ps.detach()
-            readings.append(d[d > HARD_LOSS])  # boolean indexing runs a nonzero inside
-    return read, nothing, nothing
 
 
 def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
@@ -354,7 +195,7 @@ def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
     del traced
 
     readings: list[Any] = []
-    read, start, end = _readers(case, readings, tdev)
+    read, start, end = readers(case.read, readings, tdev)
     steps = case.steps
 
     def run() -> None:

@@ -11,8 +11,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._errors import XferbenchError
-from .results import Result, ResultSet
+from ..errors import XferbenchError
+from ..results import Result, ResultSet, load
+from ..sitemap import figure_path
+from ..units import format_value
 
 
 def register_cli(sub: Any) -> None:
@@ -174,8 +176,6 @@ def _display_path(path: str) -> str:
 def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
          torch: str | None = None, machine: str | None = None,
          site: str = "site") -> Citation:
-    from .report import figure_path, gbps, nbytes_of
-
     r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine)
     meta = rs.metadata_for(r)
     figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
@@ -192,7 +192,7 @@ def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
         benchmark=r.benchmark, params=r.param_dict, value=float(r.value),  # type: ignore[arg-type]
         unit=r.unit, q25=r.q25, q75=r.q75, ci_99=r.ci_99,
         n_samples=len(r.samples) if r.samples else None,
-        nbytes=nbytes_of(r.param_dict), gbps=gbps(r),
+        nbytes=r.nbytes, gbps=r.gbps,
         torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=text("gpu_name"),
         device=str(meta.get("device") or "unknown"),
         pcie_gen=integer("pcie_gen"), pcie_width=integer("pcie_width"),
@@ -208,8 +208,6 @@ def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
 # -- formatting --------------------------------------------------------------------------------
 
 def _value(v: float | None, unit: str) -> str:
-    from .compare import format_value
-
     return format_value(v, unit)
 
 
@@ -294,8 +292,6 @@ def as_dict(c: Citation) -> dict[str, Any]:
 
 
 def cmd_cite(args: argparse.Namespace) -> int:
-    from .results import load
-
     params = parse_params(args.params, args.param)
     c = cite(load(args.results), args.benchmark, params, torch=args.torch,
              machine=args.machine, site=args.site)

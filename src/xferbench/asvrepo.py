@@ -1,0 +1,207 @@
+"""The asv repository and its plumbing: where the suite is, its git state, the asv
+configuration a command runs with, machine names, the results folder's lock, and the
+interpreter wrapper that gives each PyTorch version its own results series.
+
+Shared by ``run`` and ``publish``; no command imports another for these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import XferbenchError
+
+# asv loads inside the functions that need it: `import xferbench` stays free of it.
+
+try:
+    import fcntl
+except ImportError:  # no fcntl (Windows): no concurrent-run protection
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".xferbench-run.lock"
+
+
+# -- locating the suite ------------------------------------------------------------------------
+
+def find_repo(start: str | None = None) -> str:
+    """The folder holding asv.conf.json and benchmarks/, searched upwards from ``start``."""
+    here = os.path.abspath(start or os.getcwd())
+    candidates = [here, *_parents(here)]
+    pkg_root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    candidates.append(pkg_root)  # an editable install points back at its clone
+    for folder in candidates:
+        if os.path.isfile(os.path.join(folder, "asv.conf.json")) and os.path.isdir(
+            os.path.join(folder, "benchmarks")
+        ):
+            return folder
+    raise XferbenchError(
+        "xferbench run needs the suite (asv.conf.json and benchmarks/): "
+        "run it inside a clone of the xferbench repository"
+    )
+
+
+def _parents(path: str) -> Iterator[str]:
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        yield parent
+        path = parent
+
+
+def git_head(repo: str) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                             text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        raise XferbenchError(
+            f"{repo} is not a git checkout with a commit: asv labels results by suite commit"
+        ) from None
+    return out.stdout.strip()
+
+
+def current_branch(repo: str) -> str | None:
+    out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=repo,
+                         capture_output=True, text=True)
+    name = out.stdout.strip()
+    return name if out.returncode == 0 and name and name != "HEAD" else None
+
+
+def git_branches(repo: str, wanted: list[str]) -> list[str]:
+    """Configured branches that exist here; else HEAD (a detached CI checkout)."""
+    found = []
+    for b in wanted:
+        try:
+            ok = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{b}"],
+                                cwd=repo, capture_output=True).returncode == 0
+        except OSError:
+            raise XferbenchError("publish needs git: asv orders results by the suite's "
+                                 "history") from None
+        if ok:
+            found.append(b)
+    return found or ["HEAD"]
+
+
+def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
+    """asv.conf.json of ``repo`` with absolute paths, the results folder and a private
+    work folder (environments, html) filled in; written into ``workdir``; returns its path."""
+    from asv import util as asv_util
+
+    conf = asv_util.load_json(os.path.join(repo, "asv.conf.json"), js_comments=True)
+    branch = current_branch(repo)
+    if branch:  # asv refuses a commit on a branch its configuration does not name
+        conf["branches"] = [branch]
+    conf.update({
+        "repo": repo,
+        "benchmark_dir": os.path.join(repo, "benchmarks"),
+        "results_dir": results_dir,
+        "html_dir": os.path.join(workdir, "html"),
+        "env_dir": os.path.join(workdir, "env"),
+    })
+    path = os.path.join(workdir, "asv.conf.json")
+    with open(path, "w") as fh:
+        json.dump(conf, fh)
+    return path
+
+
+# -- machines ----------------------------------------------------------------------------------
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-").lower() or "unknown"
+
+
+def default_machine_name(meta: dict[str, Any]) -> str:
+    gpu = meta.get("gpu_name") or ("cpu" if not meta.get("accelerator") else meta["accelerator"])
+    return slug(f"{meta.get('hostname', 'host')}-{gpu}")
+
+
+def torch_label(meta: dict[str, Any]) -> tuple[str, str]:
+    """("2.13.0+cpu", "none") or ("2.14.1+cu128", "12.8"): the installed torch and its CUDA."""
+    cuda = meta.get("cuda") or (f"hip{meta['hip']}" if meta.get("hip") else "none")
+    return str(meta.get("torch", "unknown")), str(cuda)
+
+
+def write_machine_file(home: str, name: str, meta: dict[str, Any]) -> None:
+    """Register the machine without questions: asv reads ~/.asv-machine.json."""
+    ram = ""
+    try:
+        ram = str(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    cpu = str(meta.get("cpu_model", "unknown"))
+    if meta.get("gpu_name"):
+        cpu = f"{cpu}; GPU {meta['gpu_name']}"
+    record = {"arch": str(meta.get("arch", "")), "cpu": cpu, "machine": name,
+              "num_cpu": str(meta.get("cpu_count", "")), "os": str(meta.get("os", "")),
+              "ram": ram}
+    with open(os.path.join(home, ".asv-machine.json"), "w") as fh:
+        json.dump({name: record, "version": 1}, fh)
+
+
+# -- the lock ----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def results_lock(results_dir: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``results_dir``; a second run is refused, not queued."""
+    os.makedirs(results_dir, exist_ok=True)
+    path = os.path.join(results_dir, LOCK_NAME)
+    fh = open(path, "a+")
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise XferbenchError(
+                    f"another xferbench run is writing to {results_dir}: wait for it to finish "
+                    "or give another --results folder"
+                ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+# -- one series per PyTorch version ------------------------------------------------------------
+
+def interpreter_wrapper(torch_version: str, cuda: str) -> str:
+    """A stable path, naming torch and CUDA, that runs this interpreter.
+
+    asv names an existing environment after its interpreter's absolute path; this path makes
+    each (torch, CUDA) pair a series of its own, identical across clones of the suite.
+    """
+    folder = os.path.join(tempfile.gettempdir(), f"xferbench-{os.getuid()}",
+                          slug(f"torch{torch_version}-cuda{cuda}"))
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "python")
+    body = f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'
+    try:
+        with open(path) as fh:
+            same = fh.read() == body
+    except OSError:
+        same = False
+    if not same:
+        tmp = path + f".{os.getpid()}"
+        with open(tmp, "w") as fh:
+            fh.write(body)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    return path
+
+
+def results_file(results_dir: str, machine: str, commit: str, wrapper: str) -> str:
+    """The file asv writes for ``commit`` run through ``wrapper`` on ``machine``."""
+    from asv.environment import get_env_name
+
+    env_name = get_env_name("existing", wrapper.replace(os.path.sep, "_"), {}, {})
+    return os.path.join(results_dir, machine, f"{commit[:8]}-{env_name}.json")

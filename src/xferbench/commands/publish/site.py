@@ -1,0 +1,217 @@
+"""Building the site: ``asv publish`` for asv's data (its CDN front end dropped), then the
+figures and pages, written into a staging folder and swapped in whole, so that a failed
+build leaves the previous site untouched.
+
+  index.html        the cross-version view: headline ratios per PyTorch version per machine,
+                    bandwidth against size per direction, regressions between consecutive
+                    PyTorch versions, and one figure per benchmark (matplotlib SVG)
+  asv.html          a small self-contained page over asv's data (no library, no fetch: the
+                    data travels as asv-data.js, so it works from file:// as well)
+  asv/              what ``asv publish`` wrote, less its front end: index.json, graphs/, ...
+  figures/*.svg     the figures (paths from ``xferbench.sitemap``, which ``cite`` quotes)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+from ...asvrepo import find_repo, git_branches, write_asv_config
+from ...errors import XferbenchError
+from ...results import ResultSet, load, version_key
+from ...sitemap import headline_figure_path
+from ...stats import THRESHOLD
+from .figures import plot_bandwidth, plot_bench, plot_headline
+from .pages import render_asv_page, render_index
+from .views import bandwidth_panels, bench_panels, headline_rows, series, version_steps
+
+# asv loads inside the functions that need it: `import xferbench` stays free of it.
+
+#: A file in every site publish builds: publish replaces only a folder that holds it.
+SITE_MARKER = ".xferbench-site"
+#: What asv publish writes that is data; the rest is its CDN front end, not shipped.
+ASV_DATA = ("index.json", "info.json", "graphs", "regressions.json", "regressions.xml")
+
+
+def run_asv_publish(repo: str, results_dir: str, html_dir: str, work: str) -> None:
+    conf_path = write_asv_config(repo, results_dir, work)
+    with open(conf_path) as fh:
+        conf = json.load(fh)
+    conf["html_dir"] = html_dir
+    conf["branches"] = git_branches(repo, list(conf.get("branches") or ["main"]))
+    with open(conf_path, "w") as fh:
+        json.dump(conf, fh)
+    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", conf_path],
+                          cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "HOME": work})
+    if proc.returncode != 0:
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise XferbenchError(f"asv publish failed (exit {proc.returncode}): {last[0]}")
+    for name in os.listdir(html_dir):  # its front end needs CDNs: keep the data only
+        if name not in ASV_DATA:
+            path = os.path.join(html_dir, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def asv_bundle(html_dir: str) -> dict[str, Any]:
+    """asv's index and every graph it wrote, as one object for asv.html."""
+    from asv.graph import Graph
+
+    with open(os.path.join(html_dir, "index.json"), encoding="utf-8") as fh:
+        index = json.load(fh)
+    series_out = []
+    for params in index.get("graph_param_list", []):
+        graphs = {}
+        for name in index.get("benchmarks", {}):
+            rel = Graph.get_file_path(params, name) + ".json"
+            path = os.path.join(html_dir, rel)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as fh:
+                    graphs[name] = json.load(fh)
+        if graphs:
+            series_out.append({"params": params, "graphs": graphs})
+    series_out.sort(key=lambda s: (str(s["params"].get("machine")),
+                                   version_key(str(s["params"].get("torch", "")))))
+    benchmarks = {name: {k: info.get(k) for k in ("params", "param_names", "unit", "type")}
+                  for name, info in index.get("benchmarks", {}).items()}
+    return {"revision_to_hash": index.get("revision_to_hash", {}),
+            "revision_to_date": index.get("revision_to_date", {}),
+            "benchmarks": benchmarks, "series": series_out}
+
+
+@dataclass
+class Site:
+    out: str
+    figures: list[str] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)
+    asv_series: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check_out(out: str) -> None:
+    if not os.path.exists(out):
+        return
+    if not os.path.isdir(out):
+        raise XferbenchError(f"--out {out} is a file: give a folder for the site")
+    if os.listdir(out) and not os.path.exists(os.path.join(out, SITE_MARKER)):
+        raise XferbenchError(
+            f"--out {out} holds files that publish did not write: give an empty or new folder"
+        )
+
+
+def _asset(name: str) -> str:
+    return files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float) -> Site:
+    """Write the site into ``out_dir`` (which must not exist yet)."""
+    site = Site(out_dir)
+    os.makedirs(out_dir)
+    with tempfile.TemporaryDirectory(prefix="xferbench-publish-") as work:
+        asv_dir = os.path.join(out_dir, "asv")
+        run_asv_publish(repo, rs.root, asv_dir, work)
+    bundle = asv_bundle(asv_dir)
+    site.asv_series = len(bundle["series"])
+    shown = set(bundle["revision_to_hash"].values())
+    lost = [c for c in rs.commits() if c not in shown]
+    if lost:
+        site.warnings.append(
+            f"asv's data leaves out results at suite commit {', '.join(c[:8] for c in lost)}: "
+            "not on a branch of this clone's history (a shallow clone?); the cross-version "
+            "view (index.html) still shows them")
+    with open(os.path.join(out_dir, "asv-data.js"), "w", encoding="utf-8") as fh:
+        fh.write("window.XFERBENCH_ASV = ")
+        json.dump(bundle, fh, separators=(",", ":"), allow_nan=False, default=str)
+        fh.write(";\n")
+
+    all_series = series(rs)
+    versions = rs.torch_versions()
+    heads = headline_rows(rs)
+    for row in heads:
+        if row.measured:
+            path = headline_figure_path(row.key)
+            plot_headline(row, versions, os.path.join(out_dir, path))
+            site.figures.append(path)
+    bw = bandwidth_panels(rs)
+    for panel in bw:
+        plot_bandwidth(panel, os.path.join(out_dir, panel.path))
+        site.figures.append(panel.path)
+    benches = bench_panels(rs)
+    for bp in benches:
+        plot_bench(bp, os.path.join(out_dir, bp.path))
+        site.figures.append(bp.path)
+    steps = version_steps(rs, threshold)
+
+    pages = {
+        "index.html": render_index(rs, all_series, heads, bw, steps, benches, threshold,
+                                   site.warnings),
+        "asv.html": render_asv_page(),
+        "style.css": _asset("style.css"),
+        "asv.js": _asset("asv.js"),
+        SITE_MARKER: "built by xferbench publish; publish replaces this folder as a whole\n",
+    }
+    for name, text in pages.items():
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
+            fh.write(text)
+        site.pages.append(name)
+    return site
+
+
+def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
+            repo: str | None = None) -> Site:
+    """Build the site next to ``out`` and swap it in: on any error nothing is written."""
+    rs = load(results)  # bad input stops here, before anything is written
+    out = os.path.abspath(out)
+    _check_out(out)
+    repo = repo or find_repo()
+    parent = os.path.dirname(out)
+    made = _missing_parents(parent)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}-new-", dir=parent)
+    try:
+        site = build(rs, os.path.join(staging, "site"), repo=repo,
+                     threshold=THRESHOLD if threshold is None else threshold)
+        if os.path.exists(out):  # an earlier site (it holds SITE_MARKER): goes with staging
+            os.replace(out, os.path.join(staging, "old"))
+        os.replace(os.path.join(staging, "site"), out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        for folder in made:  # innermost first: only the folders made here, if still empty
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    site.out = out
+    return site
+
+
+def _missing_parents(folder: str) -> list[str]:
+    """``folder`` and its ancestors that do not exist yet, innermost first."""
+    out = []
+    while folder and not os.path.exists(folder):
+        out.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return out
+
+
+def format_site(site: Site) -> list[str]:
+    rel = os.path.relpath(site.out)
+    if rel.startswith(".."):
+        rel = site.out
+    lines = [f"site: {rel}/index.html ({len(site.figures)} figures; asv data for "
+             f"{site.asv_series} series in {rel}/asv.html)"]
+    lines += [f"warning: {w}" for w in site.warnings]
+    lines.append(f"open {rel}/index.html in a browser, or serve it: "
+                 f"python -m http.server -d {rel}")
+    return lines

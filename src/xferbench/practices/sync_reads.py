@@ -1,0 +1,185 @@
+"""The reads compared in the training loop of ``practices.sync``, and how each is verified.
+
+Each read is what users write to look at a value the device computed: ``.item()`` every batch
+or every 10th, a sum kept on the device and read once per epoch, ``.cpu()``, ``.tolist()``,
+``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero`` and boolean-mask indexing.
+``readers`` turns a read into the three hooks the loop calls; ``check_readings`` checks what
+an epoch read against the reference epoch, which kept every value on the device.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import VerificationError
+
+# torch loads inside the functions that need it: `import xferbench` stays free of it.
+
+#: How the loop reads what it computed; one variant each.
+READS = (
+    "item_every_batch",  # loss.item() after every step
+    "item_every_10",  # loss.item() every LOG_EVERY-th step (a logging interval)
+    "device_accumulate",  # total += loss.detach() on the device; total.item() once per epoch
+    "cpu",  # loss.detach().cpu() every step
+    "tolist",  # loss.detach().tolist() every step
+    "float",  # float(loss.detach()) every step
+    "print",  # print(loss) to a null stream every step
+    "if_tensor",  # `if loss > 0:` on the device tensor every step
+    "nonzero",  # torch.nonzero(per_sample_loss > HARD_LOSS) every step
+    "mask_index",  # per_sample_loss[per_sample_loss > HARD_LOSS] every step
+)
+#: The headline pair: a read every batch vs one read per epoch.
+PER_BATCH = "item_every_batch"
+PER_EPOCH = "device_accumulate"
+LOG_EVERY = 10
+#: "Hard example" threshold for nonzero / mask_index; targets are N(0, 1), so per-sample
+#: MSE starts near 1 and about half the batch is above it.
+HARD_LOSS = 1.0
+
+
+class _NullStream:
+    """A text stream that discards what print writes, keeping only the last line (to verify)."""
+
+    def __init__(self) -> None:
+        self.last = ""
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.last = text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@dataclass
+class Reference:
+    """What the loop computes from its initial state: host copies of every step's loss and
+    per-sample losses, and of the parameters after ``steps`` steps."""
+
+    losses: list[float]
+    per_sample: list[Any]  # host tensors, one per step
+    params: list[Any]  # host tensors
+
+
+def epoch_tolerance(steps: int) -> float:
+    """Relative bound on an fp32 sum of ``steps`` positive values: (steps - 1) unit roundoffs,
+    doubled for headroom."""
+    return max(1, steps - 1) * 2.0**-23
+
+
+def check_readings(read: str, steps: int, label: str, readings: list[Any],
+                   ref: Reference) -> None:
+    """Raise VerificationError unless ``readings`` are what ``read`` must have read in an
+    epoch of ``steps`` steps (``label`` names the case in the error)."""
+    import torch
+
+    k, r = steps, read
+
+    def fail(why: str) -> None:
+        raise VerificationError(f"{label}: {why}")
+
+    if r == "device_accumulate":
+        if len(readings) != 1:
+            fail(f"{len(readings)} per-epoch readings, expected 1")
+        want = math.fsum(ref.losses)
+        if not math.isclose(readings[0], want, rel_tol=epoch_tolerance(k), abs_tol=0.0):
+            fail(f"per-epoch loss {readings[0]!r} is not the sum of the per-batch losses "
+                 f"{want!r} within fp32 tolerance")
+        return
+    if r == "item_every_10":
+        expected = ref.losses[::LOG_EVERY]
+    elif r == "if_tensor":
+        expected = [loss > 0 for loss in ref.losses]
+    elif r == "nonzero":
+        expected = [torch.nonzero(ps > HARD_LOSS) for ps in ref.per_sample]
+    elif r == "mask_index":
+        expected = [ps[ps > HARD_LOSS] for ps in ref.per_sample]
+    else:
+        expected = ref.losses
+    if len(readings) != len(expected):
+        fail(f"{len(readings)} readings in the epoch, expected {len(expected)}")
+    for i, (got, want) in enumerate(zip(readings, expected)):
+        if r in ("nonzero", "mask_index"):
+            host = got.to("cpu")
+            ok = host.shape == want.shape and torch.equal(host, want)
+        elif r == "print":
+            found = re.match(r"tensor\(([-+0-9.eE]+|nan|inf)", got)
+            ok = bool(found) and math.isclose(float(found.group(1)), want,
+                                              rel_tol=1e-3, abs_tol=1e-4)
+        elif r == "cpu":
+            ok = float(got) == want
+        else:
+            ok = got == want
+        if not ok:
+            fail(f"reading {i} is {got!r}, expected {want!r}")
+
+
+def readers(read: str, readings: list[Any], tdev: Any) -> tuple[
+        Callable[[int, Any, Any], None], Callable[[], None], Callable[[], None]]:
+    """(read(step, loss, per_sample), start_of_epoch(), end_of_epoch()) for ``read``; what
+    is read is appended to ``readings``."""
+    import torch
+
+    def nothing() -> None:
+        pass
+
+    r = read
+    if r == "item_every_batch":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            readings.append(loss.item())
+    elif r == "item_every_10":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            if i % LOG_EVERY == 0:
+                readings.append(loss.item())
+    elif r == "device_accumulate":
+        total: list[Any] = []
+
+        def start() -> None:
+            total[:] = [torch.zeros((), device=tdev)]
+
+        def read(i: int, loss: Any, ps: Any) -> None:
+            total[0] += loss.detach()  # queued on the device: no read, no stall
+
+        def end() -> None:
+            readings.append(total[0].item())  # the one synchronisation of the epoch
+
+        return read, start, end
+    elif r == "cpu":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            readings.append(loss.detach().cpu())
+    elif r == "tolist":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            readings.append(loss.detach().tolist())
+    elif r == "float":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            # detach(): float() of a tensor that requires grad warns since torch 2.x
+            readings.append(float(loss.detach()))
+    elif r == "print":
+        null = _NullStream()
+
+        def read(i: int, loss: Any, ps: Any) -> None:
+            print(loss, file=null)  # formatting the tensor needs its value on the host
+            readings.append(null.last)
+    elif r == "if_tensor":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            # Python's `if` calls bool() on the device tensor: a read, hence a stall.
+            if loss > 0:
+                readings.append(True)
+            else:
+                readings.append(False)
+    elif r == "nonzero":
+        def read(i: int, loss: Any, ps: Any) -> None:
+            # the output's size depends on the data, so the host waits for it
+            readings.append(torch.nonzero(ps.detach() > HARD_LOSS))
+    else:  # mask_index
+        def read(i: int, loss: Any, ps: Any) -> None:
+            d = ps.detach()
+            readings.append(d[d > HARD_LOSS])  # boolean indexing runs a nonzero inside
+    return read, nothing, nothing
+
+

@@ -1,0 +1,251 @@
+"""The package's layers, read from its imports (ast): arrows point one way, commands stand side
+by side, no private name crosses a module, and function-local imports exist only to keep
+torch, numpy, asv and matplotlib out of ``import xferbench``. ARCHITECTURE.md draws the same.
+
+Each check returns the problems it finds as sentences; a test passes when there are none, and
+``test_each_check_finds_a_planted_problem`` shows that every check can fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "xferbench"
+
+#: Bottom to top; a module may import its own layer and those below it, never above.
+BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
+LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
+TOP_LEVEL = {
+    **dict.fromkeys(("errors", "units", "version"), BASE),
+    **dict.fromkeys(("devices", "timing", "measurement", "metadata"), CORE),
+    "practices": PRACTICES,
+    **dict.fromkeys(("results", "labels", "asvrepo", "stats", "comparison", "headline",
+                     "sitemap"), RESULTS),
+    **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
+    **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
+}
+#: Modules that list what sits below them and are exempt from the direction rule: the
+#: package's lazy API (xferbench/__init__.py) and the command registry.
+REGISTRIES = {"", "commands"}
+#: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s).
+HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml"}
+#: The comment a module with function-local heavy imports carries, once.
+LAZY_NOTE = "inside the functions"
+MAX_LINES = 400
+
+
+def layer(module: str) -> int | None:
+    """The layer of ``module`` (dotted below xferbench: "practices.copies"), None if unknown."""
+    return TOP_LEVEL.get(module.split(".")[0])
+
+
+def modules(src: Path) -> dict[str, Path]:
+    out = {}
+    for path in sorted(src.rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _target(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
+    """The xferbench module a ``from`` import names ("" for the package), or None."""
+    if node.level == 0:
+        name = node.module or ""
+        if name == "xferbench":
+            return ""
+        return name[len("xferbench."):] if name.startswith("xferbench.") else None
+    package = [p for p in module.split(".") if p]
+    if not is_package:
+        package = package[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def imports(src: Path) -> dict[str, list[tuple[int, str, list[str], bool]]]:
+    """module -> [(line, imported xferbench module, names, inside a function)]; ``from . import
+    x`` is an import of submodule x where x is one."""
+    known = modules(src)
+    out: dict[str, list] = {}
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        funcs = [n for n in ast.walk(tree)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        local = {id(n) for f in funcs for n in ast.walk(f) if n is not f}
+        found = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _target(module, path.name == "__init__.py", node)
+                if target is None:
+                    continue
+                names = [a.name for a in node.names]
+                subs = [t for t in (f"{target}.{n}".strip(".") for n in names) if t in known]
+                found += [(node.lineno, t, names, id(node) in local) for t in subs or [target]]
+            elif isinstance(node, ast.Import):
+                found += [(node.lineno, a.name[len("xferbench."):], [], id(node) in local)
+                          for a in node.names if a.name.startswith("xferbench.")]
+        out[module] = found
+    return out
+
+
+def direction_problems(src: Path) -> list[str]:
+    problems = []
+    for module, found in imports(src).items():
+        mine = layer(module)
+        if mine is None:
+            problems.append(f"xferbench.{module} belongs to no layer (add it here and to "
+                            "ARCHITECTURE.md)")
+            continue
+        if module in REGISTRIES:
+            continue
+        for line, target, names, _local in found:
+            if target == "" and names == ["__version__"]:
+                continue
+            theirs = layer(target)
+            if theirs is None or theirs > mine:
+                problems.append(f"xferbench.{module}:{line} imports xferbench.{target}, which "
+                                f"is not below it ({LAYER_NAMES[mine]})")
+    return problems
+
+
+def command_problems(src: Path) -> list[str]:
+    problems = []
+    for module, found in imports(src).items():
+        if not module.startswith("commands."):
+            continue
+        own = module.split(".")[1]  # commands.publish.* is one command
+        for line, target, _names, _local in found:
+            parts = target.split(".")
+            if parts[0] == "commands" and len(parts) > 1 and parts[1] != own:
+                problems.append(f"xferbench.{module}:{line} imports another command, "
+                                f"xferbench.{target}: move the helper into the results layer")
+    return problems
+
+
+def private_problems(src: Path) -> list[str]:
+    problems = []
+    for module, found in imports(src).items():
+        for line, target, names, _local in found:
+            private = [n for n in names if n.startswith("_") and n != "__version__"]
+            if private or any(p.startswith("_") for p in target.split(".") if p):
+                problems.append(f"xferbench.{module}:{line} imports a private name "
+                                f"({', '.join(private) or target}) from xferbench.{target}")
+    return problems
+
+
+def local_import_problems(src: Path) -> list[str]:
+    problems = []
+    for module, path in modules(src).items():
+        text = path.read_text(encoding="utf-8")
+        heavy = False
+        for func in [n for n in ast.walk(ast.parse(text))
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for node in ast.walk(func):
+                if isinstance(node, ast.Import):
+                    roots = {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom):
+                    roots = {(node.module or "").split(".")[0] if node.level == 0 else "."}
+                else:
+                    continue
+                if roots <= HEAVY:
+                    heavy = True
+                else:
+                    problems.append(f"xferbench.{module}:{node.lineno} imports {sorted(roots)} "
+                                    "inside a function: import it at the top")
+        notes = text.count(LAZY_NOTE)
+        if heavy and notes != 1:
+            problems.append(f"xferbench.{module} imports heavy packages inside functions: say "
+                            f"so once in a comment with '{LAZY_NOTE}' ({notes} found)")
+    return problems
+
+
+def cycle_problems(src: Path) -> list[str]:
+    found = imports(src)
+    graph = {m: sorted({t for _l, t, _n, local in f if not local and t in found and t != m})
+             for m, f in found.items()}
+    state: dict[str, int] = {}
+    problems: list[str] = []
+
+    def visit(m: str, trail: list[str]) -> None:
+        state[m] = 1
+        for t in graph[m]:
+            if state.get(t) == 1:
+                problems.append("import cycle: " + " -> ".join(f"xferbench.{x}"
+                                                              for x in [*trail, m, t]))
+            elif t not in state:
+                visit(t, [*trail, m])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
+    return problems
+
+
+def length_problems(src: Path) -> list[str]:
+    return [f"xferbench.{m} has {n} lines (over {MAX_LINES}): split it by concern"
+            for m, p in modules(src).items()
+            if (n := p.read_text(encoding="utf-8").count("\n")) > MAX_LINES]
+
+
+def test_imports_point_down_the_layers():
+    assert direction_problems(SRC) == []
+
+
+def test_commands_never_import_one_another():
+    assert command_problems(SRC) == []
+
+
+def test_no_private_name_crosses_a_module():
+    assert private_problems(SRC) == []
+
+
+def test_function_local_imports_only_keep_heavy_packages_out():
+    assert local_import_problems(SRC) == []
+
+
+def test_no_import_cycles():
+    assert cycle_problems(SRC) == []
+
+
+def test_source_files_stay_short():
+    assert length_problems(SRC) == []
+
+
+def test_each_check_finds_a_planted_problem(tmp_path):
+    pkg = tmp_path / "xferbench"
+    (pkg / "commands" / "publish").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "units.py": "from .results import Result\n",  # base imports the results layer
+        "results.py": ("from .commands.cite import _helper\n"  # up, and a private name
+                       "from .units import KiB\n"
+                       "def f():\n    from .units import MiB\n"),  # a local import of ours
+        "stats.py": "def g():\n    import torch\n",  # heavy local import, no note
+        "commands/__init__.py": "",
+        "commands/cite.py": "from .publish import site\n",  # a command imports another
+        "commands/publish/__init__.py": "",
+        "commands/publish/site.py": "from ..cite import x\n",
+        "mystery.py": "x = 1\n" * (MAX_LINES + 1),  # no layer, too long
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    direction = "\n".join(direction_problems(pkg))
+    assert "xferbench.units:1 imports xferbench.results" in direction
+    assert "xferbench.results:1 imports xferbench.commands.cite" in direction
+    assert "xferbench.mystery belongs to no layer" in direction
+    commands = "\n".join(command_problems(pkg))
+    assert "xferbench.commands.cite:1 imports another command, xferbench.commands.publish" \
+        in commands
+    assert "xferbench.commands.publish.site:1 imports another command" in commands
+    assert private_problems(pkg) == [
+        "xferbench.results:1 imports a private name (_helper) from xferbench.commands.cite"]
+    local = "\n".join(local_import_problems(pkg))
+    assert "xferbench.results:4 imports ['.'] inside a function" in local
+    assert "xferbench.stats imports heavy packages inside functions: say so once" in local
+    assert ("import cycle: xferbench.commands.cite -> xferbench.commands.publish.site -> "
+            "xferbench.commands.cite") in cycle_problems(pkg)
+    assert length_problems(pkg) == [
+        f"xferbench.mystery has {MAX_LINES + 1} lines (over {MAX_LINES}): split it by concern"]
