@@ -18,7 +18,7 @@ BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
 LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
 TOP_LEVEL = {
     **dict.fromkeys(("errors", "units", "version"), BASE),
-    **dict.fromkeys(("devices", "timing", "measurement", "metadata"), CORE),
+    **dict.fromkeys(("devices", "device_memory", "timing", "measurement", "metadata"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "labels", "asvrepo", "stats", "comparison", "headline",
                      "sitemap"), RESULTS),

@@ -8,7 +8,6 @@ import, and nothing here initialises an accelerator until a function that needs 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,10 +18,6 @@ if TYPE_CHECKING:
     import torch
 
 ACCELERATOR_TYPES = ("cuda", "xpu", "mps")
-
-
-class DoesNotFit(XferbenchError):
-    """A workload's buffers would not fit in free memory; benchmarks skip it, not fail."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ def _accelerator_type() -> str | None:
     return None
 
 
-def _module(device_type: str) -> Any:
+def module_of(device_type: str) -> Any:
     """``torch.cuda`` / ``torch.xpu`` / ``torch.mps``: the per-backend fallback module."""
     import torch
 
@@ -103,7 +98,7 @@ def device_count(device_type: str) -> int:
         return 1
     if device_type == "mps":
         return 1 if _accelerator_type() == "mps" else 0
-    mod = _module(device_type)
+    mod = module_of(device_type)
     try:
         return int(mod.device_count()) if mod.is_available() else 0
     except Exception:  # a backend compiled out raises instead of returning 0
@@ -177,7 +172,7 @@ def _current_index(kind: str) -> int:
     acc = getattr(torch, "accelerator", None)
     if acc is not None and hasattr(acc, "current_device_index"):
         return int(acc.current_device_index())
-    return int(_module(kind).current_device())
+    return int(module_of(kind).current_device())
 
 
 def capabilities(device: str | Device) -> Capabilities:
@@ -209,16 +204,17 @@ def synchronize(device: Device) -> None:
     if acc is not None and hasattr(acc, "synchronize"):
         acc.synchronize(device.torch())
     else:
-        _module(device.type).synchronize(device.torch())
+        module_of(device.type).synchronize(device.torch())
 
 
-def new_event(device: Device) -> Any:
-    """A timing event on ``device`` (``torch.Event`` where it exists, else the backend's)."""
+def new_event(device: Device, *, timing: bool = True) -> Any:
+    """An event on ``device`` (``torch.Event`` where it exists, else the backend's); with
+    ``timing`` False it can be queried but not timed (cheaper to record)."""
     import torch
 
     if hasattr(torch, "Event"):
-        return torch.Event(device=device.torch(), enable_timing=True)
-    return _module(device.type).Event(enable_timing=True)
+        return torch.Event(device=device.torch(), enable_timing=timing)
+    return module_of(device.type).Event(enable_timing=timing)
 
 
 def new_stream(device: Device) -> Any:
@@ -229,7 +225,7 @@ def new_stream(device: Device) -> Any:
     # backend's Stream so that stream_context() can wrap it.
     if hasattr(torch, "Stream") and hasattr(torch.Stream, "__enter__"):
         return torch.Stream(device=device.torch())
-    return _module(device.type).Stream(device=device.torch())
+    return module_of(device.type).Stream(device=device.torch())
 
 
 def stream_context(device: Device, stream: Any) -> Any:
@@ -237,7 +233,7 @@ def stream_context(device: Device, stream: Any) -> Any:
 
     if hasattr(stream, "__enter__"):
         return stream
-    return _module(device.type).stream(stream)
+    return module_of(device.type).stream(stream)
 
 
 def current_stream(device: Device) -> Any:
@@ -246,7 +242,7 @@ def current_stream(device: Device) -> Any:
     acc = getattr(torch, "accelerator", None)
     if acc is not None and hasattr(acc, "current_stream"):
         return acc.current_stream(device.torch())
-    return _module(device.type).current_stream(device.torch())
+    return module_of(device.type).current_stream(device.torch())
 
 
 @contextlib.contextmanager
@@ -265,127 +261,67 @@ def sync_debug_warnings(device: Device) -> Iterator[None]:
         torch.cuda.set_sync_debug_mode(previous)
 
 
+#: Spin rate of torch.cuda._sleep per device (cycles per second), measured once warm.
 _SPIN_CYCLES_PER_S: dict[str, float] = {}
+#: Longest hold: a batch that needs more is split by the caller, not held longer.
+MAX_HOLD_S = 0.2
+#: The SM clock runs this long under a spin before the spin is calibrated: an H200 idles at
+#: about 345 MHz and runs at 1980, so a spin calibrated cold ends up to 5.7x early once warm.
+WARM_SPIN_S = 0.05
+
+
+def can_hold_stream(device: Device) -> bool:
+    """Whether ``hold_stream`` can hold ``device``'s stream (CUDA and ROCm only)."""
+    if device.type != "cuda":
+        return False
+    import torch
+
+    return hasattr(torch.cuda, "_sleep")
+
+
+def calibrate_spin(device: Device) -> float:
+    """Cycles per second of ``torch.cuda._sleep`` on ``device``, measured after the clock has
+    run under a spin for at least WARM_SPIN_S (timing events around each chunk); stored for
+    ``hold_stream``. Call it again when a hold was seen to end early."""
+    import torch
+
+    with torch.cuda.device(device.index or 0):
+        stream = current_stream(device)
+        cycles, spent, rate = 1_000_000, 0.0, 0.0
+        for _ in range(200):  # a bound: 50 ms of spin takes 2 to 20 rounds
+            pairs = [(new_event(device), new_event(device)) for _ in range(8)]
+            for start, end in pairs:
+                start.record(stream)
+                torch.cuda._sleep(cycles)
+                end.record(stream)
+            synchronize(device)
+            times = sorted(max(s.elapsed_time(e) * 1e-3, 1e-7) for s, e in pairs)
+            spent += sum(times)
+            rate = cycles / times[len(times) // 2]
+            if spent >= WARM_SPIN_S:
+                break
+            cycles = max(cycles, int(rate * 0.002))  # chunks of about 2 ms once the rate is known
+    _SPIN_CYCLES_PER_S[device.name] = rate
+    return rate
 
 
 def hold_stream(device: Device, seconds: float) -> bool:
-    """Queue a spin of about ``seconds`` on ``device``'s current stream, so that work the host
-    queues next waits behind it and runs back to back (nvbandwidth's blocking kernel).
+    """Queue a spin of about ``seconds`` (at most MAX_HOLD_S) on ``device``'s current stream,
+    so that work the host queues next waits behind it and runs back to back (nvbandwidth's
+    blocking kernel).
 
     Without it, a launch-bound call finds the device idle: its start event fires at once and
-    "device time" becomes the host's launch time. CUDA/ROCm only (``torch.cuda._sleep``);
-    returns False where no spin exists, and the caller records that.
+    "device time" becomes the host's launch time. The spin counts SM clock cycles; its rate is
+    calibrated warm (``calibrate_spin``) the first time. Whether a hold really outlasted the
+    queueing is the caller's to check (an event recorded after the spin must still be pending
+    once the batch is queued; see ``timing.measure``). CUDA/ROCm only
+    (``torch.cuda._sleep``); returns False where no spin exists, and the caller records that.
     """
-    import torch
-
-    if device.type != "cuda" or not hasattr(torch.cuda, "_sleep") or seconds <= 0:
+    if seconds <= 0 or not can_hold_stream(device):
         return False
+    import torch
+
+    rate = _SPIN_CYCLES_PER_S.get(device.name) or calibrate_spin(device)
     with torch.cuda.device(device.index or 0):  # the spin goes to the current device
-        rate = _SPIN_CYCLES_PER_S.get(device.name)
-        if rate is None:
-            # Calibrate once per process: the spin counts SM clock cycles, whose rate varies.
-            cycles = 1_000_000
-            start, end = new_event(device), new_event(device)
-            stream = current_stream(device)
-            torch.cuda._sleep(cycles)  # wake the clocks before timing
-            start.record(stream)
-            torch.cuda._sleep(cycles)
-            end.record(stream)
-            synchronize(device)
-            rate = cycles / max(start.elapsed_time(end) * 1e-3, 1e-6)
-            _SPIN_CYCLES_PER_S[device.name] = rate
-        torch.cuda._sleep(int(min(seconds, 0.2) * rate))
+        torch.cuda._sleep(int(min(seconds, MAX_HOLD_S) * rate))
     return True
-
-
-def free_memory(device: Device) -> int | None:
-    """Free bytes on ``device`` (host RAM for the CPU), or None when unknown."""
-    if not device.is_accelerator:
-        return host_free_memory()
-    try:
-        import torch
-
-        acc = getattr(torch, "accelerator", None)
-        if acc is not None and hasattr(acc, "get_memory_info"):
-            free, _total = acc.get_memory_info(device.torch())
-        else:
-            free, _total = _module(device.type).mem_get_info(device.torch())
-        return int(free)
-    except Exception:
-        return None
-
-
-def host_free_memory() -> int | None:
-    """MemAvailable from /proc/meminfo, or None off Linux."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def memory_allocated(device: Device) -> int | None:
-    """Bytes held by PyTorch's caching allocator on ``device``; None on the CPU."""
-    if not device.is_accelerator:
-        return None
-    import torch
-
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and hasattr(acc, "memory_allocated"):
-        return int(acc.memory_allocated(device.torch()))
-    mod = _module(device.type)
-    return int(mod.memory_allocated(device.torch())) if hasattr(mod, "memory_allocated") else None
-
-
-def reset_peak_memory(device: Device) -> None:
-    if not device.is_accelerator:
-        return
-    import torch
-
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and hasattr(acc, "reset_peak_memory_stats"):
-        acc.reset_peak_memory_stats(device.torch())
-    elif hasattr(_module(device.type), "reset_peak_memory_stats"):
-        _module(device.type).reset_peak_memory_stats(device.torch())
-
-
-def max_memory_allocated(device: Device) -> int | None:
-    if not device.is_accelerator:
-        return None
-    import torch
-
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and hasattr(acc, "max_memory_allocated"):
-        return int(acc.max_memory_allocated(device.torch()))
-    mod = _module(device.type)
-    if not hasattr(mod, "max_memory_allocated"):
-        return None
-    return int(mod.max_memory_allocated(device.torch()))
-
-
-def check_fits(nbytes: int, device: Device, *, copies: int = 2, host_copies: int = 0) -> str | None:
-    """Why ``copies`` buffers of ``nbytes`` would not fit, or None when they fit.
-
-    Leaves a 10% margin; unknown free memory counts as fitting.
-    """
-    need_dev = nbytes * copies
-    free = free_memory(device)
-    if free is not None and need_dev > 0.9 * free:
-        return (
-            f"{nbytes / 2**20:.0f} MiB x{copies} does not fit in the "
-            f"{free / 2**30:.1f} GiB free on {device.name}"
-        )
-    if host_copies and device.is_accelerator:
-        host_free = host_free_memory()
-        if host_free is not None and nbytes * host_copies > 0.9 * host_free:
-            return (
-                f"{nbytes / 2**20:.0f} MiB x{host_copies} does not fit in the "
-                f"{host_free / 2**30:.1f} GiB of free host memory"
-            )
-    return None

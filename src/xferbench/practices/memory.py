@@ -6,16 +6,8 @@ from __future__ import annotations
 
 import os
 
-from ..devices import (
-    Capabilities,
-    Device,
-    capabilities,
-    max_memory_allocated,
-    memory_allocated,
-    reset_peak_memory,
-    resolve_device,
-    synchronize,
-)
+from ..device_memory import max_memory_allocated, memory_allocated, reset_peak_memory
+from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
 from ..errors import XferbenchError
 from .creation import CreationCase, build_creation
 
