@@ -9,7 +9,7 @@ import pytest
 
 from xferbench import XferbenchError
 from xferbench.devices import capabilities
-from xferbench.measurement import Measurement, Stats, format_seconds
+from xferbench.measurement import Measurement, Stats
 from xferbench.timing import (
     MAX_TIMER_OVERHEAD,
     QUICK_SCALE,
@@ -18,6 +18,7 @@ from xferbench.timing import (
     quick_mode,
     timer_overhead_s,
 )
+from xferbench.units import format_seconds
 
 MiB = 2**20
 

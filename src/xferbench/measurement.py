@@ -160,6 +160,9 @@ class Measurement:
             out.append(f"only {st.n} samples")
         if st.iqr_rel > IQR_WARN:
             out.append(f"IQR is {st.iqr_rel:.0%} of the median")
+        if self.extra.get("unheld_batches"):
+            out.append(f"{self.extra['unheld_batches']} event batches ran without the stream "
+                       "hold: launch gaps may be counted as device time")
         if self.stop == "max_time_s" and not (st.cv <= self.target_cv):
             out.append(
                 f"stopped at max_time_s with CV {st.cv:.1%} (target {self.target_cv:.1%})"

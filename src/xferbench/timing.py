@@ -4,15 +4,19 @@ On an accelerator each call gets three clocks:
   * device time from timing events; all events are created before the loop, and the batch
     of calls is queued back to back behind a spin that holds the stream until the host has
     queued them (nvbandwidth's blocking kernel), with a single synchronise at its end (as
-    triton's do_bench), so the host's launch time does not show as device time. Where no
-    spin exists (not CUDA/ROCm) a launch-bound call's device time includes its launch gaps;
-    the measurement records whether the hold was in place (extra["stream_hold"]);
+    triton's do_bench), so the host's launch time does not show as device time. The spin is
+    calibrated with a warm clock, and every batch checks that it held: an event recorded
+    right after the spin must still be pending once the batch is queued, else the spin is
+    recalibrated and the batch redone (extra["redone_batches"]). Where no spin exists (not
+    CUDA/ROCm), and for calls that wait for the device themselves, there is no hold and a
+    launch-bound call's device time includes its launch gaps; extra["stream_hold"] says which;
   * completion time: host clock from the call until its device work is done, read after a
     synchronise (what a user waits for);
   * enqueue time: how long the call held the Python thread (what non_blocking gives back).
 Device time comes from an event batch; completion and enqueue from a batch where each call
 starts on an idle device and is followed by a synchronise. Batches alternate until the
-noise target or the time budget is reached.
+noise target or the time budget is reached; a figure read from the completion or enqueue
+clock runs the host batches only.
 
 On the CPU the host clock (perf_counter_ns) times blocks of calls, the block size chosen so
 that the timer's own cost stays under 0.01% of a sample (as torch.utils.benchmark's
@@ -27,7 +31,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .devices import (
+    MAX_HOLD_S,
     Device,
+    calibrate_spin,
+    can_hold_stream,
     current_stream,
     hold_stream,
     new_event,
@@ -42,6 +49,10 @@ from .measurement import CLOCKS, Measurement, Stats
 #: short blocks skips the slowed ones while that of long blocks averages them in (a 1 MiB copy
 #: read 40-50% below blocked_autorange's median under contention, within 3% when quiet).
 MAX_TIMER_OVERHEAD = 1e-4
+
+#: An event batch whose stream hold ended before it was queued is redone at most this often
+#: (after recalibrating the spin); one still unheld is kept and counted.
+MAX_REDO = 3
 
 #: Quick mode (asv --quick, XFERBENCH_QUICK=1) scales every budget by this factor.
 QUICK_SCALE = 0.2
@@ -190,19 +201,29 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
         synchronize(dev)
     warm = time.perf_counter() - warm_start
 
-    # How long the host takes to queue one call: the spin that holds the stream while a
-    # batch is queued must outlast it.
-    t0 = time.perf_counter()
-    fn()
-    enqueue_one = time.perf_counter() - t0
-    synchronize(dev)
-    hold_s = min(0.2, 2 * batch * enqueue_one + 1e-4)
-
-    # All events exist before any timed loop; they are reused batch after batch, and are
-    # recorded on the device's own stream (record() alone would use the current device's).
     stream = current_stream(dev)
     starts = [new_event(dev) for _ in range(batch)]
     ends = [new_event(dev) for _ in range(batch)]
+    guard = new_event(dev, timing=False)
+    # Device time needs an event batch only when the figure is read from it: completion and
+    # enqueue come from the host batch, and the held batch would only cost time there.
+    events = (clock or "device_s") == "device_s"
+    hold_s = 0.0
+    ev_batch = batch
+    if events and can_hold_stream(dev):
+        # How long the host takes to queue one call with its two event records: the spin that
+        # holds the stream while a batch is queued must outlast a batch of them.
+        t0 = time.perf_counter()
+        starts[0].record(stream)
+        fn()
+        ends[0].record(stream)
+        enqueue_one = time.perf_counter() - t0
+        synchronize(dev)
+        if not waits_for_itself(fn, dev, enqueue_one):
+            # a batch the longest hold cannot cover is made shorter, not held longer
+            ev_batch = max(1, min(batch, int(MAX_HOLD_S / (2 * enqueue_one + 1e-9))))
+            hold_s = min(MAX_HOLD_S, 2 * ev_batch * enqueue_one + 1e-4)
+
     device_s: list[float] = []
     completion_s: list[float] = []
     enqueue_s: list[float] = []
@@ -210,16 +231,32 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
         clock or "device_s"]
     done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
     perf = time.perf_counter
-    held = False
+    held = redone = unheld = 0
     while True:
-        # Event batch: behind a spin, calls queued back to back, one synchronise at the end.
-        held = hold_stream(dev, hold_s)
-        for i in range(batch):
-            starts[i].record(stream)
-            fn()
-            ends[i].record(stream)
-        synchronize(dev)
-        device_s.extend(starts[i].elapsed_time(ends[i]) * 1e-3 for i in range(batch))
+        if events:
+            # Event batch: behind a spin, calls queued back to back, one synchronise at the end.
+            for attempt in range(MAX_REDO + 1):
+                on_hold = hold_stream(dev, hold_s)
+                if on_hold:
+                    guard.record(stream)  # completes when the spin does
+                for i in range(ev_batch):
+                    starts[i].record(stream)
+                    fn()
+                    ends[i].record(stream)
+                early = on_hold and guard.query()
+                synchronize(dev)
+                if not early:
+                    held += on_hold
+                    break
+                # The spin ended before the batch was queued: the clock rose since the spin
+                # was calibrated, or the host was slow. Recalibrate, hold longer, redo.
+                if attempt == MAX_REDO:
+                    unheld += 1
+                    break
+                redone += 1
+                calibrate_spin(dev)
+                hold_s = min(MAX_HOLD_S, 2 * hold_s)
+            device_s.extend(starts[i].elapsed_time(ends[i]) * 1e-3 for i in range(ev_batch))
         # Host batch: each call from an idle device; synchronise before reading the clock.
         for _ in range(batch):
             t0 = perf()
@@ -232,9 +269,28 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
         stop = done(watched)
         if stop:
             break
+    extra = {"stream_hold": bool(held) and not unheld, "redone_batches": redone}
+    if unheld:
+        extra["unheld_batches"] = unheld
     return Measurement(
         device=dev.name, completion_s=tuple(completion_s), device_s=tuple(device_s),
         enqueue_s=tuple(enqueue_s), calls_per_sample=1, nbytes=nbytes, warmup_s=warm,
         total_s=time.perf_counter() - done.started, stop=stop, target_cv=target_cv, label=label,
-        clock=clock, extra={"stream_hold": held},
+        clock=clock, extra=extra,
     )
+
+
+def waits_for_itself(fn: Callable[[], Any], dev: Device, enqueue_s: float) -> bool:
+    """Whether ``fn`` returns only once the device has caught up with it (a blocking copy to
+    pageable memory, say): queued behind a spin it then waits the spin out, so holding the
+    stream for it costs the spin and gains nothing. Asked twice, both must agree."""
+    probe_s = max(0.005, 4 * enqueue_s)
+    for _ in range(2):
+        hold_stream(dev, probe_s)
+        t0 = time.perf_counter()
+        fn()
+        taken = time.perf_counter() - t0
+        synchronize(dev)
+        if taken < enqueue_s + 0.5 * probe_s:
+            return False
+    return True
