@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from xferbench import XferbenchError
-from xferbench.devices import DoesNotFit, capabilities
+from xferbench.device_memory import DoesNotFit
+from xferbench.devices import capabilities
 from xferbench.practices import DEFAULT_SIZES, FULL_SIZES, VerificationError, sizes
 from xferbench.practices import copies as cp
 from xferbench.practices.copies import (
@@ -402,21 +403,6 @@ def test_asv_samples_are_plain_floats_with_the_call_count(asv_helpers):
     assert asv_helpers.asv_samples([5.0]) == {"samples": [5.0], "number": 1}
 
 
-def test_skip_if_too_big_turns_does_not_fit_into_an_asv_skip(asv_helpers, capsys):
-    def too_big():
-        raise DoesNotFit("1 GiB x3 does not fit")
-
-    with pytest.raises(NotImplementedError, match="1 GiB x3 does not fit"):
-        asv_helpers.skip_if_too_big(too_big)
-    assert "skipped: 1 GiB x3 does not fit" in capsys.readouterr().err
-    assert asv_helpers.skip_if_too_big(lambda: 42) == 42
-
-
-def test_skip_if_too_big_lets_other_errors_through(asv_helpers):
-    with pytest.raises(VerificationError):
-        asv_helpers.skip_if_too_big(lambda: (_ for _ in ()).throw(VerificationError("bad")))
-
-
 def test_probe_reads_the_capabilities_handed_down(asv_helpers, monkeypatch, gpu_caps):
     monkeypatch.setenv("XFERBENCH_PROBE",
                        json.dumps({"device": "cuda:0", "capabilities": gpu_caps.to_dict()}))
@@ -437,9 +423,10 @@ skip = set(b.Copy.track_device_s.skip_params)
 print(json.dumps({
     "runs": sorted(c for c in grid if c not in skip),
     "sizes": b.SIZES,
-    "pin_skipped": getattr(b.PinMemory.track_host_s, "skip_benchmark", False),
-    "overlap_skipped": getattr(b.Overlap.track_serialised_fraction, "skip_benchmark", False),
-    "enqueue_skipped": getattr(b.CopyHost.track_enqueue_s, "skip_benchmark", False),
+    "pin_skipped": len(b.PinMemory.track_host_s.skip_params) == len(b.SIZES),
+    "overlap_skipped": len(b.Overlap.track_serialised_fraction.skip_params) == 2,
+    "enqueue_skipped": len(b.CopyHost.track_enqueue_s.skip_params) == len(
+        list(__import__("itertools").product(*b.CopyHost.params))),
 }))
 """
 
@@ -473,8 +460,11 @@ def test_accelerator_copy_runs_and_verifies(row, gpu_device, small_budget):
     m = run_copy(case, gpu_device, small_budget)
     assert m.device == gpu_device.name
     assert m.nbytes == 64 * KiB and m.label == case.label
-    assert m.primary_clock == "device_s"
-    assert len(m.device_s) == len(m.completion_s) == len(m.enqueue_s) >= 10
+    if case.host_memory == "pin_then_copy":  # pinning is host work: read on the host
+        assert m.primary_clock == "completion_s" and m.device_s == ()
+    else:
+        assert m.primary_clock == "device_s" and len(m.device_s) >= 10
+    assert len(m.completion_s) == len(m.enqueue_s) >= 10
     assert m.median > 0 and m.gbps > 0
 
 
@@ -543,5 +533,6 @@ def test_accelerator_overlap_gives_a_sane_fraction_from_three_measurements(
         assert m.device == gpu_device.name and m.median > 0
     assert result.copy.nbytes == result.both.nbytes == 64 * MiB
     assert -0.5 <= result.overlap <= 1.5
-    # the matmul chain is sized to the copy: within a factor of a few of each other
-    assert 0.2 < result.compute.median / result.copy.median < 5
+    # the chain is resized until it takes within a quarter of the copy's time, timed after
+    # the clock has risen (not from one matmul timed at idle clocks): within 2x, whatever GPU
+    assert 0.5 < result.compute.median / result.copy.median < 2

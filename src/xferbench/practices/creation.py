@@ -27,15 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..devices import (
-    Capabilities,
-    Device,
-    DoesNotFit,
-    capabilities,
-    check_fits,
-    resolve_device,
-    synchronize,
-)
+from ..device_memory import DoesNotFit, check_fits
+from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
 from ..errors import XferbenchError
 from ..measurement import Measurement
 from ..timing import measure
