@@ -1,16 +1,12 @@
 """Host<->device copies: pageable vs pinned vs pin-then-copy, blocking vs non_blocking."""
 
-from asv_runner.benchmarks.mark import skip_benchmark_if, skip_for_params
-
-from xferbench.devices import synchronize
-from xferbench.practices import HEADLINE_NBYTES, sizes
+from xferbench.practices import HEADLINE_NBYTES, Budget, sizes
 from xferbench.practices.copies import (
     DIRECTIONS,
     HOST_MEMORY,
     LAYOUTS,
     SYNCS,
     CopyCase,
-    build_copy,
     copy_skip_reason,
     overlap_skip_reason,
     pin_skip_reason,
@@ -20,101 +16,122 @@ from xferbench.practices.copies import (
 )
 from xferbench.units import parse_size, size_label
 
-from ._asv import CAPS, DEVICE, asv_samples, skip_if_too_big, skipped
+from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when
 
 SIZES = [size_label(n) for n in sizes()]
+HEADLINE = [size_label(HEADLINE_NBYTES)]
 
 
-def _copy_reason(direction, host_memory, sync, layout, size=None):
-    return copy_skip_reason(
-        CopyCase(direction, host_memory, sync, layout, parse_size(size or "64MiB")), CAPS
-    )
+def _copy_reason(direction, host_memory, sync, layout, size):
+    return copy_skip_reason(CopyCase(direction, host_memory, sync, layout, parse_size(size)),
+                            CAPS)
 
 
-class Copy:
-    """Copy bandwidth over the whole grid; device-event seconds per copy (host clock on a CPU)."""
+class Copy(Grid):
+    """Copy bandwidth over the whole grid: seconds per copy from device events (the host
+    clock on a CPU; pin_then_copy on the completion clock, pinning included)."""
 
     params = ([*DIRECTIONS, "d2d"], list(HOST_MEMORY), list(SYNCS), list(LAYOUTS), SIZES)
     param_names = ["direction", "host_memory", "sync", "layout", "size"]
     unit = "seconds"
-    processes = 1
-    timeout = 180
 
-    def setup(self, direction, host_memory, sync, layout, size):
-        self.case = CopyCase(direction, host_memory, sync, layout, parse_size(size))
+    def setup_cache(self):
+        return self.measure_grid()
 
-    @skip_for_params(skipped(params, _copy_reason))
-    def track_device_s(self, direction, host_memory, sync, layout, size):
-        m = skip_if_too_big(lambda: run_copy(self.case, DEVICE))
-        return asv_samples(m.samples(), m.calls_per_sample)
+    setup_cache.timeout = grid_timeout(params, _copy_reason, Budget().max_time_s)
+
+    def measure(self, direction, host_memory, sync, layout, size):
+        case = CopyCase(direction, host_memory, sync, layout, parse_size(size))
+        return {"track_device_s": measured(run_copy(case, DEVICE))}
+
+    @skip_when(params, _copy_reason)
+    def track_device_s(self, cache, direction, host_memory, sync, layout, size):
+        return self.values["track_device_s"]
 
 
-class CopyHost:
-    """What the host sees at the headline size: completion (synchronise inside the timed call)
-    and how long the copy holds the Python thread."""
+def _enqueue_reason(direction, host_memory, sync, layout, size):
+    if DEVICE == "cpu":
+        return "enqueue time needs an accelerator: on the CPU a copy returns when it is done"
+    return _copy_reason(direction, host_memory, sync, layout, size)
 
-    params = (list(DIRECTIONS), list(HOST_MEMORY), list(SYNCS), list(LAYOUTS),
-              [size_label(HEADLINE_NBYTES)])
+
+class CopyHost(Grid):
+    """What the host sees at the headline size, each call from an idle device: until the copy
+    is complete (synchronised; what a user waits for) and how long the call holds the Python
+    thread (what non_blocking gives back)."""
+
+    params = (list(DIRECTIONS), list(HOST_MEMORY), list(SYNCS), list(LAYOUTS), HEADLINE)
     param_names = ["direction", "host_memory", "sync", "layout", "size"]
     unit = "seconds"
-    processes = 1
-    timeout = 180
-    # asv's own timing loop: a few repeats within a second or two per combination.
-    repeat = (3, 10, 1.0)
-    warmup_time = 0.1
 
-    def setup(self, direction, host_memory, sync, layout, size):
+    def setup_cache(self):
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _copy_reason, Budget().max_time_s)
+
+    def measure(self, direction, host_memory, sync, layout, size):
         case = CopyCase(direction, host_memory, sync, layout, parse_size(size))
-        # build (allocate, pin, fill) here: first-touch and pinning are not timed
-        self.work = skip_if_too_big(lambda: build_copy(case, DEVICE))
-        self.work.run()
-        self.work.verify()
+        m = run_copy(case, DEVICE, clock="completion_s")
+        values = {"track_completion_s": measured(m, "completion_s")}
+        if m.enqueue_s:
+            values["track_enqueue_s"] = measured(m, "enqueue_s")
+        return values
 
-    def teardown(self, *params):
-        self.work.verify()
+    @skip_when(params, _copy_reason)
+    def track_completion_s(self, cache, *params):
+        return self.values["track_completion_s"]
 
-    @skip_for_params(skipped(params, _copy_reason))
-    def time_copy(self, *params):
-        self.work.run()
-        synchronize(self.work.device)
-
-    @skip_for_params(skipped(params, _copy_reason))
-    @skip_benchmark_if(DEVICE == "cpu")
-    def track_enqueue_s(self, *params):
-        from xferbench.timing import measure
-
-        m = measure(self.work.run, device=self.work.device, nbytes=self.work.case.nbytes,
-                    clock="enqueue_s")
-        self.work.verify()
-        return asv_samples(m.enqueue_s)
+    @skip_when(params, _enqueue_reason)
+    def track_enqueue_s(self, cache, *params):
+        return self.values["track_enqueue_s"]
 
 
-class PinMemory:
+def _pin_reason(size):
+    return pin_skip_reason(CAPS)
+
+
+class PinMemory(Grid):
     """x.pin_memory() alone: the cost pin_then_copy pays on every call (host clock)."""
 
     params = (SIZES,)
     param_names = ["size"]
     unit = "seconds"
-    processes = 1
-    timeout = 120
 
-    @skip_benchmark_if(pin_skip_reason(CAPS) is not None)
-    def track_host_s(self, size):
-        m = skip_if_too_big(lambda: run_pin_memory(parse_size(size), DEVICE))
-        return asv_samples(m.samples(), m.calls_per_sample)
+    def setup_cache(self):
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _pin_reason, Budget().max_time_s)
+
+    def measure(self, size):
+        return {"track_host_s": measured(run_pin_memory(parse_size(size), DEVICE))}
+
+    @skip_when(params, _pin_reason)
+    def track_host_s(self, cache, size):
+        return self.values["track_host_s"]
 
 
-class Overlap:
+def _overlap_reason(host_memory, size):
+    return overlap_skip_reason(host_memory, CAPS)
+
+
+class Overlap(Grid):
     """A side-stream H2D copy under matmuls of about its length: 1 - overlap fraction
     (0 = the copy fully hidden, 1 = serialised), so that lower is better as asv assumes."""
 
-    params = (["pageable", "pinned"], [size_label(HEADLINE_NBYTES)])
+    params = (["pageable", "pinned"], HEADLINE)
     param_names = ["host_memory", "size"]
     unit = "fraction"
-    processes = 1
-    timeout = 180
 
-    @skip_benchmark_if(overlap_skip_reason("pinned", CAPS) is not None)
-    def track_serialised_fraction(self, host_memory, size):
-        result = skip_if_too_big(lambda: run_overlap(host_memory, parse_size(size), DEVICE))
-        return 1.0 - result.overlap
+    def setup_cache(self):
+        return self.measure_grid()
+
+    # four measurements and up to three resizings of the matmul chain per combination
+    setup_cache.timeout = grid_timeout(params, _overlap_reason, 7 * Budget().max_time_s)
+
+    def measure(self, host_memory, size):
+        result = run_overlap(host_memory, parse_size(size), DEVICE)
+        return {"track_serialised_fraction": 1.0 - result.overlap}
+
+    @skip_when(params, _overlap_reason)
+    def track_serialised_fraction(self, cache, host_memory, size):
+        return self.values["track_serialised_fraction"]

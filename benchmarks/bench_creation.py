@@ -1,7 +1,5 @@
 """Tensor creation: device=dev vs .to(dev) vs .to(dev, non_blocking), and masks in forward."""
 
-from asv_runner.benchmarks.mark import skip_benchmark_if, skip_for_params
-
 from xferbench.practices import HEADLINE_NBYTES
 from xferbench.practices.creation import (
     BENCH_BUDGET,
@@ -24,7 +22,7 @@ from xferbench.practices.memory import (
 )
 from xferbench.units import parse_size, size_label
 
-from ._asv import CAPS, DEVICE, asv_samples, skip_if_too_big, skipped
+from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when
 
 SIZES = [size_label(n) for n in creation_sizes()]
 
@@ -37,53 +35,91 @@ def _creation_reason(factory, variant, size):
     return creation_skip_reason(_case(factory, variant, size), CAPS)
 
 
-class Creation:
+class Creation(Grid):
     """Seconds until the created tensor is ready on the device (host clock, synchronised)."""
 
     params = (list(FACTORIES), list(VARIANTS), SIZES)
     param_names = ["factory", "variant", "size"]
     unit = "seconds"
-    processes = 1
-    timeout = 180
 
-    @skip_for_params(skipped(params, _creation_reason))
-    def track_ready_s(self, factory, variant, size):
-        case = _case(factory, variant, size)
-        m = skip_if_too_big(lambda: run_creation(case, DEVICE, BENCH_BUDGET))
-        return asv_samples(m.samples(READY_CLOCK), m.calls_per_sample)
+    def setup_cache(self):
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _creation_reason, BENCH_BUDGET.max_time_s)
+
+    def measure(self, factory, variant, size):
+        m = run_creation(_case(factory, variant, size), DEVICE, BENCH_BUDGET)
+        return {"track_ready_s": measured(m, READY_CLOCK)}
+
+    @skip_when(params, _creation_reason)
+    def track_ready_s(self, cache, factory, variant, size):
+        return self.values["track_ready_s"]
 
 
-class CreationMemory:
+def _host_peak_reason(factory, variant, size):
+    return host_peak_skip_reason() or _creation_reason(factory, variant, size)
+
+
+def _device_peak_reason(factory, variant, size):
+    return device_peak_skip_reason(CAPS) or _creation_reason(factory, variant, size)
+
+
+def _memory_reason(factory, variant, size):
+    return _host_peak_reason(factory, variant, size) and _device_peak_reason(
+        factory, variant, size)
+
+
+class CreationMemory(Grid):
     """Memory one creation adds at the headline size: resident host peak (the host temporary
     of .to(dev)) and device bytes allocated (allocator counters), in bytes."""
 
     params = (list(MEMORY_FACTORIES), list(MEMORY_VARIANTS), [size_label(HEADLINE_NBYTES)])
     param_names = ["factory", "variant", "size"]
     unit = "bytes"
-    processes = 1
-    timeout = 120
 
-    @skip_for_params(skipped(params, _creation_reason))
-    @skip_benchmark_if(host_peak_skip_reason() is not None)
-    def track_host_peak_bytes(self, factory, variant, size):
-        return skip_if_too_big(lambda: host_peak_bytes(_case(factory, variant, size), DEVICE))
+    def setup_cache(self):
+        return self.measure_grid()
 
-    @skip_for_params(skipped(params, _creation_reason))
-    @skip_benchmark_if(device_peak_skip_reason(CAPS) is not None)
-    def track_device_peak_bytes(self, factory, variant, size):
-        return skip_if_too_big(lambda: device_peak_bytes(_case(factory, variant, size), DEVICE))
+    setup_cache.timeout = grid_timeout(params, _memory_reason, 1.0)
+
+    def measure(self, factory, variant, size):
+        case = _case(factory, variant, size)
+        values = {}
+        if not _host_peak_reason(factory, variant, size):
+            values["track_host_peak_bytes"] = host_peak_bytes(case, DEVICE)
+        if not _device_peak_reason(factory, variant, size):
+            values["track_device_peak_bytes"] = device_peak_bytes(case, DEVICE)
+        return values
+
+    @skip_when(params, _host_peak_reason)
+    def track_host_peak_bytes(self, cache, factory, variant, size):
+        return self.values["track_host_peak_bytes"]
+
+    @skip_when(params, _device_peak_reason)
+    def track_device_peak_bytes(self, cache, factory, variant, size):
+        return self.values["track_device_peak_bytes"]
 
 
-class CreatedInForward:
+def _runs(*combo):
+    return None  # every combination runs, on every device
+
+
+class CreatedInForward(Grid):
     """One forward of a causal attention whose mask and positions are built on the host and
     moved, built with device=x.device, or registered buffers (host clock, synchronised)."""
 
     params = (list(FORWARD_MODES), [str(t) for t in forward_seqs()])
     param_names = ["mode", "seq"]
     unit = "seconds"
-    processes = 1
-    timeout = 120
 
-    def track_forward_s(self, mode, seq):
+    def setup_cache(self):
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _runs, BENCH_BUDGET.max_time_s)
+
+    def measure(self, mode, seq):
         m = run_forward(ForwardCase(mode, int(seq)), DEVICE, BENCH_BUDGET)
-        return asv_samples(m.samples(READY_CLOCK), m.calls_per_sample)
+        return {"track_forward_s": measured(m, READY_CLOCK)}
+
+    def track_forward_s(self, cache, mode, seq):
+        return self.values["track_forward_s"]

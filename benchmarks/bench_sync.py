@@ -1,7 +1,5 @@
 """Hidden synchronisation: a training loop reading its loss every batch vs once per epoch."""
 
-from asv_runner.benchmarks.mark import skip_benchmark_if
-
 from xferbench.practices.sync import (
     BENCH_BUDGET,
     LoopCase,
@@ -12,35 +10,56 @@ from xferbench.practices.sync import (
 )
 from xferbench.practices.sync_reads import READS
 
-from ._asv import CAPS, DEVICE, asv_samples
+from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when
 
 WIDTHS = [str(w) for w in loop_widths()]
 
 
-class Loop:
+def _runs(*combo):
+    return None  # every read runs everywhere: on the CPU it measures the read's own cost
+
+
+class Loop(Grid):
     """Seconds per training step (epoch time on the host clock, one synchronise at its end,
     divided by the steps per epoch); steps per second is its inverse."""
 
     params = (list(READS), WIDTHS)
     param_names = ["read", "width"]
     unit = "seconds"
-    processes = 1
-    timeout = 180
 
-    def track_step_s(self, read, width):
+    def setup_cache(self):
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _runs, BENCH_BUDGET.max_time_s)
+
+    def measure(self, read, width):
         result = run_loop(LoopCase(read, width=int(width)), DEVICE, BENCH_BUDGET)
-        return asv_samples(result.step_samples, result.measurement.calls_per_sample)
+        return {"track_step_s": asv_samples(result.step_samples,
+                                            result.measurement.calls_per_sample)}
+
+    def track_step_s(self, cache, read, width):
+        return self.values["track_step_s"]
 
 
-class LoopSyncs:
+def _count_reason(read, width):
+    return sync_count_skip_reason(CAPS)
+
+
+class LoopSyncs(Grid):
     """Host-device synchronisations per training step, counted by torch's sync debug mode."""
 
     params = (list(READS), WIDTHS)
     param_names = ["read", "width"]
     unit = "syncs"
-    processes = 1
-    timeout = 120
 
-    @skip_benchmark_if(sync_count_skip_reason(CAPS) is not None)
-    def track_syncs_per_step(self, read, width):
-        return syncs_per_step(LoopCase(read, width=int(width)), DEVICE)
+    def setup_cache(self):
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _count_reason, 1.0)
+
+    def measure(self, read, width):
+        return {"track_syncs_per_step": syncs_per_step(LoopCase(read, width=int(width)), DEVICE)}
+
+    @skip_when(params, _count_reason)
+    def track_syncs_per_step(self, cache, read, width):
+        return self.values["track_syncs_per_step"]

@@ -26,7 +26,8 @@ def test_every_module_imports_without_torch_or_matplotlib(run_python):
     code = ("import importlib, pkgutil, xferbench\n"
             "names = [m.name for m in pkgutil.walk_packages(xferbench.__path__, 'xferbench.')]\n"
             "assert 'xferbench.commands.publish.figures' in names, names\n"
-            "for name in names:\n    if not name.endswith('__main__'):\n        importlib.import_module(name)")
+            "for name in names:\n"
+            "    if not name.endswith('__main__'):\n        importlib.import_module(name)")
     assert _imports(run_python, code) == []
 
 

@@ -8,6 +8,7 @@ Shared by ``run`` and ``publish``; no command imports another for these.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -175,28 +176,47 @@ def results_lock(results_dir: str) -> Iterator[None]:
 # -- one series per PyTorch version ------------------------------------------------------------
 
 def interpreter_wrapper(torch_version: str, cuda: str) -> str:
-    """A stable path, naming torch and CUDA, that runs this interpreter.
+    """A stable path, naming torch and CUDA, that runs this interpreter and no other.
 
     asv names an existing environment after its interpreter's absolute path; this path makes
-    each (torch, CUDA) pair a series of its own, identical across clones of the suite.
+    each (torch, CUDA) pair a series of its own. The folder is named after a hash of this
+    interpreter's real path, so another checkout's or venv's run, even of the same torch
+    version, gets a wrapper of its own and can never point this run at its interpreter; the
+    content is checked (``check_wrapper``) before every asv call.
     """
-    folder = os.path.join(tempfile.gettempdir(), f"xferbench-{os.getuid()}",
+    interpreter = os.path.abspath(sys.executable)  # a venv's own path: its python is a link
+    key = hashlib.sha256(interpreter.encode()).hexdigest()[:10]
+    folder = os.path.join(tempfile.gettempdir(), f"xferbench-{os.getuid()}", key,
                           slug(f"torch{torch_version}-cuda{cuda}"))
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "python")
-    body = f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'
-    try:
-        with open(path) as fh:
-            same = fh.read() == body
-    except OSError:
-        same = False
-    if not same:
+    if not _wrapper_ok(path):
         tmp = path + f".{os.getpid()}"
         with open(tmp, "w") as fh:
-            fh.write(body)
+            fh.write(_wrapper_body())
         os.chmod(tmp, 0o755)
         os.replace(tmp, path)
     return path
+
+
+def _wrapper_body() -> str:
+    return f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'
+
+
+def _wrapper_ok(path: str) -> bool:
+    try:
+        with open(path) as fh:
+            return fh.read() == _wrapper_body() and os.access(path, os.X_OK)
+    except OSError:
+        return False
+
+
+def check_wrapper(path: str) -> None:
+    """Raise XferbenchError unless the wrapper at ``path`` still runs this interpreter."""
+    if not _wrapper_ok(path):
+        raise XferbenchError(
+            f"the interpreter wrapper {path} no longer runs {sys.executable}: something "
+            "rewrote it during the run; results of this run so far are kept")
 
 
 def results_file(results_dir: str, machine: str, commit: str, wrapper: str) -> str:

@@ -55,7 +55,7 @@ HEADLINES: tuple[Headline, ...] = (
     ),
     Headline(
         "non_blocking_many", f"non_blocking vs blocking H2D, 1,000 pinned tensors, {H} in all",
-        "bench_copies.CopyHost.time_copy",
+        "bench_copies.CopyHost.track_completion_s",
         {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "many",
          "size": H},
         {"direction": "h2d", "host_memory": "pinned", "sync": "blocking", "layout": "many",

@@ -1,0 +1,99 @@
+"""Progress of a run: the suite's classes report each measured combination as a JSON line in
+a file (XFERBENCH_PROGRESS); a thread here prints them as they come, with done/total and an
+estimate of the time left, and keeps what was skipped or failed at run time."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, TextIO
+
+from ...units import format_seconds, format_value
+
+
+class Progress:
+    """Tails ``path`` while a run is on; ``total`` is the number of combinations to measure."""
+
+    def __init__(self, path: str, total: int, out: TextIO) -> None:
+        self.path, self.total, self.out = path, total, out
+        self.done = 0
+        self.started = time.monotonic()
+        self.outcomes: dict[str, list[dict[str, Any]]] = {}  # class -> runtime skips/failures
+        self._param_names: dict[str, list[str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+        open(path, "a").close()
+
+    def start(self, param_names: dict[str, list[str]]) -> Progress:
+        self._param_names = param_names
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _follow(self) -> None:
+        with open(self.path, encoding="utf-8") as fh:
+            pending = ""
+            while True:
+                chunk = fh.read()
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split("\n")
+                    for line in lines:
+                        self._line(line)
+                elif self._stop.is_set():
+                    return
+                else:
+                    time.sleep(0.1)
+
+    def _line(self, line: str) -> None:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        name = record.get("class", "?")
+        if record.get("event") == "start":
+            # asv's "Setting up ..." line waits for its "ok": ours go below it
+            print(f"\n  {name}: measuring {record.get('total')} combinations in one process",
+                  file=self.out, flush=True)
+            return
+        self.done += 1
+        status = record.get("status")
+        params = record.get("params", [])
+        if status in ("skipped", "failed"):
+            names = self._param_names.get(name) or [f"p{i}" for i in range(len(params))]
+            self.outcomes.setdefault(name, []).append(
+                {"params": dict(zip(names, params)), "status": status,
+                 "reason": record.get("why", "")})
+        print(self.format(record), file=self.out, flush=True)
+
+    def format(self, record: dict[str, Any]) -> str:
+        elapsed = time.monotonic() - self.started
+        left = ""
+        if 0 < self.done < self.total:
+            left = f", ~{format_seconds(elapsed / self.done * (self.total - self.done))} left"
+        head = f"  [{self.done}/{self.total} {format_seconds(elapsed)}{left}]"
+        what = f"{record.get('class', '?').split('.', 1)[-1]}({', '.join(record['params'])})"
+        status = record.get("status")
+        if status != "measured":
+            return f"{head} {what}: {status}: {record.get('why', '')}"
+        values = ", ".join(
+            f"{m.removeprefix('track_')} {_value(m, v)}"
+            for m, v in sorted(record.get("values", {}).items()))
+        return f"{head} {what}: {values} ({record.get('seconds', 0):.1f} s)"
+
+
+def _value(method: str, value: float) -> str:
+    if method.endswith("_s"):
+        return format_seconds(value)
+    if method.endswith("_bytes"):
+        return format_value(value, "bytes")
+    return f"{value:.3g}"
+
+
+def progress_path(workdir: str) -> str:
+    return os.path.join(workdir, "progress.jsonl")

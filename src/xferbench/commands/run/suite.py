@@ -1,0 +1,74 @@
+"""The suite as ``xferbench run`` sees it: its benchmark classes in order, how many
+combinations each measures on this device, and why each skipped one is skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import XferbenchError
+
+#: The suite's files, in the order they run: a run cut short keeps the classes it finished,
+#: so the headline copies come first and the long creation grid last.
+BENCH_FILES = ("bench_copies", "bench_sync", "bench_creation")
+
+
+@dataclass(frozen=True)
+class SuiteClass:
+    """One benchmark class: what asv calls ``<file>.<class>.<method>``."""
+
+    file: str
+    name: str
+    methods: tuple[str, ...]
+    param_names: tuple[str, ...]
+    measured: int  # combinations measured on this device
+    combinations: int  # combinations declared
+    skips: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.file}.{self.name}"
+
+    @property
+    def bench_regex(self) -> str:
+        """asv's --bench for this class alone (``Copy`` but not ``CopyHost``)."""
+        return rf"^{re.escape(self.file)}\.{re.escape(self.name)}\."
+
+    def benchmarks(self) -> list[str]:
+        return [f"{self.full_name}.{m}" for m in self.methods]
+
+
+def suite_files(repo: str) -> list[str]:
+    return [f for f in BENCH_FILES if os.path.exists(os.path.join(repo, "benchmarks", f + ".py"))]
+
+
+def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
+    """Import the suite in a child process with the run's environment (its probe, sweep and
+    quick settings: no torch) and describe every class."""
+    files = suite_files(repo)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", *files], cwd=repo, env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise XferbenchError(f"the suite in {repo}/benchmarks does not import: {last}")
+    data: list[dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [SuiteClass(d["file"], d["class"], tuple(d["methods"]), tuple(d["param_names"]),
+                       int(d["measured"]), int(d["combinations"]), d["skips"]) for d in data]
+
+
+def skipped_at_discovery(classes: list[SuiteClass]) -> dict[str, list[dict[str, Any]]]:
+    """{benchmark: [{"params": {...}, "status": "skipped", "reason": ...}]} for every
+    combination a method skips on this device."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for c in classes:
+        for method, rows in c.skips.items():
+            if rows:
+                out[f"{c.full_name}.{method}"] = [
+                    {"params": dict(zip(c.param_names, row[:-1])), "status": "skipped",
+                     "reason": row[-1]} for row in rows]
+    return out

@@ -1,0 +1,73 @@
+"""xferbench run's progress: each combination's line as it comes, with done/total and the time
+left, and the skips and failures found while measuring kept for the sidecar."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+from xferbench.commands.run import Group, _groups, _outcomes
+from xferbench.commands.run.progress import Progress
+from xferbench.commands.run.suite import SuiteClass
+
+COPY = SuiteClass("bench_copies", "Copy", ("track_device_s",),
+                  ("direction", "host_memory", "sync", "layout", "size"), 2, 4,
+                  {"track_device_s": [["h2d", "pinned", "blocking", "one", "4KiB",
+                                       "pinned host memory needs an accelerator"]]})
+PIN = SuiteClass("bench_copies", "PinMemory", ("track_host_s",), ("size",), 0, 1,
+                 {"track_host_s": [["4KiB", "no pinned memory"]]})
+HOST = SuiteClass("bench_copies", "CopyHost", ("track_completion_s", "track_enqueue_s"),
+                  ("direction",), 1, 1, {"track_completion_s": [], "track_enqueue_s": []})
+
+
+def _follow(tmp_path, records):
+    path = tmp_path / "progress.jsonl"
+    out = io.StringIO()
+    progress = Progress(str(path), 2, out).start({"bench_copies.Copy": list(COPY.param_names)})
+    with open(path, "a") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+    time.sleep(0.4)
+    progress.stop()
+    return progress, out.getvalue().splitlines()
+
+
+def test_progress_prints_each_combination_with_done_total_and_time_left(tmp_path):
+    base = {"class": "bench_copies.Copy", "total": 2}
+    progress, lines = _follow(tmp_path, [
+        {**base, "event": "start", "done": 0},
+        {**base, "event": "combination", "done": 1, "params": ["h2d", "pageable", "blocking",
+         "one", "64MiB"], "status": "measured", "seconds": 0.8, "why": "",
+         "values": {"track_device_s": 0.00681}},
+        {**base, "event": "combination", "done": 2, "params": ["h2d", "pageable", "blocking",
+         "one", "256MiB"], "status": "skipped", "seconds": 0.0,
+         "why": "256 MiB x2 does not fit in the 0.4 GiB free on cpu", "values": {}},
+    ])
+    assert lines[1] == "  bench_copies.Copy: measuring 2 combinations in one process"
+    assert lines[2].startswith("  [1/2 ") and ", ~" in lines[2] and " left]" in lines[2]
+    assert lines[2].endswith("Copy(h2d, pageable, blocking, one, 64MiB): device_s 6.81 ms (0.8 s)")
+    assert lines[3].startswith("  [2/2 ") and "left" not in lines[3]
+    assert lines[3].endswith(": skipped: 256 MiB x2 does not fit in the 0.4 GiB free on cpu")
+    assert progress.outcomes == {"bench_copies.Copy": [{
+        "params": {"direction": "h2d", "host_memory": "pageable", "sync": "blocking",
+                   "layout": "one", "size": "256MiB"},
+        "status": "skipped", "reason": "256 MiB x2 does not fit in the 0.4 GiB free on cpu"}]}
+    # the sidecar's outcomes: discovery skips per method, runtime ones per class
+    out = _outcomes([COPY], progress)
+    assert [row["status"] for row in out["bench_copies.Copy.track_device_s"]] == [
+        "skipped", "skipped"]
+    assert out["bench_copies.Copy.track_device_s"][0]["reason"] == (
+        "pinned host memory needs an accelerator")
+
+
+def test_each_measuring_class_is_an_asv_call_and_idle_ones_share_one():
+    groups = _groups([COPY, PIN, HOST], None)
+    assert groups == [
+        Group("bench_copies.Copy", (r"^bench_copies\.Copy\.",), (COPY,)),
+        Group("bench_copies.CopyHost", (r"^bench_copies\.CopyHost\.",), (HOST,)),
+        Group("nothing to measure here: PinMemory", (r"^bench_copies\.PinMemory\.",), (PIN,)),
+    ]
+    assert _groups([COPY, PIN, HOST], r"Copy\.") == [
+        Group(r"--bench Copy\.", (r"Copy\.",), (COPY,))]

@@ -1,0 +1,161 @@
+"""benchmarks/_asv.py: a class's whole grid measured in one process (one failure or misfit is
+that combination's, never the class's), what ``xferbench run`` learns of the suite, and a
+device probe that never imports torch into asv's own processes."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+
+import pytest
+
+from xferbench.device_memory import DoesNotFit
+from xferbench.practices import VerificationError
+
+CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
+    "device": "cpu", "pinned_memory": False, "timing_events": False, "side_streams": False,
+    "reason": "the CPU has none"}})
+
+
+@pytest.fixture
+def suite(monkeypatch, tmp_path):
+    """benchmarks._asv imported with a CPU probe handed down, progress into a file."""
+    monkeypatch.setenv("XFERBENCH_PROBE", CPU_PROBE)
+    monkeypatch.setenv("XFERBENCH_PROGRESS", str(tmp_path / "progress.jsonl"))
+    sys.modules.pop("benchmarks._asv", None)
+    return importlib.import_module("benchmarks._asv")
+
+
+def toy_class(suite, measure):
+    """A Grid of two parameters whose odd n is skipped at discovery for one method."""
+
+    class Toy(suite.Grid):
+        params = (["a", "b"], [1, 2, 3])
+        param_names = ["x", "n"]
+
+        def setup_cache(self):
+            return self.measure_grid()
+
+        def measure(self, x, n):
+            return measure(x, n)
+
+        @suite.skip_when(params, lambda x, n: "odd n" if n % 2 else None)
+        def track_even(self, cache, x, n):
+            return self.values["track_even"]
+
+    Toy.__module__ = "benchmarks.bench_toy"
+    return Toy
+
+
+def test_grid_measures_what_some_method_reports_and_keeps_each_outcome(suite, tmp_path):
+    def measure(x, n):
+        if (x, n) == ("a", 2):
+            raise DoesNotFit("64 MiB x2 does not fit")
+        if (x, n) == ("b", 2):
+            raise VerificationError("destination 0 differs")
+        return {"track_even": n * 10}
+
+    toy = toy_class(suite, measure)
+    cache = toy().setup_cache()
+    assert list(cache) == [("a", 2), ("b", 2)]  # odd n: no method reports them
+    assert cache[("a", 2)] == {"skip": "64 MiB x2 does not fit"}
+    assert cache[("b", 2)]["error"].startswith("VerificationError: destination 0 differs")
+    assert "Traceback" in cache[("b", 2)]["error"]
+    lines = [json.loads(x) for x in (tmp_path / "progress.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in lines] == ["start", "combination", "combination"]
+    assert lines[0] == {"event": "start", "class": "bench_toy.Toy", "done": 0, "total": 2}
+    assert [(r["params"], r["status"], r["done"]) for r in lines[1:]] == [
+        (["a", "2"], "skipped", 1), (["b", "2"], "failed", 2)]
+    assert lines[2]["why"] == "VerificationError: destination 0 differs"
+
+
+def test_setup_turns_each_outcome_into_asvs_own(suite):
+    toy = toy_class(suite, lambda x, n: {"track_even": 7.5})()
+    cache = {("a", 2): {"values": {"track_even": 7.5}}, ("b", 2): {"skip": "does not fit"},
+             ("a", 4): {"error": "RuntimeError: boom"}}
+    toy.setup(cache, "a", 2)
+    assert toy.track_even(cache, "a", 2) == 7.5
+    with pytest.raises(NotImplementedError, match="does not fit"):
+        toy.setup(cache, "b", 2)  # asv: skipped (NaN), this combination only
+    with pytest.raises(RuntimeError, match="boom"):
+        toy.setup(cache, "a", 4)  # asv: failed, this combination only
+    with pytest.raises(NotImplementedError, match="not measured"):
+        toy.setup(cache, "b", 6)
+
+
+def test_a_combination_over_its_time_limit_fails_alone(suite, monkeypatch):
+    monkeypatch.setattr(suite, "COMBINATION_TIMEOUT_S", 0.2)
+
+    def measure(x, n):
+        if (x, n) == ("a", 2):
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 5:  # a hung combination
+                pass
+        return {"track_even": 1.0}
+
+    started = time.perf_counter()
+    cache = toy_class(suite, measure)().setup_cache()
+    assert time.perf_counter() - started < 3
+    assert cache[("a", 2)] == {"error": "timed out after 0.2 s"}
+    assert cache[("b", 2)] == {"values": {"track_even": 1.0}}
+
+
+def test_a_class_with_nothing_to_measure_imports_nothing(run_python):
+    code = ("import sys, benchmarks.bench_copies as b\n"
+            "assert b.PinMemory().setup_cache() == {}\n"
+            "assert b.Overlap().setup_cache() == {}\n"
+            "print('torch' in sys.modules)")
+    proc = run_python("-c", code, env={"XFERBENCH_PROBE": CPU_PROBE})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+def test_describe_counts_what_runs_here_and_why_the_rest_does_not(run_python):
+    proc = run_python("-m", "benchmarks._asv", "bench_copies", "bench_sync",
+                      env={"XFERBENCH_PROBE": CPU_PROBE, "XFERBENCH_SWEEP": "default"})
+    assert proc.returncode == 0, proc.stderr
+    found = {f"{c['file']}.{c['class']}": c for c in json.loads(proc.stdout)}
+    assert list(found) == ["bench_copies.Copy", "bench_copies.CopyHost",
+                           "bench_copies.PinMemory", "bench_copies.Overlap",
+                           "bench_sync.Loop", "bench_sync.LoopSyncs"]
+    copy = found["bench_copies.Copy"]
+    assert (copy["measured"], copy["combinations"]) == (10, 180)  # h2d pageable blocking
+    assert len(copy["skips"]["track_device_s"]) == 170
+    assert ["h2d", "pinned", "blocking", "one", "64MiB",
+            "pinned host memory needs an accelerator"] in copy["skips"]["track_device_s"]
+    host = found["bench_copies.CopyHost"]
+    assert host["methods"] == ["track_completion_s", "track_enqueue_s"]
+    assert len(host["skips"]["track_enqueue_s"]) == host["combinations"]
+    assert found["bench_copies.PinMemory"]["measured"] == 0
+    assert found["bench_sync.Loop"]["skips"] == {"track_step_s": []}
+
+
+def test_probe_without_a_hand_down_runs_in_a_child_and_is_cached(run_python, tmp_path):
+    env = {"XFERBENCH_PROBE": "", "XFERBENCH_DEVICE": "cpu", "TMPDIR": str(tmp_path)}
+    code = ("import sys, benchmarks._asv as a\n"
+            "print(a.DEVICE, a.CAPS.pinned_memory, 'torch' in sys.modules)")
+    proc = run_python("-c", code, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["cpu", "False", "False"]  # torch only in the child
+    cached = list(tmp_path.glob("xferbench-*/probe-*.json"))
+    assert len(cached) == 1
+    # the cache is what the next process reads: planted, it is believed
+    data = json.loads(cached[0].read_text())
+    data["capabilities"]["reason"] = "planted"
+    cached[0].write_text(json.dumps(data))
+    proc = run_python("-c", "import benchmarks._asv as a; print(a.CAPS.reason)", env=env)
+    assert proc.stdout.strip() == "planted"
+    # another device asked for is another cache entry
+    proc = run_python("-c", "import benchmarks._asv as a; print(a.CAPS.reason)",
+                      env={**env, "XFERBENCH_DEVICE": "auto"})
+    assert proc.returncode == 0 and proc.stdout.strip() != "planted"
+
+
+def test_a_probe_that_fails_says_why(run_python, tmp_path):
+    env = {"XFERBENCH_PROBE": "", "XFERBENCH_DEVICE": "cuda:7", "TMPDIR": str(tmp_path)}
+    proc = run_python("-c", "import benchmarks._asv", env=env)
+    assert proc.returncode != 0
+    assert "the device probe failed: xferbench.errors.XferbenchError: device 'cuda:7'" \
+        in proc.stderr
