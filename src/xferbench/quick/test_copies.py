@@ -1,0 +1,34 @@
+"""Host-to-device copies: pinned vs pageable host memory, non_blocking vs blocking."""
+
+from __future__ import annotations
+
+import pytest
+
+from xferbench.devices import DoesNotFit, capabilities
+from xferbench.practices.copies import CopyCase, build_copy, copy_skip_reason
+
+from . import QUICK_NBYTES, time_workload
+
+
+def _time_copy(xfer_benchmark, case: CopyCase) -> None:
+    reason = copy_skip_reason(case, capabilities(xfer_benchmark.device))
+    if reason:
+        pytest.skip(reason)
+    try:
+        work = build_copy(case, xfer_benchmark.device)
+    except DoesNotFit as exc:
+        pytest.skip(str(exc))
+    time_workload(xfer_benchmark, work, nbytes=case.nbytes)
+
+
+@pytest.mark.benchmark(group="pinned vs pageable: one 16MiB tensor, h2d, device time")
+@pytest.mark.parametrize("host_memory", ["pageable", "pinned"])
+def test_pinned_vs_pageable(xfer_benchmark, host_memory):
+    _time_copy(xfer_benchmark, CopyCase("h2d", host_memory, "blocking", "one", QUICK_NBYTES))
+
+
+@pytest.mark.benchmark(
+    group="non_blocking vs blocking: 1,000 pinned tensors, 16MiB in all, h2d, device time")
+@pytest.mark.parametrize("sync", ["blocking", "non_blocking"])
+def test_non_blocking_vs_blocking(xfer_benchmark, sync):
+    _time_copy(xfer_benchmark, CopyCase("h2d", "pinned", sync, "many", QUICK_NBYTES))
