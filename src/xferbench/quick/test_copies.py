@@ -11,11 +11,12 @@ from . import QUICK_NBYTES, time_workload
 
 
 def _time_copy(xfer_benchmark, case: CopyCase) -> None:
-    reason = copy_skip_reason(case, capabilities(xfer_benchmark.device))
+    dev = str(xfer_benchmark.device)
+    reason = copy_skip_reason(case, capabilities(dev))
     if reason:
         pytest.skip(reason)
     try:
-        work = build_copy(case, xfer_benchmark.device)
+        work = build_copy(case, dev)
     except DoesNotFit as exc:
         pytest.skip(str(exc))
     time_workload(xfer_benchmark, work, nbytes=case.nbytes)

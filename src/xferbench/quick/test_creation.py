@@ -20,11 +20,12 @@ from . import QUICK_NBYTES, time_workload
 @pytest.mark.parametrize("variant", ["on_device", "to"])
 def test_on_device_vs_copied(xfer_benchmark, variant):
     case = CreationCase("zeros", variant, QUICK_NBYTES)
-    reason = creation_skip_reason(case, capabilities(xfer_benchmark.device))
+    dev = str(xfer_benchmark.device)
+    reason = creation_skip_reason(case, capabilities(dev))
     if reason:
         pytest.skip(reason)
     try:
-        work = build_creation(case, xfer_benchmark.device)
+        work = build_creation(case, dev)
     except DoesNotFit as exc:
         pytest.skip(str(exc))
     time_workload(xfer_benchmark, work, nbytes=case.nbytes, clock=READY_CLOCK)

@@ -22,8 +22,9 @@ from . import time_workload
 @pytest.mark.parametrize("read", [PER_BATCH, PER_EPOCH])
 def test_item_per_batch_vs_per_epoch(xfer_benchmark, read):
     case = LoopCase(read)
-    reason = loop_skip_reason(case, capabilities(xfer_benchmark.device))
+    dev = str(xfer_benchmark.device)
+    reason = loop_skip_reason(case, capabilities(dev))
     if reason:
         pytest.skip(reason)
     xfer_benchmark.extra_info["steps"] = case.steps  # a sample is one epoch of this many
-    time_workload(xfer_benchmark, build_loop(case, xfer_benchmark.device), clock=LOOP_CLOCK)
+    time_workload(xfer_benchmark, build_loop(case, dev), clock=LOOP_CLOCK)
