@@ -3,9 +3,9 @@ on an accelerator, the host clock on a CPU) and files the samples as a pytest-be
 so that ``--benchmark-json``, ``-autosave``, ``-compare`` and ``-compare-fail`` work unchanged.
 
 pytest loads this module in every run of an environment where xferbench is installed (entry
-point ``pytest11``). Loading it registers options and a marker and nothing else: torch and
-pytest-benchmark are imported only by a test that asks for the fixture, or when
-``--xfer-device`` names a device (which must then exist).
+point ``pytest11``). Loading it registers options and a marker and nothing else: this module
+imports torch and pytest-benchmark only when a test uses the fixture, and torch also when
+``--xfer-device`` names a device (which is then checked before any test runs).
 """
 
 from __future__ import annotations
