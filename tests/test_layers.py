@@ -29,7 +29,7 @@ TOP_LEVEL = {
 #: package's lazy API (xferbench/__init__.py) and the command registry.
 REGISTRIES = {"", "commands"}
 #: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s).
-HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml"}
+HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark"}
 #: The comment a module with function-local heavy imports carries, once.
 LAZY_NOTE = "inside the functions"
 MAX_LINES = 400
