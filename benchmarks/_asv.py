@@ -34,7 +34,7 @@ from typing import Any
 
 from asv_runner.benchmarks.mark import skip_for_params
 
-from xferbench.device_memory import DoesNotFit, release_memory
+from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
 
 #: A combination that takes longer than this (seconds) is recorded as failed; the class goes on.
@@ -200,6 +200,7 @@ class Grid:
         if not combos:
             return out  # nothing to measure: no torch import, no device initialisation
         device = resolve_device(DEVICE)
+        baseline = memory_allocated(device)  # what the device held before the first case
         progress = _Progress(name, len(combos))
         previous = signal.signal(signal.SIGALRM, _alarm)
         try:
@@ -218,6 +219,8 @@ class Grid:
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 release_memory(device)
+                if (memory_allocated(device) or 0) > (baseline or 0):
+                    release_memory(device, thorough=True)  # a cycle held a tensor: collect it
                 progress.report(combo, out[combo], time.monotonic() - started)
         finally:
             signal.signal(signal.SIGALRM, previous)
@@ -277,10 +280,12 @@ def _summary(values: dict[str, Any]) -> dict[str, float]:
 
 def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     """Each Grid class of ``files`` (module names under benchmarks/), in file and definition
-    order: its track methods, how many combinations it measures here, and every combination
-    skipped at discovery with its reason. ``xferbench run`` reads this (``python -m
-    benchmarks._asv FILE...``) to run the suite class by class, count progress and record why
-    each skipped combination has no number. Needs no torch: the probe is the environment's."""
+    order: its track methods, how many combinations it measures here, every combination
+    skipped at discovery with its reason, and per method the combinations to select in asv
+    (those that run; for a method with none, its first, which asv then records as skipped).
+    ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
+    by class, select what runs, count progress and record why each skipped combination has no
+    number. Needs no torch: the probe is the environment's."""
     out = []
     # run as __main__, this module is not the benchmarks._asv that the suite imports
     base = importlib.import_module(f"{__package__}._asv").Grid
@@ -291,14 +296,21 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                     and cls.__module__ == module.__name__):
                 continue
             skips: dict[str, list[list[str]]] = {m: [] for m in cls.methods()}
-            for combo in itertools.product(*cls.params):
+            select: dict[str, list[list[str]]] = {m: [] for m in cls.methods()}
+            combos = list(itertools.product(*cls.params))
+            for combo in combos:
                 for method, why in cls.reasons(combo).items():
                     if why:
                         skips[method].append([*(str(p) for p in combo), why])
+                    else:  # as asv names a combination: repr of each value
+                        select[method].append([repr(p) for p in combo])
+            for chosen in select.values():
+                if not chosen and combos:
+                    chosen.append([repr(p) for p in combos[0]])
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "methods": list(cls.methods()), "measured": len(cls.combinations()),
                         "combinations": len(list(itertools.product(*cls.params))),
-                        "skips": skips})
+                        "skips": skips, "select": select})
     return out
 
 

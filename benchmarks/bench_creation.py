@@ -35,8 +35,26 @@ def _creation_reason(factory, variant, size):
     return creation_skip_reason(_case(factory, variant, size), CAPS)
 
 
+def _memory_case(factory, variant, size):
+    if (factory not in MEMORY_FACTORIES or variant not in MEMORY_VARIANTS
+            or size != size_label(HEADLINE_NBYTES)):
+        return (f"memory is measured for {', '.join(MEMORY_FACTORIES)} x "
+                f"{', '.join(MEMORY_VARIANTS)} at {size_label(HEADLINE_NBYTES)}")
+    return _creation_reason(factory, variant, size)
+
+
+def _host_peak_reason(factory, variant, size):
+    return _memory_case(factory, variant, size) or host_peak_skip_reason()
+
+
+def _device_peak_reason(factory, variant, size):
+    return _memory_case(factory, variant, size) or device_peak_skip_reason(CAPS)
+
+
 class Creation(Grid):
-    """Seconds until the created tensor is ready on the device (host clock, synchronised)."""
+    """Seconds until the created tensor is ready on the device (host clock, synchronised);
+    and for three factories at the headline size, the memory one creation adds: resident host
+    peak (the host temporary of .to(dev)) and device bytes allocated (allocator counters)."""
 
     params = (list(FACTORIES), list(VARIANTS), SIZES)
     param_names = ["factory", "variant", "size"]
@@ -45,59 +63,33 @@ class Creation(Grid):
     def setup_cache(self):
         return self.measure_grid()
 
-    setup_cache.timeout = grid_timeout(params, _creation_reason, BENCH_BUDGET.max_time_s)
-
-    def measure(self, factory, variant, size):
-        m = run_creation(_case(factory, variant, size), DEVICE, BENCH_BUDGET)
-        return {"track_ready_s": measured(m, READY_CLOCK)}
-
-    @skip_when(params, _creation_reason)
-    def track_ready_s(self, cache, factory, variant, size):
-        return self.values["track_ready_s"]
-
-
-def _host_peak_reason(factory, variant, size):
-    return host_peak_skip_reason() or _creation_reason(factory, variant, size)
-
-
-def _device_peak_reason(factory, variant, size):
-    return device_peak_skip_reason(CAPS) or _creation_reason(factory, variant, size)
-
-
-def _memory_reason(factory, variant, size):
-    return _host_peak_reason(factory, variant, size) and _device_peak_reason(
-        factory, variant, size)
-
-
-class CreationMemory(Grid):
-    """Memory one creation adds at the headline size: resident host peak (the host temporary
-    of .to(dev)) and device bytes allocated (allocator counters), in bytes."""
-
-    params = (list(MEMORY_FACTORIES), list(MEMORY_VARIANTS), [size_label(HEADLINE_NBYTES)])
-    param_names = ["factory", "variant", "size"]
-    unit = "bytes"
-
-    def setup_cache(self):
-        return self.measure_grid()
-
-    setup_cache.timeout = grid_timeout(params, _memory_reason, 1.0)
+    setup_cache.timeout = grid_timeout(params, _creation_reason, BENCH_BUDGET.max_time_s + 1)
 
     def measure(self, factory, variant, size):
         case = _case(factory, variant, size)
-        values = {}
+        m = run_creation(case, DEVICE, BENCH_BUDGET)
+        values = {"track_ready_s": measured(m, READY_CLOCK)}
         if not _host_peak_reason(factory, variant, size):
             values["track_host_peak_bytes"] = host_peak_bytes(case, DEVICE)
         if not _device_peak_reason(factory, variant, size):
             values["track_device_peak_bytes"] = device_peak_bytes(case, DEVICE)
         return values
 
+    @skip_when(params, _creation_reason)
+    def track_ready_s(self, cache, factory, variant, size):
+        return self.values["track_ready_s"]
+
     @skip_when(params, _host_peak_reason)
     def track_host_peak_bytes(self, cache, factory, variant, size):
         return self.values["track_host_peak_bytes"]
 
+    track_host_peak_bytes.unit = "bytes"
+
     @skip_when(params, _device_peak_reason)
     def track_device_peak_bytes(self, cache, factory, variant, size):
         return self.values["track_device_peak_bytes"]
+
+    track_device_peak_bytes.unit = "bytes"
 
 
 def _runs(*combo):

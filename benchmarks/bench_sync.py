@@ -19,9 +19,14 @@ def _runs(*combo):
     return None  # every read runs everywhere: on the CPU it measures the read's own cost
 
 
+def _count_reason(read, width):
+    return sync_count_skip_reason(CAPS)
+
+
 class Loop(Grid):
     """Seconds per training step (epoch time on the host clock, one synchronise at its end,
-    divided by the steps per epoch); steps per second is its inverse."""
+    divided by the steps per epoch; steps per second is its inverse), and the host-device
+    synchronisations per step, counted by torch's sync debug mode."""
 
     params = (list(READS), WIDTHS)
     param_names = ["read", "width"]
@@ -30,36 +35,22 @@ class Loop(Grid):
     def setup_cache(self):
         return self.measure_grid()
 
-    setup_cache.timeout = grid_timeout(params, _runs, BENCH_BUDGET.max_time_s)
+    setup_cache.timeout = grid_timeout(params, _runs, BENCH_BUDGET.max_time_s + 1)
 
     def measure(self, read, width):
-        result = run_loop(LoopCase(read, width=int(width)), DEVICE, BENCH_BUDGET)
-        return {"track_step_s": asv_samples(result.step_samples,
-                                            result.measurement.calls_per_sample)}
+        case = LoopCase(read, width=int(width))
+        result = run_loop(case, DEVICE, BENCH_BUDGET)
+        values = {"track_step_s": asv_samples(result.step_samples,
+                                              result.measurement.calls_per_sample)}
+        if not _count_reason(read, width):
+            values["track_syncs_per_step"] = syncs_per_step(case, DEVICE)
+        return values
 
     def track_step_s(self, cache, read, width):
         return self.values["track_step_s"]
 
-
-def _count_reason(read, width):
-    return sync_count_skip_reason(CAPS)
-
-
-class LoopSyncs(Grid):
-    """Host-device synchronisations per training step, counted by torch's sync debug mode."""
-
-    params = (list(READS), WIDTHS)
-    param_names = ["read", "width"]
-    unit = "syncs"
-
-    def setup_cache(self):
-        return self.measure_grid()
-
-    setup_cache.timeout = grid_timeout(params, _count_reason, 1.0)
-
-    def measure(self, read, width):
-        return {"track_syncs_per_step": syncs_per_step(LoopCase(read, width=int(width)), DEVICE)}
-
     @skip_when(params, _count_reason)
     def track_syncs_per_step(self, cache, read, width):
         return self.values["track_syncs_per_step"]
+
+    track_syncs_per_step.unit = "syncs"

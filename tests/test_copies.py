@@ -425,8 +425,8 @@ print(json.dumps({
     "sizes": b.SIZES,
     "pin_skipped": len(b.PinMemory.track_host_s.skip_params) == len(b.SIZES),
     "overlap_skipped": len(b.Overlap.track_serialised_fraction.skip_params) == 2,
-    "enqueue_skipped": len(b.CopyHost.track_enqueue_s.skip_params) == len(
-        list(__import__("itertools").product(*b.CopyHost.params))),
+    "enqueue_skipped": len(b.Copy.track_enqueue_s.skip_params) == len(
+        list(__import__("itertools").product(*b.Copy.params))),
 }))
 """
 

@@ -14,11 +14,14 @@ from xferbench.commands.run.suite import SuiteClass
 COPY = SuiteClass("bench_copies", "Copy", ("track_device_s",),
                   ("direction", "host_memory", "sync", "layout", "size"), 2, 4,
                   {"track_device_s": [["h2d", "pinned", "blocking", "one", "4KiB",
-                                       "pinned host memory needs an accelerator"]]})
+                                       "pinned host memory needs an accelerator"]]},
+                  {"track_device_s": [["'h2d'", "'pageable'", "'blocking'", "'one'", "'4KiB'"],
+                                      ["'h2d'", "'pageable'", "'blocking'", "'one'", "'64MiB'"]]})
 PIN = SuiteClass("bench_copies", "PinMemory", ("track_host_s",), ("size",), 0, 1,
-                 {"track_host_s": [["4KiB", "no pinned memory"]]})
-HOST = SuiteClass("bench_copies", "CopyHost", ("track_completion_s", "track_enqueue_s"),
-                  ("direction",), 1, 1, {"track_completion_s": [], "track_enqueue_s": []})
+                 {"track_host_s": [["4KiB", "no pinned memory"]]},
+                 {"track_host_s": [["'4KiB'"]]})
+LOOP = SuiteClass("bench_sync", "Loop", ("track_step_s",), ("read", "width"), 1, 1,
+                  {"track_step_s": []}, {"track_step_s": [["'cpu'", "'256'"]]})
 
 
 def _follow(tmp_path, records):
@@ -62,12 +65,23 @@ def test_progress_prints_each_combination_with_done_total_and_time_left(tmp_path
         "pinned host memory needs an accelerator")
 
 
-def test_each_measuring_class_is_an_asv_call_and_idle_ones_share_one():
-    groups = _groups([COPY, PIN, HOST], None)
+def test_each_measuring_class_is_an_asv_call_selecting_what_runs():
+    copy_select = (r"^bench_copies\.Copy\.track_device_s\((?:'h2d',\ 'pageable',\ "
+                   r"'blocking',\ 'one',\ '4KiB'|'h2d',\ 'pageable',\ 'blocking',\ 'one',\ "
+                   r"'64MiB')\)$")
+    assert COPY.selection() == (copy_select,)
+    import re
+
+    assert re.search(copy_select, "bench_copies.Copy.track_device_s('h2d', 'pageable', "
+                                  "'blocking', 'one', '64MiB')")
+    assert not re.search(copy_select, "bench_copies.Copy.track_device_s('h2d', 'pinned', "
+                                      "'blocking', 'one', '64MiB')")
+    groups = _groups([COPY, PIN, LOOP], None)
+    # classes with nothing to measure ride along with the first call: they cost no process
     assert groups == [
-        Group("bench_copies.Copy", (r"^bench_copies\.Copy\.",), (COPY,)),
-        Group("bench_copies.CopyHost", (r"^bench_copies\.CopyHost\.",), (HOST,)),
-        Group("nothing to measure here: PinMemory", (r"^bench_copies\.PinMemory\.",), (PIN,)),
+        Group("bench_copies.Copy (and, with nothing to measure here, PinMemory)",
+              (copy_select, *PIN.selection()), (COPY, PIN)),
+        Group("bench_sync.Loop", LOOP.selection(), (LOOP,)),
     ]
-    assert _groups([COPY, PIN, HOST], r"Copy\.") == [
+    assert _groups([COPY, PIN, LOOP], r"Copy\.") == [
         Group(r"--bench Copy\.", (r"Copy\.",), (COPY,))]

@@ -289,3 +289,17 @@ def test_launch_bound_calls_are_timed_behind_a_stream_hold(gpu_device, small_bud
         # 200 tiny kernels run faster on the device than the host can launch them: with the
         # stream held, device time is the device's, shorter than the host's enqueue time.
         assert m.stats("device_s").median < m.stats("enqueue_s").median
+
+
+def test_a_call_slower_than_the_budget_still_gets_three_samples(no_quick):
+    m = measure(_busy(0.03), device="cpu", warmup_s=0, min_time_s=0.01, max_time_s=0.02)
+    assert m.stop == "max_time_s" and len(m.completion_s) == 3
+    assert "only 3 samples" in m.warnings  # said, not hidden
+
+
+def test_a_call_far_slower_than_the_budget_stops_at_five_times_it(no_quick):
+    started = time.perf_counter()
+    m = measure(_busy(0.06), device="cpu", warmup_s=0, min_time_s=0.005, max_time_s=0.01)
+    assert time.perf_counter() - started < 0.5
+    # the calibrating call and one more, then the cap (5 x 10 ms) has passed
+    assert len(m.completion_s) == 2 and "only 2 samples" in " ".join(m.warnings)

@@ -55,7 +55,7 @@ HEADLINES: tuple[Headline, ...] = (
     ),
     Headline(
         "non_blocking_many", f"non_blocking vs blocking H2D, 1,000 pinned tensors, {H} in all",
-        "bench_copies.CopyHost.track_completion_s",
+        "bench_copies.Copy.track_completion_s",
         {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "many",
          "size": H},
         {"direction": "h2d", "host_memory": "pinned", "sync": "blocking", "layout": "many",
@@ -76,7 +76,7 @@ HEADLINES: tuple[Headline, ...] = (
         {"read": "device_accumulate", "width": "256"},
         {"read": "item_every_batch", "width": "256"},
         "per epoch", "per batch",
-        counts="bench_sync.LoopSyncs.track_syncs_per_step", counts_unit="syncs/step",
+        counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step",
     ),
 )
 

@@ -54,8 +54,15 @@ MAX_TIMER_OVERHEAD = 1e-4
 #: (after recalibrating the spin); one still unheld is kept and counted.
 MAX_REDO = 3
 
-#: Quick mode (asv --quick, XFERBENCH_QUICK=1) scales every budget by this factor.
-QUICK_SCALE = 0.2
+#: No figure rests on fewer samples than this: a call slower than the budget allows is
+#: sampled this often anyway (a spread of one sample is no spread), up to SLOW_CALL_CAP times
+#: the budget.
+MIN_SAMPLES = 3
+SLOW_CALL_CAP = 5
+
+#: Quick mode (XFERBENCH_QUICK=1, `xferbench run --quick`) scales every budget by this factor:
+#: a smoke run of the whole grid, not numbers to publish.
+QUICK_SCALE = 0.1
 
 
 def quick_mode() -> bool:
@@ -104,7 +111,7 @@ def measure(
         warmup_s, min_time_s, max_time_s = (
             warmup_s * QUICK_SCALE, min_time_s * QUICK_SCALE, max_time_s * QUICK_SCALE
         )
-        min_samples = max(3, min_samples // 2)
+        min_samples = max(MIN_SAMPLES, min_samples // 2)
     runner = _measure_accelerator if dev.is_accelerator else _measure_cpu
     return runner(
         fn, dev, nbytes=nbytes, warmup_s=warmup_s, min_time_s=min_time_s,
@@ -126,7 +133,8 @@ class _Stopper:
 
     def __call__(self, samples: list[float]) -> str | None:
         elapsed = time.perf_counter() - self.started
-        if elapsed >= self.max_time_s:
+        if elapsed >= self.max_time_s and (len(samples) >= MIN_SAMPLES
+                                           or elapsed >= SLOW_CALL_CAP * self.max_time_s):
             return "max_time_s"
         if elapsed >= self.min_time_s and len(samples) >= self.next_check:
             if Stats.of(samples).cv <= self.target_cv:
@@ -155,13 +163,18 @@ def _time_block(fn: Callable[[], Any], number: int) -> float:
 
 def calibrate_block(fn: Callable[[], Any], overhead_s: float) -> int:
     """Smallest power-of-ten block of calls whose time makes the timer's cost negligible."""
+    return _calibrate(fn, overhead_s)[0]
+
+
+def _calibrate(fn: Callable[[], Any], overhead_s: float) -> tuple[int, float]:
+    """(block size, seconds the last block of that size took): that block is a sample too."""
     number = 1
     while True:
         taken = _time_block(fn, number)
         if taken <= 0:
             taken = 1e-9
         if overhead_s / taken <= MAX_TIMER_OVERHEAD or number >= 10**7:
-            return number
+            return number, taken
         # Jump straight to the block size the estimate asks for, by powers of ten.
         needed = overhead_s / MAX_TIMER_OVERHEAD / (taken / number)
         while number < needed:
@@ -175,8 +188,8 @@ def _measure_cpu(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv
     while time.perf_counter() - warm_start < warmup_s:
         fn()
     warm = time.perf_counter() - warm_start
-    number = calibrate_block(fn, timer_overhead_s())
-    samples: list[float] = []
+    number, first = _calibrate(fn, timer_overhead_s())
+    samples: list[float] = [first / number]  # the calibrating block, timed like the others
     done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
     while True:
         samples.append(_time_block(fn, number) / number)

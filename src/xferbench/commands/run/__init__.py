@@ -100,11 +100,14 @@ def _groups(classes: list[SuiteClass], bench: str | None) -> list[Group]:
     if bench is not None:  # the user's selection: one call, as asv run --bench
         chosen = tuple(c for c in classes if any(re.search(bench, b) for b in c.benchmarks()))
         return [Group(f"--bench {bench}", (bench,), chosen)]
-    groups = [Group(c.full_name, (c.bench_regex,), (c,)) for c in classes if c.measured]
+    groups = [Group(c.full_name, c.selection(), (c,)) for c in classes if c.measured]
     idle = tuple(c for c in classes if not c.measured)
-    if idle:  # recorded as skipped, with their reasons; one call for all of them
-        groups.append(Group(f"nothing to measure here: {', '.join(c.name for c in idle)}",
-                            tuple(c.bench_regex for c in idle), idle))
+    if idle:  # recorded as skipped, with their reasons, in the first call: they cost nothing
+        first = groups[0] if groups else Group("", (), ())
+        title = f"{first.title} (and, with nothing to measure here, " \
+                f"{', '.join(c.name for c in idle)})".strip()
+        groups[:1] = [Group(title, first.regexes + tuple(r for c in idle for r in c.selection()),
+                            first.classes + idle)]
     return groups
 
 

@@ -29,6 +29,7 @@ class SuiteClass:
     measured: int  # combinations measured on this device
     combinations: int  # combinations declared
     skips: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
+    select: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
 
     @property
     def full_name(self) -> str:
@@ -41,6 +42,15 @@ class SuiteClass:
 
     def benchmarks(self) -> list[str]:
         return [f"{self.full_name}.{m}" for m in self.methods]
+
+    def selection(self) -> tuple[str, ...]:
+        """asv --bench regexes naming, per method, the combinations that run here: asv then
+        starts no process for the others and stores them as skipped. A method with none names
+        its first combination, which asv records as skipped, so that the method is there."""
+        return tuple(
+            rf"^{re.escape(self.full_name)}\.{re.escape(method)}\((?:"
+            + "|".join(re.escape(", ".join(c)) for c in self.select.get(method, []))
+            + r")\)$" for method in self.methods)
 
 
 def suite_files(repo: str) -> list[str]:
@@ -58,7 +68,8 @@ def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
         raise XferbenchError(f"the suite in {repo}/benchmarks does not import: {last}")
     data: list[dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
     return [SuiteClass(d["file"], d["class"], tuple(d["methods"]), tuple(d["param_names"]),
-                       int(d["measured"]), int(d["combinations"]), d["skips"]) for d in data]
+                       int(d["measured"]), int(d["combinations"]), d["skips"], d["select"])
+            for d in data]
 
 
 def skipped_at_discovery(classes: list[SuiteClass]) -> dict[str, list[dict[str, Any]]]:
