@@ -199,9 +199,12 @@ class Grid:
         out: dict[tuple, dict[str, Any]] = {}
         if not combos:
             return out  # nothing to measure: no torch import, no device initialisation
+        import torch  # this class's one torch import: its whole grid is measured here
+
         device = resolve_device(DEVICE)
         baseline = memory_allocated(device)  # what the device held before the first case
-        progress = _Progress(name, len(combos))
+        progress = _Progress(name, len(combos), executable=sys.executable,
+                             torch=torch.__version__)
         previous = signal.signal(signal.SIGALRM, _alarm)
         try:
             for combo in combos:
@@ -242,11 +245,12 @@ class _Progress:
     """One JSON line per measured combination into XFERBENCH_PROGRESS (``xferbench run``
     prints them as they come); nothing when it is unset."""
 
-    def __init__(self, name: str, total: int) -> None:
+    def __init__(self, name: str, total: int, **ran_with: str) -> None:
         self.name, self.total, self.done = name, total, 0
         path = os.environ.get("XFERBENCH_PROGRESS")
         self.fh = open(path, "a", encoding="utf-8", buffering=1) if path else None
-        self._write({"event": "start"})
+        # the interpreter and torch that measure: xferbench run checks them against its own
+        self._write({"event": "start", **ran_with})
 
     def report(self, combo: tuple, entry: dict[str, Any], seconds: float) -> None:
         self.done += 1

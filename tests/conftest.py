@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,25 @@ def run_python():
     """``run_python("-m", "xferbench", ...)``: this interpreter in a fresh process, from the
     repository root, stdout/stderr captured as text; ``env=`` adds to the environment."""
     return _run_python
+
+
+@functools.cache
+def committed_results() -> Path:
+    """The results folder as committed: a copy of the files git tracks under results/, so
+    that what a user's own runs added there (the README's first command adds
+    results/<host>/) changes no test. XFERBENCH_TEST_RESULTS points the tests elsewhere."""
+    chosen = os.environ.get("XFERBENCH_TEST_RESULTS")
+    if chosen:
+        return Path(chosen)
+    source = REPO_ROOT / "results"
+    proc = subprocess.run(["git", "ls-files", "-z", "results"], cwd=REPO_ROOT,
+                          capture_output=True, check=False)
+    tracked = [name for name in proc.stdout.decode().split("\0") if name]
+    if proc.returncode != 0 or not tracked:
+        return source  # not a git checkout: the folder as it is
+    dest = Path(tempfile.mkdtemp(prefix="xferbench-committed-")) / "results"
+    for name in tracked:
+        target = dest / Path(name).relative_to("results")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / name, target)
+    return dest

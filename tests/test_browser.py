@@ -14,12 +14,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import committed_results
 
 from xferbench.cli import main
 from xferbench.results import load
 
-RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
-               or Path(__file__).resolve().parents[1] / "results")
+RESULTS = committed_results()
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

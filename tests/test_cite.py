@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import committed_results
 
 from xferbench import XferbenchError
 from xferbench.cli import main
@@ -18,8 +19,7 @@ from xferbench.results import load
 from xferbench.sitemap import figure_path
 from xferbench.units import format_seconds
 
-RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
-               or Path(__file__).resolve().parents[1] / "results")
+RESULTS = committed_results()
 
 
 def raw_measurements() -> list[dict]:

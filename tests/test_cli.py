@@ -72,7 +72,8 @@ def test_env_table_has_one_aligned_line_per_field_and_unknown_for_none(capsys):
     width = max(len(k) for k in keys)
     assert all(line[width:width + 2] == "  " for line in lines)
     row = dict(line.split(None, 1) for line in lines)
-    assert row["accelerator"] == "unknown"  # None is shown as "unknown"
+    assert row["accelerator"] == "none"  # a CPU has none: not "unknown"
+    assert row["cuda"] == "none"  # a CPU build of torch has no CUDA
     assert row["device"] == "cpu"
     assert "pinned_memory=False" in row["capabilities"]
 
@@ -138,7 +139,7 @@ def test_no_subcommand_exits_2_naming_the_commands(capsys):
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1, err
-    assert "a command is required: env, run, publish, compare or cite" in err
+    assert "a command is required: env, run, list, publish, compare or cite" in err
 
 
 @pytest.mark.gpu

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import committed_results
 
 from xferbench import XferbenchError
 from xferbench.cli import main
@@ -26,8 +26,7 @@ from xferbench.comparison import (
 from xferbench.results import Result, load
 from xferbench.stats import higher_is_better, mann_whitney_u
 
-RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
-               or Path(__file__).resolve().parents[1] / "results")
+RESULTS = committed_results()
 
 
 def result_files(root: Path) -> list[Path]:
@@ -201,13 +200,21 @@ def test_thirty_percent_slower_copy_is_a_regression(results_copy: Path, capsys):
     assert "within threshold" in capsys.readouterr().out
 
 
-def test_data_compared_with_itself_exits_0(capsys):
+def test_data_compared_with_itself_is_refused_in_one_sentence(capsys):
     a = a_version()
-    assert main(["compare", a, a, "--results", str(RESULTS)]) == 0
-    out = capsys.readouterr().out
-    assert "0 worse, 0 better, 0 within threshold" in out
+    assert main(["compare", a, a, "--results", str(RESULTS)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "are the same results" in err[0] and "nothing to compare" in err[0]
     path = str(result_files(RESULTS)[0])
-    assert main(["compare", path, path]) == 0
+    assert main(["compare", path, path]) == 2
+
+
+def test_a_copy_of_the_data_compares_equal(results_copy: Path, capsys):
+    victim = result_files(results_copy)[0]
+    twin = victim.with_name("twin-" + victim.name)
+    twin.write_text(victim.read_text())
+    assert main(["compare", str(victim), str(twin)]) == 0
+    assert "0 worse, 0 failed in B, 0 better, 0 within threshold" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("spec", ["9.9.9", "nonsense", "deadbeef"])
@@ -248,12 +255,14 @@ def test_bad_threshold_is_a_usage_error(capsys):
 
 
 def test_two_versions_at_one_commit_need_torch(results_copy: Path):
-    victim = result_files(results_copy)[0]
+    victim = next(p for p in result_files(results_copy) if "2.13" in p.name)
     raw = json.loads(victim.read_text())
-    raw["params"]["torch"] = "0.0.1+twin"
-    victim.with_name("twin-" + victim.name).write_text(json.dumps(raw))
     commit = raw["commit_hash"][:8]
+    raw["commit_hash"] = "f" * 40  # the same run, filed under another suite commit
+    victim.with_name("ffffffff" + victim.name[8:]).write_text(json.dumps(raw))
     with pytest.raises(XferbenchError, match="add --torch"):
-        compare(commit, commit, results=str(results_copy))
-    c = compare(commit, commit, results=str(results_copy), torch="0.0.1")
+        compare(commit, "ffffffff", results=str(results_copy))
+    c = compare(commit, "ffffffff", results=str(results_copy), torch="2.13.0")
     assert c.exit_status == 0 and c.a.label == f"commit {commit}"
+
+

@@ -20,8 +20,8 @@ TOP_LEVEL = {
     **dict.fromkeys(("errors", "units", "version"), BASE),
     **dict.fromkeys(("devices", "device_memory", "timing", "measurement", "metadata"), CORE),
     "practices": PRACTICES,
-    **dict.fromkeys(("results", "labels", "asvrepo", "stats", "comparison", "headline",
-                     "sitemap"), RESULTS),
+    **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
+                     "headline", "sitemap"), RESULTS),
     **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
     **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
 }

@@ -36,15 +36,20 @@ COMMANDS: dict[str, list[str]] = {
                       "results/cpu-2core-vm/be608654-existing-py_tmp_xferbench-0_torch2.14.1-"
                       "cu130-cuda13.0_python.json"],
     "compare-bad": ["xferbench", "compare", "2.13.0", "9.9"],
-    "cite-copy": ["xferbench", "cite", "Copy.track_device_s", "--params", COPY_64],
+    "cite-copy": ["xferbench", "cite", "Copy.track_device_s", "--params", COPY_64,
+                  "--allow-quick"],
     "cite-copy-json": ["xferbench", "cite", "Copy.track_device_s", "--params", COPY_64,
-                       "--torch", "2.13.0", "--format", "json"],
+                       "--torch", "2.13.0", "--format", "json", "--allow-quick"],
     "cite-loop": ["xferbench", "cite", "Loop.track_step_s", "--param", "read=item_every_batch",
-                  "--param", "width=256", "--torch", "2.14.1"],
+                  "--param", "width=256", "--torch", "2.14.1", "--allow-quick"],
     "cite-memory": ["xferbench", "cite", "CreationMemory.track_host_peak_bytes", "--params",
-                    "factory=zeros,variant=to,size=64MiB"],
-    "cite-ambiguous": ["xferbench", "cite", "Copy.track_device_s", "--params", "size=64MiB"],
+                    "factory=zeros,variant=to,size=64MiB", "--allow-quick"],
+    "cite-ambiguous": ["xferbench", "cite", "Copy.track_device_s", "--params", "size=64MiB",
+                       "--allow-quick"],
     "cite-bad-param": ["xferbench", "cite", "Copy.track_device_s", "--params", "colour=red"],
+    "cite-quick-refused": ["xferbench", "cite", "Copy.track_device_s", "--params", COPY_64],
+    "list": ["xferbench", "list"],
+    "list-json": ["xferbench", "list", "--format", "json"],
 }
 
 #: asv publish writes these with the time of the build: not ours, not comparable.

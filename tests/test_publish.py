@@ -5,7 +5,6 @@ writes nothing."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import xml.etree.ElementTree as ET
@@ -13,14 +12,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import committed_results
 
 from xferbench.cli import main
 from xferbench.commands.publish.site import SITE_MARKER
 from xferbench.results import load, version_key
 from xferbench.sitemap import figure_path
 
-RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
-               or Path(__file__).resolve().parents[1] / "results")
+RESULTS = committed_results()
 
 
 class _Links(HTMLParser):

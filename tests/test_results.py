@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import committed_results
 
 from xferbench import XferbenchError
 from xferbench.results import load, load_file, version_key
 
 #: The committed results; XFERBENCH_TEST_RESULTS points these tests at another folder.
-RESULTS = Path(os.environ.get("XFERBENCH_TEST_RESULTS")
-               or Path(__file__).resolve().parents[1] / "results")
+RESULTS = committed_results()
 
 
 def result_files(root: Path) -> list[Path]:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from xferbench.results import load, metadata_path
+from xferbench.resultfiles import metadata_path
+from xferbench.results import load
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -110,9 +111,9 @@ def test_the_sidecar_says_why_each_missing_number_is_missing(grid_run):
     results, code, _, _ = grid_run
     assert code == 0
     path = next(p for p in results.glob("*/*.json") if p.name != "machine.json")
-    run = json.loads(Path(metadata_path(str(path))).read_text())["run"]
-    assert run["complete"] is True
-    outcomes = run["outcomes"]
+    sidecar = json.loads(Path(metadata_path(str(path))).read_text())
+    assert sidecar["run"]["complete"] is True
+    outcomes = sidecar["outcomes"]
     rs = load(str(results))
     missing = [r for r in rs if not r.ok]
     assert missing

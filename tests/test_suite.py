@@ -65,7 +65,10 @@ def test_grid_measures_what_some_method_reports_and_keeps_each_outcome(suite, tm
     assert "Traceback" in cache[("b", 2)]["error"]
     lines = [json.loads(x) for x in (tmp_path / "progress.jsonl").read_text().splitlines()]
     assert [r["event"] for r in lines] == ["start", "combination", "combination"]
-    assert lines[0] == {"event": "start", "class": "bench_toy.Toy", "done": 0, "total": 2}
+    import torch
+
+    assert lines[0] == {"event": "start", "class": "bench_toy.Toy", "done": 0, "total": 2,
+                        "executable": sys.executable, "torch": torch.__version__}
     assert [(r["params"], r["status"], r["done"]) for r in lines[1:]] == [
         (["a", "2"], "skipped", 1), (["b", "2"], "failed", 2)]
     assert lines[2]["why"] == "VerificationError: destination 0 differs"

@@ -119,6 +119,20 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-").lower() or "unknown"
 
 
+MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_machine_name(name: str) -> str:
+    """``name`` as given, or XferbenchError: it becomes a folder under the results folder, so
+    it is letters, digits, '.', '_' and '-' and starts with a letter or digit (no '.' or '..',
+    no path)."""
+    if not MACHINE_NAME.fullmatch(name):
+        raise XferbenchError(
+            f"--machine {name!r} is not a machine name: use up to 100 letters, digits, '.', "
+            "'_' and '-', starting with a letter or digit")
+    return name
+
+
 def default_machine_name(meta: dict[str, Any]) -> str:
     gpu = meta.get("gpu_name") or ("cpu" if not meta.get("accelerator") else meta["accelerator"])
     return slug(f"{meta.get('hostname', 'host')}-{gpu}")
@@ -150,8 +164,9 @@ def write_machine_file(home: str, name: str, meta: dict[str, Any]) -> None:
 # -- the lock ----------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def results_lock(results_dir: str) -> Iterator[None]:
-    """Hold an exclusive lock on ``results_dir``; a second run is refused, not queued."""
+def results_lock(results_dir: str) -> Iterator[int]:
+    """Hold an exclusive lock on ``results_dir``; a second run is refused, not queued. Yields
+    the lock's file descriptor: a process it is handed to holds the lock until it exits too."""
     os.makedirs(results_dir, exist_ok=True)
     path = os.path.join(results_dir, LOCK_NAME)
     fh = open(path, "a+")
@@ -168,18 +183,34 @@ def results_lock(results_dir: str) -> Iterator[None]:
         fh.truncate()
         fh.write(f"{os.getpid()}\n")
         fh.flush()
-        yield
+        yield fh.fileno()
     finally:
         fh.close()
 
 
+def lock_is_held(results_dir: str) -> bool:
+    """Whether another run holds ``results_dir``'s lock now (checked without waiting)."""
+    path = os.path.join(results_dir, LOCK_NAME)
+    if fcntl is None or not os.path.exists(path):
+        return False
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return False
+
+
 # -- one series per PyTorch version ------------------------------------------------------------
 
-def interpreter_wrapper(torch_version: str, cuda: str) -> str:
+def interpreter_wrapper(torch_version: str, cuda: str, series: str = "") -> str:
     """A stable path, naming torch and CUDA, that runs this interpreter and no other.
 
     asv names an existing environment after its interpreter's absolute path; this path makes
-    each (torch, CUDA) pair a series of its own. The folder is named after a hash of this
+    each (torch, CUDA) pair a series of its own, and ``series`` ("-quick", "-threads2") each
+    set of options that changes the numbers: a quick run never replaces a full run's figures.
+    The folder is named after a hash of this
     interpreter's real path, so another checkout's or venv's run, even of the same torch
     version, gets a wrapper of its own and can never point this run at its interpreter; the
     content is checked (``check_wrapper``) before every asv call.
@@ -187,7 +218,7 @@ def interpreter_wrapper(torch_version: str, cuda: str) -> str:
     interpreter = os.path.abspath(sys.executable)  # a venv's own path: its python is a link
     key = hashlib.sha256(interpreter.encode()).hexdigest()[:10]
     folder = os.path.join(tempfile.gettempdir(), f"xferbench-{os.getuid()}", key,
-                          slug(f"torch{torch_version}-cuda{cuda}"))
+                          slug(f"torch{torch_version}-cuda{cuda}{series}"))
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "python")
     if not _wrapper_ok(path):

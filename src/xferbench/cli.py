@@ -1,8 +1,9 @@
-"""The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, publish,
-compare, cite); nothing else lives here.
+"""The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, list,
+publish, compare, cite); nothing else lives here.
 
-Exit status: 0 on success, 2 on bad usage or input (one line on stderr), 1 where a command
-says so (compare: a significant regression).
+Exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an environment error
+(one sentence on stderr, nothing written); 3 a run that measured nothing or lost results;
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="xferbench",
         description="Benchmarks for PyTorch host-device transfer practices.",
+        epilog="exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an "
+               "environment error (one sentence on stderr, nothing written); 3 a run that "
+               "measured nothing or lost results; 130 interrupted",
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"xferbench {__version__}")
@@ -41,11 +45,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.error("a command is required: env, run, publish, compare or cite")
+        parser.error("a command is required: env, run, list, publish, compare or cite")
     try:
         return int(args.func(args) or 0)
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the disk, not the input: a full or read-only disk, a gone folder
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"xferbench: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("xferbench: interrupted", file=sys.stderr)

@@ -20,7 +20,10 @@ WORSE = "worse"
 WITHIN = "within threshold"  # significant, but smaller than the threshold
 NOT_SIGNIFICANT = "not significant"
 MISSING = "missing"
-MARKS = (WORSE, BETTER, WITHIN, NOT_SIGNIFICANT, MISSING)
+FAILED = "failed in B"  # measured in A, failed in B: the candidate broke it, a regression
+MARKS = (WORSE, FAILED, BETTER, WITHIN, NOT_SIGNIFICANT, MISSING)
+#: The marks that fail a comparison (compare's exit status 1).
+REGRESSIONS = (WORSE, FAILED)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: floa
         sa, sb = _state(ra), _state(rb)
         if sa != "measured" and sb != "measured":
             skipped_both += 1
+            continue
+        if sa == "measured" and sb == "failed":
+            rows.append(Row(**base, mark=FAILED))
             continue
         if sa != "measured" or sb != "measured":
             note = f"A {sa}" if sa != "measured" else f"B {sb}"

@@ -1,33 +1,27 @@
-"""Results: asv's results folder read into flat, typed records, with the xferbench metadata.
-
-Layout (asv's, plus one sidecar per results file):
-  <results>/benchmarks.json                      what asv discovered: params, units, types
-  <results>/<machine>/machine.json               asv's machine record
-  <results>/<machine>/<commit8>-<env>.json       asv's results for one commit and environment
-  <results>/<machine>/<commit8>-<env>.metadata   xferbench's metadata for that run (JSON)
-"""
+"""Results: asv's results folder read into flat, typed records (``Result``, one benchmark at
+one parameter combination), gathered in a ``ResultSet`` with the xferbench metadata of each
+file; ``load`` and ``load_file`` are the entry points (the files: ``resultfiles``)."""
 
 from __future__ import annotations
 
 import ast
 import itertools
-import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import XferbenchError
+from .resultfiles import (
+    ASV_FORMAT_VERSION,
+    iter_result_files,
+    load_benchmarks,
+    load_json,
+    load_metadata,
+)
 from .units import gbps, parse_size
-
-#: Version of the .metadata sidecar. Changelog:
-#:   1: first version ({"schema_version", "metadata", "run": {...}}).
-METADATA_SCHEMA_VERSION = 1
-METADATA_SUFFIX = ".metadata"
-#: The "version" of asv 0.6's results files and benchmarks.json.
-ASV_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -53,6 +47,7 @@ class Result:
     number: int | None = None
     repeat: int | None = None
     started_ms: int | None = None  # when asv started this benchmark (ms since the epoch)
+    quick: bool = False  # measured with quick (shortened) budgets: a smoke run, not for citing
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -210,51 +205,11 @@ def _literal(text: str) -> Any:
         return text
 
 
-def _load_json(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise XferbenchError(
-            f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}): "
-            "it may be truncated; restore it from git or delete it"
-        ) from None
-    except OSError as exc:
-        raise XferbenchError(f"{what} {path} cannot be read: {exc.strerror}") from None
-
-
-def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
-    path = os.path.join(root, "benchmarks.json")
-    if not os.path.exists(path):
-        raise XferbenchError(
-            f"no results in {root}: {path} is missing (run 'xferbench run' first)"
-        )
-    data = _load_json(path, "benchmark list")
-    if not isinstance(data, dict):
-        raise XferbenchError(f"benchmark list {path} is not an asv benchmarks.json")
-    if data.get("version", ASV_FORMAT_VERSION) != ASV_FORMAT_VERSION:
-        raise XferbenchError(
-            f"benchmark list {path} has asv format version {data.get('version')!r}: "
-            f"this xferbench reads version {ASV_FORMAT_VERSION} (asv 0.6)"
-        )
-    return {k: v for k, v in data.items() if isinstance(v, dict)}
-
-
-def iter_result_files(root: str) -> Iterable[tuple[str, str]]:
-    """(machine folder, results file path) for every asv results file under ``root``."""
-    if not os.path.isdir(root):
-        raise XferbenchError(f"results folder {root} does not exist")
-    for entry in sorted(os.listdir(root)):
-        folder = os.path.join(root, entry)
-        if not os.path.isfile(os.path.join(folder, "machine.json")):
-            continue
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".json") and name not in ("machine.json", "benchmarks.json"):
-                yield entry, os.path.join(folder, name)
-
-
-def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list[Result]:
-    data = _load_json(path, "results file")
+def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]],
+                       quick: bool = False) -> list[Result]:
+    """Every result in one asv results file; ``quick`` marks them as a quick run's (also
+    when the file's params say ``quick: yes``)."""
+    data = load_json(path, "results file")
     try:
         columns = data["result_columns"]
         params = data.get("params", {})
@@ -262,7 +217,10 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list
         date_ms = int(data.get("date") or 0)
         env_name = str(data.get("env_name", ""))
         entries = data["results"]
-    except (KeyError, TypeError, ValueError):
+        if not (isinstance(columns, list) and isinstance(params, dict)
+                and isinstance(entries, dict)):
+            raise TypeError
+    except (KeyError, TypeError, ValueError, AttributeError):
         raise XferbenchError(
             f"results file {path} is not an asv results file (no result_columns/results)"
         ) from None
@@ -276,7 +234,20 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list
     torch_version = str(params.get("torch") or requirements.get("torch") or "unknown")
     cuda = str(params.get("cuda", "unknown"))
     python = str(params.get("python", data.get("python", "unknown")))
+    quick = quick or str(params.get("quick", "")) == "yes"
     out: list[Result] = []
+    try:
+        _parse_rows(out, entries, columns, benchmarks, path=path, machine=machine,
+                    commit=commit, date_ms=date_ms, torch=torch_version, cuda=cuda,
+                    python=python, env_name=env_name, quick=quick)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise XferbenchError(f"results file {path} holds a malformed result ({exc}): restore "
+                             "it from git or delete it") from None
+    return out
+
+
+def _parse_rows(out: list[Result], entries: dict[str, Any], columns: list[str],
+                benchmarks: dict[str, dict[str, Any]], **common: Any) -> None:
     for name, row in entries.items():
         if not isinstance(row, list):
             continue
@@ -299,16 +270,13 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]]) -> list
                 benchmark=name,
                 params=tuple(zip(names or [f"p{j}" for j in range(len(combo))], combo)),
                 value=None if v is None else float(v),
-                unit=str(info.get("unit", "unknown")),
-                machine=machine, commit=commit, date_ms=date_ms, torch=torch_version,
-                cuda=cuda, python=python, env_name=env_name, path=path,
+                unit=str(info.get("unit", "unknown")), **common,
                 samples=tuple(float(x) for x in samples) if samples else None,
                 q25=column("stats_q_25"), q75=column("stats_q_75"),
                 ci_99=(ci_a, ci_b) if ci_a is not None and ci_b is not None else None,
                 number=column("stats_number"), repeat=column("stats_repeat"),
                 started_ms=started if isinstance(started, int) else None,
             ))
-    return out
 
 
 def _column_reader(cols: dict[str, Any], i: int) -> Any:
@@ -320,21 +288,11 @@ def _column_reader(cols: dict[str, Any], i: int) -> Any:
     return column
 
 
-def metadata_path(results_path: str) -> str:
-    return results_path[: -len(".json")] + METADATA_SUFFIX
-
-
-def load_metadata(results_path: str) -> dict[str, Any]:
-    path = metadata_path(results_path)
-    if not os.path.exists(path):
-        return {}
-    data = _load_json(path, "metadata file")
-    if not isinstance(data, dict) or data.get("schema_version") != METADATA_SCHEMA_VERSION:
-        raise XferbenchError(
-            f"metadata file {path} has schema_version {data.get('schema_version')!r}: "
-            f"this xferbench reads version {METADATA_SCHEMA_VERSION}"
-        )
-    return data
+def _sidecar_quick(meta: dict[str, Any]) -> bool:
+    """Whether the sidecar says its run had quick budgets (files from before the "quick"
+    param say so only there)."""
+    run = meta.get("run", {}) if meta else {}
+    return bool(run.get("quick") or run.get("short_budgets"))
 
 
 def load_file(path: str) -> ResultSet:
@@ -345,10 +303,10 @@ def load_file(path: str) -> ResultSet:
         raise XferbenchError(f"results file {path} does not exist")
     root = os.path.dirname(os.path.dirname(path))
     benchmarks = load_benchmarks(root)
-    results = parse_results_file(path, benchmarks)
+    meta = load_metadata(path)
+    results = parse_results_file(path, benchmarks, quick=_sidecar_quick(meta))
     if not results:
         raise XferbenchError(f"results file {path} holds no results")
-    meta = load_metadata(path)
     return ResultSet(results, benchmarks, root, {path: meta} if meta else {})
 
 
@@ -359,8 +317,8 @@ def load(root: str = "results") -> ResultSet:
     results: list[Result] = []
     metadata: dict[str, dict[str, Any]] = {}
     for _machine, path in iter_result_files(root):
-        results.extend(parse_results_file(path, benchmarks))
         meta = load_metadata(path)
+        results.extend(parse_results_file(path, benchmarks, quick=_sidecar_quick(meta)))
         if meta:
             metadata[path] = meta
     if not results:

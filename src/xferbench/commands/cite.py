@@ -36,6 +36,8 @@ def register_cli(sub: Any) -> None:
                    help="results folder (default: results)")
     p.add_argument("--site", default="site", metavar="DIR",
                    help="the published site, for the figure's path (default: site)")
+    p.add_argument("--allow-quick", action="store_true",
+                   help="cite a quick run's number if there is no other (marked as such)")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown",
                    help="markdown sentence and table (default) or JSON")
     p.set_defaults(func=cmd_cite)
@@ -72,6 +74,7 @@ class Citation:
     figure: str
     figure_exists: bool
     others: tuple[str, ...]  # other series that measured it ("torch X on M")
+    quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
 
     @property
     def spread(self) -> float | None:
@@ -129,8 +132,9 @@ def _check_params(rs: ResultSet, benchmark: str, params: dict[str, str]) -> None
 
 
 def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str | None = None,
-           machine: str | None = None) -> tuple[Result, list[Result]]:
-    """The newest measured result of ``benchmark`` at ``params``, and the other series' ones."""
+           machine: str | None = None, allow_quick: bool = False) -> tuple[Result, list[Result]]:
+    """The newest measured result of ``benchmark`` at ``params``, and the other series' ones.
+    A quick run's numbers (a smoke run's budgets) are never chosen unless ``allow_quick``."""
     benchmark = resolve_benchmark(rs, benchmark)
     _check_params(rs, benchmark, params)
     pool = rs
@@ -144,6 +148,13 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
     found = pool.find(benchmark, **params)
     measured = [r for r in found if r.ok]
     label = benchmark + (f" ({_kv(params)})" if params else "")
+    if measured and not allow_quick:
+        full = [r for r in measured if not r.quick]
+        if not full:
+            raise XferbenchError(
+                f"{label} has only quick-run numbers (a smoke run's shortened budgets): run "
+                "the suite without --quick, or pass --allow-quick to cite one anyway")
+        measured = full
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
@@ -175,8 +186,9 @@ def _display_path(path: str) -> str:
 
 def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
          torch: str | None = None, machine: str | None = None,
-         site: str = "site") -> Citation:
-    r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine)
+         site: str = "site", allow_quick: bool = False) -> Citation:
+    r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
+                       allow_quick=allow_quick)
     meta = rs.metadata_for(r)
     figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
 
@@ -202,6 +214,7 @@ def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
         results_file=_display_path(r.path), figure=_display_path(os.path.abspath(figure)),
         figure_exists=os.path.isfile(figure),
         others=tuple(sorted({f"torch {o.torch} on {o.machine}" for o in others})),
+        quick=r.quick,
     )
 
 
@@ -270,7 +283,9 @@ def sentence(c: Citation) -> str:
     return (f"{what} measured a median of {_value(c.value, c.unit)}"
             f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
-            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`.")
+            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
+            + (" A quick run (shortened budgets): a smoke test, not a figure to publish."
+               if c.quick else ""))
 
 
 def format_markdown(c: Citation) -> list[str]:
@@ -294,7 +309,7 @@ def as_dict(c: Citation) -> dict[str, Any]:
 def cmd_cite(args: argparse.Namespace) -> int:
     params = parse_params(args.params, args.param)
     c = cite(load(args.results), args.benchmark, params, torch=args.torch,
-             machine=args.machine, site=args.site)
+             machine=args.machine, site=args.site, allow_quick=args.allow_quick)
     if args.format == "json":
         print(json.dumps(as_dict(c), indent=2))
     else:

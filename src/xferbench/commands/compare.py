@@ -3,7 +3,8 @@ significance test on the recorded samples and a threshold, so CI can gate on reg
 
 A and B are PyTorch versions ("2.13.0" finds "2.13.0+cpu"), suite commits (a prefix) or
 asv results files. Exit status: 1 when a benchmark is significantly worse by more than the
-threshold, 0 otherwise, 2 on bad input.
+threshold or failed in B where A measured it, 0 otherwise, 2 on bad input (A and B the same
+results included), 3 when a side measured nothing at all.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..comparison import MARKS, WORSE, Row, compare_results
+from ..comparison import FAILED, MARKS, REGRESSIONS, Row, compare_results
 from ..errors import XferbenchError
 from ..results import Result, ResultSet, load, load_file
 from ..stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
@@ -30,8 +32,10 @@ def register_cli(sub: Any) -> None:
              "regression)",
         description="B against A for every benchmark both measured. A and B: a PyTorch "
                     "version (2.13.0 or 2.13.0+cpu), a suite commit (prefix) or an asv "
-                    "results file. Exit status 1 when one is significantly worse by more "
-                    "than the threshold.")
+                    "results file. Exit status: 0 no regression; 1 a benchmark significantly "
+                    "worse by more than the threshold, or failed in B where A measured it; 2 "
+                    "bad input (A and B the same results included); 3 a side that measured "
+                    "nothing.")
     p.add_argument("a", metavar="A",
                    help="baseline: PyTorch version, suite commit or results file")
     p.add_argument("b", metavar="B",
@@ -53,6 +57,10 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=cmd_compare)
 
 
+class MeasuredNothing(XferbenchError):
+    """One side of a comparison holds no number at all: compare's exit status 3."""
+
+
 @dataclass(frozen=True)
 class Side:
     spec: str
@@ -71,7 +79,7 @@ class Comparison:
 
     @property
     def regressions(self) -> list[Row]:
-        return [r for r in self.rows if r.mark == WORSE]
+        return [r for r in self.rows if r.mark in REGRESSIONS]
 
     @property
     def exit_status(self) -> int:
@@ -145,6 +153,16 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
                     f"{', '.join(names)}")
         sides.append(Side(side.spec, side.label, rs.newest()))
     a, b = sides
+    if {r.path for r in a.results} == {r.path for r in b.results}:
+        raise XferbenchError(
+            f"A ({a.label}) and B ({b.label}) are the same results "
+            f"({', '.join(sorted(os.path.basename(p) for p in {r.path for r in a.results}))}): "
+            "nothing to compare; name two PyTorch versions, commits or files")
+    for side in (a, b):
+        if not any(r.ok for r in side.results):
+            raise MeasuredNothing(
+                f"{side.label} has no measured number (every benchmark there was skipped or "
+                "failed): a broken run, not a comparison")
     # one machine on each side (two results files, say): compare across the machines
     by_machine = not (len(a.results.machines()) == 1 and len(b.results.machines()) == 1)
     rows, skipped = compare_results(a.results, b.results, threshold=threshold, alpha=alpha,
@@ -200,8 +218,10 @@ def format_comparison(c: Comparison) -> list[str]:
     lines.append(f"better/worse: significant (p < {c.alpha:g}, Mann-Whitney U on the samples; "
                  f"without samples, disjoint 99% CIs) and beyond {c.threshold:.0%}.")
     if c.regressions:
-        lines.append(f"REGRESSION: {len(c.regressions)} significantly worse by more than "
-                     f"{c.threshold:.0%} in B")
+        worse = sum(1 for r in c.regressions if r.mark != FAILED)
+        broke = len(c.regressions) - worse
+        lines.append(f"REGRESSION: {worse} significantly worse by more than {c.threshold:.0%} "
+                     f"in B" + (f"; {broke} measured in A but failed in B" if broke else ""))
     else:
         lines.append(f"no regression beyond {c.threshold:.0%}")
     return lines
@@ -226,11 +246,19 @@ def as_dict(c: Comparison) -> dict[str, Any]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    c = compare(args.a, args.b, results=args.results, threshold=args.threshold,
-                alpha=args.alpha, machine=args.machine, torch=args.torch, bench=args.bench)
+    try:
+        c = _compare(args)
+    except MeasuredNothing as exc:
+        print(f"xferbench: {exc}", file=sys.stderr)
+        return 3
     if args.format == "json":
         print(json.dumps(as_dict(c), indent=2))
     else:
         for line in format_comparison(c):
             print(line)
     return c.exit_status
+
+
+def _compare(args: argparse.Namespace) -> Comparison:
+    return compare(args.a, args.b, results=args.results, threshold=args.threshold,
+                   alpha=args.alpha, machine=args.machine, torch=args.torch, bench=args.bench)

@@ -8,24 +8,44 @@ from typing import Any
 
 from ..metadata import collect
 
+#: Fields whose None means "there is none" (a CPU build has no CUDA, a CPU no GPU), not
+#: "could not be read": the table says "none" for them, "unknown" for the others.
+ABSENT_WHEN_NONE = {
+    "accelerator": "device", "cuda": "torch", "hip": "torch", "gpu_name": "device",
+    "compute_capability": "device", "multiprocessors": "device", "device_memory_bytes": "device",
+    "pci_bus_id": "device", "gpu_numa_node": "device", "pcie_theoretical_bytes_per_s": "device",
+}
+
 
 def register_cli(sub: Any) -> None:
-    env = sub.add_parser("env", help="print the machine's metadata and the device's capabilities",
-                         allow_abbrev=False)
+    env = sub.add_parser(
+        "env", allow_abbrev=False,
+        help="print the machine's metadata and the device's capabilities",
+        description="What is recorded with every result: PyTorch and its build, CUDA/HIP, "
+                    "driver, GPU, PCIe link, NUMA node, CPU, threads, OS, Python, and the "
+                    "device's capabilities. Exit status 2 when the device is absent.")
     env.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N, xpu, mps")
-    env.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    env.add_argument("--format", choices=("text", "json"), default="text",
+                     help="a table (default) or JSON")
+    env.add_argument("--json", dest="format", action="store_const", const="json",
+                     help="the same as --format json")
     env.set_defaults(func=cmd_env)
 
 
 def cmd_env(args: argparse.Namespace) -> int:
     meta = collect(args.device)
-    if args.json:
+    if args.format == "json":
         print(json.dumps(meta, indent=2, sort_keys=True, default=str))
         return 0
+    cpu_only = meta.get("accelerator") is None
     width = max(len(k) for k in meta)
     for key in sorted(meta):
         value = meta[key]
         if isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
-        print(f"{key:<{width}}  {'unknown' if value is None else value}")
+        if value is None:
+            absent = key in ABSENT_WHEN_NONE and (
+                cpu_only or ABSENT_WHEN_NONE[key] == "torch")
+            value = "none" if absent else "unknown"
+        print(f"{key:<{width}}  {value}")
     return 0

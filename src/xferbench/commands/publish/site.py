@@ -26,6 +26,7 @@ from typing import Any
 
 from ...asvrepo import find_repo, git_branches, write_asv_config
 from ...errors import XferbenchError
+from ...labels import check_output_folder
 from ...results import ResultSet, load, version_key
 from ...sitemap import headline_figure_path
 from ...stats import THRESHOLD
@@ -97,10 +98,11 @@ class Site:
 
 
 def _check_out(out: str) -> None:
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise XferbenchError(f"--out {out} is a file: give a folder for the site")
+    check_output_folder("--out", out)
     if not os.path.exists(out):
         return
-    if not os.path.isdir(out):
-        raise XferbenchError(f"--out {out} is a file: give a folder for the site")
     if os.listdir(out) and not os.path.exists(os.path.join(out, SITE_MARKER)):
         raise XferbenchError(
             f"--out {out} holds files that publish did not write: give an empty or new folder"

@@ -22,12 +22,19 @@ class Progress:
         self.started = time.monotonic()
         self.outcomes: dict[str, list[dict[str, Any]]] = {}  # class -> runtime skips/failures
         self._param_names: dict[str, list[str]] = {}
+        self.expect: dict[str, str] = {}
+        #: Set when a class's process ran another interpreter or torch than this run's.
+        self.mismatch = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._follow, daemon=True)
         open(path, "a").close()
 
-    def start(self, param_names: dict[str, list[str]]) -> Progress:
+    def start(self, param_names: dict[str, list[str]],
+              expect: dict[str, str] | None = None) -> Progress:
+        """Follow the file; ``expect`` is what each class must report it ran ("executable",
+        "torch"), or the run is refused."""
         self._param_names = param_names
+        self.expect = dict(expect or {})
         self._thread.start()
         return self
 
@@ -57,6 +64,11 @@ class Progress:
             return
         name = record.get("class", "?")
         if record.get("event") == "start":
+            for key, want in self.expect.items():
+                got = record.get(key)
+                if got is not None and got != want and not self.mismatch:
+                    self.mismatch = (f"{name} ran with {key} {got}, not this run's {want}: "
+                                     "something else's interpreter answered")
             # asv's "Setting up ..." line waits for its "ok": ours go below it
             print(f"\n  {name}: measuring {record.get('total')} combinations in one process",
                   file=self.out, flush=True)

@@ -1,0 +1,45 @@
+"""One asv call of a run, under the reaper (``reaper.py``): whatever asv starts dies with
+``xferbench run``, and the results folder's lock is held until it has.
+
+An interrupt of ``xferbench run`` (Ctrl-C, or SIGTERM turned into one) stops asv the way
+Ctrl-C stops it, so that asv keeps what it saved; asv is given 15 s, then everything below
+the reaper is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+#: Set by the SIGTERM handler: asv got no SIGINT from a terminal and must be asked to stop.
+_TERMINATED: list[bool] = []
+
+
+def terminate_as_interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM stops the run the way Ctrl-C does: asv is stopped, results kept."""
+    _TERMINATED.append(True)
+    raise KeyboardInterrupt
+
+
+def run_asv(cmd: list[str], *, cwd: str, env: dict[str, str], lock_fd: int,
+            results_file: str) -> int:
+    """Run ``cmd`` (asv) under the reaper, which holds ``lock_fd`` and, should this process
+    die, kills what asv started and restores ``results_file`` from its backup."""
+    reaper = [sys.executable, "-m", "xferbench.commands.run.reaper", str(os.getpid()),
+              results_file, "--", *cmd]
+    proc = subprocess.Popen(reaper, cwd=cwd, env=env, pass_fds=(lock_fd,))
+    try:
+        return proc.wait()
+    except BaseException:
+        if proc.poll() is None:
+            if _TERMINATED:  # a Ctrl-C reached asv already; a SIGTERM did not
+                proc.send_signal(signal.SIGUSR1)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.terminate()  # the reaper kills everything below it
+                proc.wait()
+        raise
