@@ -183,3 +183,18 @@ def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
     assert all(json.loads(Path(metadata_path(p)).read_text())["run"]["commit"] == real
                for p in moved)
     assert labels.main(["relabel", str(tmp_path / "r"), "abc"]) == 2
+
+
+@pytest.mark.slow
+def test_run_format_json_prints_a_summary_on_stdout_and_progress_on_stderr(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "xferbench", "run", "--quick", "--device", "cpu", "--machine",
+         "jsonbox", "--results", str(tmp_path / "r"), "--bench", r"^bench_sync\.",
+         "--format", "json"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)  # nothing else on stdout
+    assert summary["machine"] == "jsonbox" and summary["quick"] is True
+    assert summary["measured"] == 10 and summary["failed"] == 0
+    assert Path(summary["results"]).is_file() and Path(summary["metadata"]).is_file()
+    assert "item_per_epoch" in summary["headlines"]
+    assert "Loop(item_every_batch, 256): step_s" in proc.stderr  # the progress

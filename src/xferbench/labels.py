@@ -153,13 +153,14 @@ def clean_stale(results_dir: str) -> list[str]:
                 restored = not os.path.exists(target) or not loads_ok(target)
                 settle(target, path)
                 done.append(f"{'restored' if restored else 'removed the backup of'} {target}")
-            elif (m := re.fullmatch(r"(.+)\.(\d+)\.tmp", name)) and not _alive(int(m.group(2))):
+            elif (m := re.fullmatch(r"(.+)\.(\d+)\.tmp", name)) and not alive(int(m.group(2))):
                 os.remove(path)
                 done.append(f"removed {path}")
     return done
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 asks without sending)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

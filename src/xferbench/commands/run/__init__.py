@@ -47,6 +47,7 @@ from ...devices import resolve_device
 from ...errors import XferbenchError
 from ...headline import copy_rows, format_copy_rows, format_headlines, headlines
 from ...labels import (
+    alive,
     backup_path,
     check_output_folder,
     clean_stale,
@@ -187,7 +188,7 @@ def _clean_work_dirs() -> None:
     base = tempfile.gettempdir()
     for name in os.listdir(base):
         m = re.fullmatch(rf"{WORK_PREFIX}(\d+)-\w+", name)
-        if m and not os.path.exists(f"/proc/{m.group(1)}"):
+        if m and not alive(int(m.group(1))):
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
@@ -280,7 +281,7 @@ def _run(args: argparse.Namespace, opts: Options, out: Any, lock_fd: int, work: 
             protect(out_path, backup)
             try:
                 codes.append(run_asv(cmd, cwd=repo, env=env, lock_fd=lock_fd,
-                                     results_file=out_path))
+                                     results_file=out_path, stdout=out))
             finally:
                 if progress.mismatch:  # numbers from another interpreter: never labelled
                     _discard(out_path, backup)

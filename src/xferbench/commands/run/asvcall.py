@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any
+from typing import IO, Any
 
 #: Set by the SIGTERM handler: asv got no SIGINT from a terminal and must be asked to stop.
 _TERMINATED: list[bool] = []
@@ -25,12 +25,15 @@ def terminate_as_interrupt(signum: int, frame: Any) -> None:
 
 
 def run_asv(cmd: list[str], *, cwd: str, env: dict[str, str], lock_fd: int,
-            results_file: str) -> int:
+            results_file: str, stdout: IO[str] | None = None) -> int:
     """Run ``cmd`` (asv) under the reaper, which holds ``lock_fd`` and, should this process
-    die, kills what asv started and restores ``results_file`` from its backup."""
+    die, kills what asv started and restores ``results_file`` from its backup. asv's output
+    goes to ``stdout`` (this process's by default)."""
     reaper = [sys.executable, "-m", "xferbench.commands.run.reaper", str(os.getpid()),
               results_file, "--", *cmd]
-    proc = subprocess.Popen(reaper, cwd=cwd, env=env, pass_fds=(lock_fd,))
+    if stdout is not None:
+        stdout.flush()
+    proc = subprocess.Popen(reaper, cwd=cwd, env=env, pass_fds=(lock_fd,), stdout=stdout)
     try:
         return proc.wait()
     except BaseException:
