@@ -92,6 +92,18 @@ def _run(cmd: list[str], log: Path) -> None:
         raise BuildUnavailable(f"build failed ({last[:200]}); full log: {log}")
 
 
+def _remove_stale_builds(keep: Path) -> None:
+    """Builds of older sources or another torch are never loaded again: remove them (and
+    logs of failed builds). A process that still has one loaded keeps its mapping."""
+    for path in keep.parent.iterdir():
+        if path == keep or ".building-" in path.name:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.name.endswith(".build.log"):
+            path.unlink(missing_ok=True)
+
+
 def build(*, quiet: bool = True) -> Path:
     """The library's path, building it first if this torch and these sources have none.
 
@@ -135,6 +147,7 @@ def build(*, quiet: bool = True) -> Path:
         work.rename(final)
     except OSError:  # another process finished first: use its build
         shutil.rmtree(work, ignore_errors=True)
+    _remove_stale_builds(keep=final)
     if not quiet:
         print(f"emu: built in {seconds:.0f} s", file=sys.stderr)
     return final / LIBRARY_NAME

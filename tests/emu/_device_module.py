@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -82,8 +83,23 @@ def stream(stream: torch.Stream | None) -> Iterator[None]:
         yield
 
 
+DEVICE_NAME = "xferbench emulated accelerator"
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What ``torch.cuda.get_device_properties`` would say, where it means something here."""
+
+    name: str
+    total_memory: int
+
+
 def get_device_name(device: Any = None) -> str:
-    return "xferbench emulated accelerator"
+    return DEVICE_NAME
+
+
+def get_device_properties(device: Any = None) -> DeviceProperties:
+    return DeviceProperties(DEVICE_NAME, torch.accelerator.get_memory_info(device)[1])
 
 
 # Kernels on emu tensors run on the CPU with the CPU's generator (see device.cpp), so the

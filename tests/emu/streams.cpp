@@ -70,6 +70,11 @@ class Worker {
     return started_.load();
   }
 
+  // False in a forked child: the worker thread stayed behind in the parent.
+  bool runs_here() const {
+    return started_.load() && owner_pid_.load() == getpid();
+  }
+
  private:
   // Threads do not survive fork(): a child that inherited a started stream would wait for
   // ever. CUDA refuses such a child too, so say so instead of hanging.
@@ -222,7 +227,8 @@ void after_queued_work(std::function<void()> fn) {
   std::vector<Worker*> busy;
   for (int i = 0; i < kMaxDevices * kStreamsPerDevice; ++i) {
     Worker& w = workers()[i];
-    if (w.started() && !w.idle()) {
+    // In a forked child no worker runs, so nothing queued can touch the memory any more.
+    if (w.runs_here() && !w.idle()) {
       busy.push_back(&w);
     }
   }
