@@ -439,6 +439,18 @@ def test_no_compiler_is_one_line_and_a_failure_status(run_python, tmp_path):
     assert not os.path.exists(tmp_path / "cache") or not any((tmp_path / "cache").iterdir())
 
 
+def test_a_failed_build_is_one_line_naming_its_log(run_python, tmp_path):
+    env = {"CXX": "/bin/false", "XFERBENCH_EMU_CACHE": str(tmp_path)}
+    done = run_python("tests/emu/_build.py", env=env)
+    assert done.returncode == 1
+    [line] = done.stdout.splitlines()
+    assert line.startswith("emu: not built: build failed: CMake Error")
+    assert "not able to compile" in line
+    log = Path(line.rsplit("full log: ", 1)[1])
+    assert log.is_file() and log.parent == tmp_path
+    assert not any(path.is_dir() for path in tmp_path.iterdir())  # nothing left to load
+
+
 def test_loading_twice_is_harmless(dev):
     module = torch.emu
     emu.load()

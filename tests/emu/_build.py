@@ -86,10 +86,27 @@ def _run(cmd: list[str], log: Path) -> None:
         out.flush()
         done = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
-        lines = log.read_text(errors="replace").splitlines()
-        errors = [line for line in lines if "error" in line.lower()]
-        last = (errors or lines or ["(no output)"])[0 if errors else -1].strip()
-        raise BuildUnavailable(f"build failed ({last[:200]}); full log: {log}")
+        first = _first_error(log.read_text(errors="replace").splitlines())
+        raise BuildUnavailable(f"build failed: {first[:240]}; full log: {log}")
+
+
+def _first_error(lines: list[str]) -> str:
+    """The line of a build log that says what went wrong."""
+    for line in lines:
+        if ": error:" in line or "fatal error" in line:
+            return line.strip()
+    for i, line in enumerate(lines):
+        if line.startswith("CMake Error"):  # its message follows, in wrapped lines
+            message: list[str] = []
+            for text in (text.strip() for text in lines[i + 1:]):
+                if text.endswith(":") or text.startswith(("Call Stack", "CMake ")):
+                    break
+                if text:
+                    message.append(text)
+                if len(message) == 4:
+                    break
+            return " ".join([line.strip(), *message])
+    return lines[-1].strip() if lines else "(no output)"
 
 
 def _remove_stale_builds(keep: Path) -> None:

@@ -19,5 +19,5 @@ if os.environ.get("XFERBENCH_EMU") == "1":
         import emu
 
         emu.load()
-    except Exception as exc:  # noqa: BLE001 - start-up must go on; say why in one line
+    except Exception as exc:  # start-up must go on: say why in one line
         print(f"emu: not loaded: {type(exc).__name__}: {exc}", file=sys.stderr)
