@@ -290,6 +290,10 @@ def test_torch_stream_context_and_device_module(dev):
             assert torch.emu.current_stream() == side
     assert torch.accelerator.current_stream().stream_id == 0
     assert torch.emu.default_stream() == torch.accelerator.current_stream()
+    assert side.native_handle != torch.accelerator.current_stream().native_handle
+    torch.ones(4, device=dev).record_stream(side)  # accepted: frees wait for every stream
+    with torch.autocast("emu", dtype=torch.bfloat16):  # accepted and changes nothing
+        assert (torch.ones(2, device=dev) @ torch.ones(2, device=dev)).dtype == torch.float32
     torch.emu.synchronize()
     assert torch.emu.current_device() == 0 and torch.emu.device_count() == DEVICES
     assert torch.emu.get_device_properties(0).total_memory > 0

@@ -12,7 +12,6 @@
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
-#include <string>
 
 namespace emu {
 namespace {
@@ -83,6 +82,10 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::Stream exchangeStream(c10::Stream stream) const override {
     return exchange_stream(stream);
+  }
+
+  void* getStreamNativeHandle(const c10::Stream stream) const override {
+    return stream_handle(stream);
   }
 
   c10::DeviceIndex deviceCount() const noexcept override {

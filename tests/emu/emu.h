@@ -41,6 +41,8 @@ c10::Stream new_stream(c10::DeviceIndex index);
 // there before it. Jobs must not throw.
 void enqueue(const c10::Stream& stream, std::function<void()> job);
 void synchronize_stream(const c10::Stream& stream);
+// An opaque, stable pointer that identifies the stream (torch.Stream.native_handle).
+void* stream_handle(const c10::Stream& stream);
 bool query_stream(const c10::Stream& stream);
 void synchronize_device(c10::DeviceIndex index);
 // Run `fn` once every job queued so far, on every stream of every device, has run; at once

@@ -170,6 +170,9 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool non_bloc
   return dst;
 }
 
+// tensor.record_stream(s): frees already wait for every stream's queued work.
+void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {}
+
 at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
   if (!dst.sizes().equals(src.sizes())) {
     dst.resize_(src.sizes());
@@ -222,6 +225,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("record_stream", TORCH_FN(record_stream));
   // Views must alias the same memory; the fallback would return copies. The CPU's
   // implementations only rearrange sizes, strides and storage, so they serve as they are.
   m.impl("view", TORCH_FN(at::native::view));
@@ -235,6 +239,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
+
+// torch.autocast("emu") is accepted and changes nothing: kernels run on the CPU at the
+// dtypes they are given. Without this every op inside the block would fail to dispatch.
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
 }
 
 // Test knobs, reached from Python as torch.ops.xferbench_emu.<name>.

@@ -3,7 +3,6 @@
 // lands later" real: the host thread only ever enqueues, the worker does the work.
 #include "emu.h"
 
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
 #include <unistd.h>
@@ -201,6 +200,10 @@ void enqueue(const c10::Stream& stream, std::function<void()> job) {
 
 void synchronize_stream(const c10::Stream& stream) {
   worker_for(stream).synchronize();
+}
+
+void* stream_handle(const c10::Stream& stream) {
+  return &worker_for(stream);
 }
 
 bool query_stream(const c10::Stream& stream) {
