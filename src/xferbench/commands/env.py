@@ -12,7 +12,9 @@ from ..metadata import collect
 def register_cli(sub: Any) -> None:
     env = sub.add_parser("env", help="print the machine's metadata and the device's capabilities",
                          allow_abbrev=False)
-    env.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N, xpu, mps")
+    env.add_argument("--device", default="auto",
+                     help="auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a "
+                          "registered PrivateUse1 backend (e.g. emu)")
     env.add_argument("--json", action="store_true", help="print JSON instead of a table")
     env.set_defaults(func=cmd_env)
 

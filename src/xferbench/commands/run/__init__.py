@@ -50,7 +50,9 @@ def register_cli(sub: Any) -> None:
                        allow_abbrev=False)
     p.add_argument("--quick", action="store_true",
                    help="short budgets and one asv pass: a smoke run, not numbers to publish")
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N, xpu, mps")
+    p.add_argument("--device", default="auto",
+                   help="auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a "
+                        "registered PrivateUse1 backend (e.g. emu)")
     p.add_argument("--bench", default=None, metavar="REGEX",
                    help="only benchmarks whose name matches REGEX (as asv --bench)")
     p.add_argument("--machine", default=None, help="machine name (default: host and GPU name)")
