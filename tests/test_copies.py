@@ -14,7 +14,15 @@ import pytest
 from xferbench import XferbenchError
 from xferbench.device_memory import DoesNotFit
 from xferbench.devices import capabilities
-from xferbench.practices import DEFAULT_SIZES, FULL_SIZES, Budget, VerificationError, sizes
+from xferbench.practices import (
+    DEFAULT_SIZES,
+    FULL_SIZES,
+    HEADLINE_NBYTES,
+    Budget,
+    VerificationError,
+    headline_nbytes,
+    sizes,
+)
 from xferbench.practices import copies as cp
 from xferbench.practices.copies import (
     DIRECTIONS,
@@ -190,9 +198,16 @@ def test_full_sweep_is_every_power_of_two_from_1kib_to_1gib(monkeypatch, value):
     assert all(b == 2 * a for a, b in zip(got, got[1:]))
 
 
+def test_smoke_sweep_is_one_size_that_stands_in_for_the_headline(monkeypatch):
+    assert headline_nbytes() == HEADLINE_NBYTES == 64 * MiB
+    monkeypatch.setenv("XFERBENCH_SWEEP", "smoke")
+    assert sizes() == (MiB,) and headline_nbytes() == MiB
+
+
 def test_bad_sweep_is_refused_naming_it(monkeypatch):
     monkeypatch.setenv("XFERBENCH_SWEEP", "huge")
-    with pytest.raises(XferbenchError, match="XFERBENCH_SWEEP='huge' is not a sweep"):
+    with pytest.raises(XferbenchError, match="XFERBENCH_SWEEP='huge' is not a sweep: use "
+                                             "default, smoke or full"):
         sizes()
 
 

@@ -134,12 +134,14 @@ def test_bad_cases_are_refused():
         CreationCase("arange", "to", 12)
 
 
-def test_sizes_default_and_full(monkeypatch):
+def test_sizes_default_full_and_smoke(monkeypatch):
     monkeypatch.delenv("XFERBENCH_SWEEP", raising=False)
     assert creation_sizes() == (4 * KiB, 64 * MiB)
     monkeypatch.setenv("XFERBENCH_SWEEP", "full")
     full = creation_sizes()
     assert len(full) > 2 and all(n & (n - 1) == 0 for n in full)
+    monkeypatch.setenv("XFERBENCH_SWEEP", "smoke")
+    assert creation_sizes() == (MiB,)
 
 
 @pytest.mark.skipif(host_peak_skip_reason() is not None, reason=str(host_peak_skip_reason()))

@@ -40,6 +40,7 @@ from ...errors import XferbenchError
 from ...headline import copy_rows, format_copy_rows, format_headlines, headlines
 from ...labels import backup_path, label_results, protect, settle, write_metadata
 from ...metadata import collect
+from ...practices import SWEEPS
 from ...results import load
 from .progress import Progress, progress_path
 from .suite import SuiteClass, describe_suite, skipped_at_discovery
@@ -62,8 +63,9 @@ def register_cli(sub: Any) -> None:
                    help="torch intra-op threads in the benchmark processes (default: 1 on a "
                         "CPU device, as torch.utils.benchmark; torch's own default on an "
                         "accelerator)")
-    p.add_argument("--sweep", choices=("default", "full"), default=None,
-                   help="size grid (default: $XFERBENCH_SWEEP or 'default')")
+    p.add_argument("--sweep", choices=SWEEPS, default=None,
+                   help="size grid (default: $XFERBENCH_SWEEP or 'default'; smoke: one small "
+                        "size that stands in for the headline size, every branch, no headline)")
     p.set_defaults(func=cmd_run)
 
 
@@ -140,9 +142,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     meta = collect(dev)
     machine = slug(args.machine) if args.machine else default_machine_name(meta)
     torch_version, cuda = torch_label(meta)
-    sweep = args.sweep or os.environ.get("XFERBENCH_SWEEP", "default")
-    if sweep not in ("default", "full"):
-        raise XferbenchError(f"XFERBENCH_SWEEP={sweep!r} is not a sweep: use default or full")
+    sweep = args.sweep or os.environ.get("XFERBENCH_SWEEP", "").strip().lower() or "default"
+    if sweep not in SWEEPS:
+        raise XferbenchError(
+            f"XFERBENCH_SWEEP={sweep!r} is not a sweep: use default, smoke or full")
+    if meta.get("emulated") and os.path.realpath(results_dir) == os.path.realpath(
+            os.path.join(repo, "results")):
+        raise XferbenchError(
+            f"device {dev} is emulated: its times are not measurements, so they do not go "
+            f"into {args.results}/; give --results DIR")
     if args.threads is not None and args.threads < 1:
         raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
     # On a CPU the benchmarks share the cores with asv itself; one thread, as
@@ -177,6 +185,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             "short_budgets": env.get("XFERBENCH_QUICK", "0") not in ("", "0"),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "complete": False, "files": [], "outcomes": {}}
+        if meta.get("emulated"):
+            print(f"xferbench run: {dev} is emulated on the host: every accelerator path runs, "
+                  "but no time below is a measurement", flush=True)
         print(f"xferbench run: torch {torch_version} (CUDA {cuda}) on {dev.name}, machine "
               f"{machine}, suite {commit[:8]}, {sweep} grid{' (quick)' if args.quick else ''}: "
               f"{total} combinations to measure in {len(groups)} asv calls", flush=True)
@@ -228,12 +239,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1
     print(f"\nresults: {os.path.relpath(out_path)} ({time.monotonic() - started:.0f} s)")
     rs = load(results_dir).filter(machine=machine, torch=torch_version, commit=commit)
-    print()
-    for line in format_copy_rows(copy_rows(rs)):
-        print(line)
-    print()
-    for line in format_headlines(headlines(rs)):
-        print(line)
+    if sweep == "smoke":
+        print("smoke sweep: every branch ran at one size; it quotes no headline")
+    else:
+        print()
+        for line in format_copy_rows(copy_rows(rs)):
+            print(line)
+        print()
+        for line in format_headlines(headlines(rs)):
+            print(line)
+    if meta.get("emulated"):
+        print(f"{dev} is emulated: these times are host threads', not measurements")
     if failed:
         print("xferbench run: a benchmark failed (see asv's output above)", file=sys.stderr)
         return 1
