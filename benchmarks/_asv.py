@@ -18,6 +18,7 @@ a child process that imports torch once and fills that cache.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import itertools
@@ -52,7 +53,9 @@ _PROBE_CODE = (
 
 def _probe_cache_path(spec: str) -> str:
     """A cache file named after everything that changes the probe's answer: the interpreter,
-    its torch installation, the device asked for, the visible devices and this boot."""
+    its torch installation, the device asked for, the visible devices, this boot, what loads
+    a PrivateUse1 backend at start-up (tests/emu's autoload: XFERBENCH_EMU, PYTHONPATH), and
+    the probe's own fields (a checkout with other fields would misread the file)."""
     torch_spec = importlib.util.find_spec("torch")
     torch_dir = os.path.dirname(torch_spec.origin) if torch_spec and torch_spec.origin else ""
     try:
@@ -61,10 +64,12 @@ def _probe_cache_path(spec: str) -> str:
             boot = fh.read().strip()
     except OSError:
         boot = torch_stamp = ""
-    key = "\0".join([os.path.abspath(sys.executable), torch_dir, torch_stamp, spec, boot,
+    fields = ",".join(f.name for f in dataclasses.fields(Capabilities))
+    key = "\0".join([os.path.abspath(sys.executable), torch_dir, torch_stamp, spec, boot, fields,
                      *(os.environ.get(v, "") for v in (
                          "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                         "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"))])
+                         "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "XFERBENCH_EMU",
+                         "PYTHONPATH"))])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"xferbench-{os.getuid()}",
                         f"probe-{digest}.json")

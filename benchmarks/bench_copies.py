@@ -1,6 +1,6 @@
 """Host<->device copies: pageable vs pinned vs pin-then-copy, blocking vs non_blocking."""
 
-from xferbench.practices import HEADLINE_NBYTES, Budget, sizes
+from xferbench.practices import Budget, headline_nbytes, sizes
 from xferbench.practices.copies import (
     DIRECTIONS,
     HOST_MEMORY,
@@ -8,6 +8,7 @@ from xferbench.practices.copies import (
     SYNCS,
     CopyCase,
     copy_skip_reason,
+    overlap_matmul_n,
     overlap_skip_reason,
     pin_skip_reason,
     run_copy,
@@ -19,7 +20,7 @@ from xferbench.units import parse_size, size_label
 from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when
 
 SIZES = [size_label(n) for n in sizes()]
-HEADLINE = [size_label(HEADLINE_NBYTES)]
+HEADLINE = [size_label(headline_nbytes())]
 
 
 def _copy_reason(direction, host_memory, sync, layout, size):
@@ -123,7 +124,7 @@ class Overlap(Grid):
     setup_cache.timeout = grid_timeout(params, _overlap_reason, 7 * Budget().max_time_s)
 
     def measure(self, host_memory, size):
-        result = run_overlap(host_memory, parse_size(size), DEVICE)
+        result = run_overlap(host_memory, parse_size(size), DEVICE, matmul_n=overlap_matmul_n())
         return {"track_serialised_fraction": 1.0 - result.overlap}
 
     @skip_when(params, _overlap_reason)

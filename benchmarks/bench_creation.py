@@ -1,6 +1,6 @@
 """Tensor creation: device=dev vs .to(dev) vs .to(dev, non_blocking), and masks in forward."""
 
-from xferbench.practices import HEADLINE_NBYTES
+from xferbench.practices import headline_nbytes
 from xferbench.practices.creation import (
     BENCH_BUDGET,
     FACTORIES,
@@ -25,6 +25,7 @@ from xferbench.units import parse_size, size_label
 from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when
 
 SIZES = [size_label(n) for n in creation_sizes()]
+HEADLINE = size_label(headline_nbytes())  # memory is measured at this size alone
 
 
 def _case(factory, variant, size):
@@ -37,9 +38,9 @@ def _creation_reason(factory, variant, size):
 
 def _memory_case(factory, variant, size):
     if (factory not in MEMORY_FACTORIES or variant not in MEMORY_VARIANTS
-            or size != size_label(HEADLINE_NBYTES)):
+            or size != HEADLINE):
         return (f"memory is measured for {', '.join(MEMORY_FACTORIES)} x "
-                f"{', '.join(MEMORY_VARIANTS)} at {size_label(HEADLINE_NBYTES)}")
+                f"{', '.join(MEMORY_VARIANTS)} at {HEADLINE}")
     return _creation_reason(factory, variant, size)
 
 

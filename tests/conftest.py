@@ -2,6 +2,14 @@
 
 Tests marked ``gpu`` are skipped here when PyTorch reports no accelerator, so a CPU-only
 machine runs the whole suite with them shown as skipped (``-ra`` lists why).
+
+With ``XFERBENCH_EMU=1`` the session runs on the emulated accelerator (tests/emu): it is
+built if needed and loaded when pytest starts, becomes torch's accelerator for the whole
+session, and the ``gpu`` tests run on it (``scripts/test`` runs ``-m gpu`` so). If it cannot be
+built, the header says why in one line and the ``gpu`` tests stay skipped. On it, a test
+that asserts timing is skipped ("hardware only": its times are host threads'), and one that
+needs CUDA itself is skipped too ("CUDA only"): the markers ``timing`` and ``cuda_only(what)``
+say so, and the summary at the end counts both.
 """
 
 from __future__ import annotations
@@ -14,37 +22,107 @@ import sys
 import tempfile
 from pathlib import Path
 
+import emu  # tests/emu: stdlib only until load(), which imports torch
 import pytest
 
-from xferbench.devices import Capabilities, Device, capabilities, resolve_device
+from xferbench.devices import Capabilities, Device, capabilities, is_emulated, resolve_device
 from xferbench.practices import Budget
 
 #: The checkout's root: ``benchmarks/`` and ``src/`` live here.
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+#: Why XFERBENCH_EMU=1 asked for the emulated device and did not get it (one line), else None.
+EMU_UNAVAILABLE: str | None = None
+
+#: How a skip's reason starts, by why the test cannot run on this device.
+CUDA_ONLY = "CUDA only: "
+HARDWARE_ONLY = "hardware only: "
+
+
+def emu_requested() -> bool:
+    return os.environ.get("XFERBENCH_EMU") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global EMU_UNAVAILABLE
+    if not emu_requested():
+        return
+    try:
+        emu.load()  # builds once per torch version (cached in the venv), then loads
+    except emu.BuildUnavailable as exc:
+        EMU_UNAVAILABLE = str(exc)
+    except Exception as exc:  # a bad XFERBENCH_EMU_* value, a library torch refuses
+        EMU_UNAVAILABLE = f"{type(exc).__name__}: {exc}"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if not emu_requested():
+        return None
+    if EMU_UNAVAILABLE is not None:
+        return f"emulated device: not loaded, the gpu tests stay skipped: {EMU_UNAVAILABLE}"
+    return (f"emulated device: {accelerator()} (tests/emu) is torch's accelerator in this "
+            "session; correctness and flow only, timing assertions are skipped")
+
 
 @functools.cache
 def accelerator() -> Device | None:
-    """The accelerator PyTorch reports here (what ``resolve_device("auto")`` picks), or None."""
+    """The accelerator PyTorch reports here (what ``resolve_device("auto")`` picks), or None;
+    with XFERBENCH_EMU=1, the emulated one."""
     dev = resolve_device("auto")
     return dev if dev.is_accelerator else None
+
+
+def _no_accelerator_reason() -> str:
+    reason = "needs an accelerator: resolve_device('auto') is the CPU"
+    if EMU_UNAVAILABLE is not None:
+        reason += f" (the emulated device is not loaded: {EMU_UNAVAILABLE})"
+    return reason
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items or accelerator() is not None:
         return
-    skip = pytest.mark.skip(reason="needs an accelerator: resolve_device('auto') is the CPU")
+    skip = pytest.mark.skip(reason=_no_accelerator_reason())
     for item in gpu_items:
         item.add_marker(skip)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """On the emulated device, one line counting the gpu tests: passed, failed, and skipped
+    by why (CUDA only, hardware only, or the practice's own skip of a combination)."""
+    dev = accelerator() if emu_requested() and EMU_UNAVAILABLE is None else None
+    if dev is None or not is_emulated(dev):
+        return
+    stats = terminalreporter.stats
+    gpu = {kind: [r for r in stats.get(kind, []) if "gpu" in getattr(r, "keywords", {})
+                  and r.when in ("call", "setup")]
+           for kind in ("passed", "failed", "error", "skipped")}
+    reasons = [str(r.longrepr[-1]).removeprefix("Skipped: ") for r in gpu["skipped"]
+               if isinstance(r.longrepr, tuple)]
+    cuda = sum(r.startswith(CUDA_ONLY) for r in reasons)
+    hardware = sum(r.startswith(HARDWARE_ONLY) for r in reasons)
+    terminalreporter.write_line(
+        f"emulated device {dev}: {len(gpu['passed'])} gpu tests passed, "
+        f"{len(gpu['failed']) + len(gpu['error'])} failed, {len(gpu['skipped'])} skipped "
+        f"({cuda} CUDA only, {hardware} hardware only (timing), "
+        f"{len(reasons) - cuda - hardware} combinations the practice itself skips); "
+        "each skip's reason is listed below")
+
+
 @pytest.fixture
-def gpu_device() -> Device:
-    """The accelerator under test; skips the test when there is none."""
+def gpu_device(request: pytest.FixtureRequest) -> Device:
+    """The accelerator under test; skips the test when there is none, and where its markers
+    say it cannot run: ``cuda_only(what)`` off CUDA, ``timing`` on an emulated device."""
     dev = accelerator()
     if dev is None:
-        pytest.skip("needs an accelerator: resolve_device('auto') is the CPU")
+        pytest.skip(_no_accelerator_reason())
+    cuda_only = request.node.get_closest_marker("cuda_only")
+    if cuda_only is not None and dev.type != "cuda":
+        pytest.skip(f"{CUDA_ONLY}{cuda_only.args[0]} exists for CUDA and ROCm, not {dev}")
+    if request.node.get_closest_marker("timing") is not None and is_emulated(dev):
+        pytest.skip(f"{HARDWARE_ONLY}asserts timing, and {dev} is emulated on the host: its "
+                    "times are host threads', not a device's (the correctness twin runs)")
     return dev
 
 

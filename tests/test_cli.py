@@ -149,3 +149,6 @@ def test_env_json_names_the_accelerator(gpu_device, capsys):
     meta = json.loads(out)
     assert meta["accelerator"] == gpu_device.type
     assert meta["device"] == gpu_device.name
+    # by its name too: "emu" on the emulated device, a PrivateUse1 backend like any other
+    code, out, _ = _exit_code(["env", "--json", "--device", gpu_device.type], capsys)
+    assert code == 0 and json.loads(out)["device"] == gpu_device.name

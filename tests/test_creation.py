@@ -134,12 +134,14 @@ def test_bad_cases_are_refused():
         CreationCase("arange", "to", 12)
 
 
-def test_sizes_default_and_full(monkeypatch):
+def test_sizes_default_full_and_smoke(monkeypatch):
     monkeypatch.delenv("XFERBENCH_SWEEP", raising=False)
     assert creation_sizes() == (4 * KiB, 64 * MiB)
     monkeypatch.setenv("XFERBENCH_SWEEP", "full")
     full = creation_sizes()
     assert len(full) > 2 and all(n & (n - 1) == 0 for n in full)
+    monkeypatch.setenv("XFERBENCH_SWEEP", "smoke")
+    assert creation_sizes() == (MiB,)
 
 
 @pytest.mark.skipif(host_peak_skip_reason() is not None, reason=str(host_peak_skip_reason()))
@@ -192,12 +194,28 @@ def test_wrong_forward_output_fails_verification():
 
 
 @pytest.mark.gpu
-def test_on_accelerator_every_variant_verifies_and_copying_costs(gpu_device, small_budget):
+def test_on_accelerator_every_variant_verifies(gpu_device, small_budget):
     for factory in ("zeros", "randn", "as_tensor"):
         for variant in ("on_device", "to", "to_non_blocking"):
             m = run_creation(CreationCase(factory, variant, 1 * MiB), gpu_device, small_budget)
-            assert m.stats(READY_CLOCK).median > 0
-    result = compare_creation(gpu_device, budget=small_budget)
-    assert result.ratio > 1  # a 64 MiB copy from pageable memory costs more than a memset
+            assert m.device == gpu_device.name and m.stats(READY_CLOCK).median > 0
+    result = compare_creation(gpu_device, nbytes=4 * MiB, budget=small_budget)
+    assert result.on_device_s > 0 and result.copied_s > 0
     made = device_peak_bytes(CreationCase("zeros", "to", HEADLINE_NBYTES), gpu_device)
     assert made >= HEADLINE_NBYTES
+
+
+@pytest.mark.gpu
+@pytest.mark.timing
+def test_on_accelerator_copying_costs_more_than_creating(gpu_device, small_budget):
+    result = compare_creation(gpu_device, budget=small_budget)
+    assert result.ratio > 1  # a 64 MiB copy from pageable memory costs more than a memset
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", FORWARD_MODES)
+def test_forward_modes_run_and_verify_on_the_accelerator(mode, gpu_device, small_budget):
+    # the output is checked against the registered-buffer module's, bit for bit, before and
+    # after timing: host_then_move's per-call copies land before the forward reads them
+    m = run_forward(ForwardCase(mode, seq=64), gpu_device, small_budget)
+    assert m.device == gpu_device.name and m.stats(READY_CLOCK).median > 0

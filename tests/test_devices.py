@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from xferbench import XferbenchError
@@ -126,9 +128,84 @@ def test_capabilities_of_an_absent_device_raise():
 def test_capabilities_dict_has_every_field(gpu_caps):
     assert gpu_caps.to_dict() == {
         "device": "cuda:0", "pinned_memory": True, "timing_events": True,
-        "side_streams": True, "reason": "",
+        "side_streams": True, "reason": "", "emulated": False,
     }
     assert Capabilities(**gpu_caps.to_dict()) == gpu_caps
+
+
+def test_a_probe_from_before_the_emulated_field_reads_as_a_real_device(gpu_caps):
+    old = {k: v for k, v in gpu_caps.to_dict().items() if k != "emulated"}
+    assert Capabilities(**old).emulated is False
+
+
+# -- a PrivateUse1 backend (an out-of-tree device such as tests/emu's), on the CPU -------------
+
+@pytest.fixture
+def two_npus(monkeypatch):
+    """Make the device layer believe in a PrivateUse1 backend named "npu" with two devices,
+    current device 0, that says it is emulated."""
+    import torch
+
+    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "npu")
+    monkeypatch.setattr(dv, "_accelerator_type", lambda: "npu")
+    monkeypatch.setattr(dv, "device_count", lambda kind: 2 if kind == "npu" else 0)
+    monkeypatch.setattr(dv, "_current_index", lambda kind: 0)
+    monkeypatch.setattr(torch, "npu", types.SimpleNamespace(is_emulated=lambda: True),
+                        raising=False)
+
+
+def test_privateuse1_backend_resolves_by_the_name_it_registered(two_npus):
+    assert dv.privateuse1_type() == "npu"
+    assert resolve_device("auto") == Device("npu", 0)
+    assert resolve_device("npu") == Device("npu", 0)
+    assert resolve_device("NPU:1") == Device("npu", 1)
+    assert Device("npu", 1).is_accelerator
+
+
+def test_privateuse1_backend_absent_index_and_bad_names_name_what_exists(two_npus):
+    with pytest.raises(XferbenchError,
+                       match=r"^device 'npu:2' not found: this machine has npu:0, npu:1 only$"):
+        resolve_device("npu:2")
+    with pytest.raises(XferbenchError, match=r"^device 'tpu' is not a device type: use auto, "
+                                             r"cpu, cuda, cuda:N, xpu, mps or npu$"):
+        resolve_device("tpu")
+    with pytest.raises(XferbenchError, match=r"device 'cuda' not found: this machine has npu:0"):
+        resolve_device("cuda")
+
+
+def test_emulated_backend_allows_everything_and_says_it_is_emulated(two_npus):
+    caps = capabilities("npu:1")
+    assert (caps.pinned_memory, caps.timing_events, caps.side_streams) == (True, True, True)
+    assert caps.emulated is True and dv.is_emulated("npu:1") is True
+    assert caps.reason.startswith("npu:1 is emulated on the host")
+    assert caps.to_dict()["emulated"] is True
+
+
+def test_a_backend_that_does_not_say_is_not_emulated(two_npus, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch, "npu", types.SimpleNamespace(), raising=False)
+    caps = capabilities("npu")
+    assert caps.emulated is False and caps.reason == ""
+    assert dv.is_emulated(Device("cpu")) is False
+
+
+def test_privateuse1_placeholder_name_counts_only_when_torch_reports_it(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuseone")
+    monkeypatch.setattr(dv, "_accelerator_type", lambda: None)
+    assert dv.privateuse1_type() is None
+    monkeypatch.setattr(dv, "_accelerator_type", lambda: "privateuseone")
+    assert dv.privateuse1_type() == "privateuseone"
+
+
+def test_no_privateuse1_backend_here(no_accelerator):
+    assert dv.privateuse1_type() is None
+    assert dv.device_count("emu") == 0
+    with pytest.raises(XferbenchError, match=r"^device 'emu' is not a device type: use auto, "
+                                             r"cpu, cuda, cuda:N, xpu or mps$"):
+        resolve_device("emu")
 
 
 def test_small_buffers_fit_on_the_cpu():
@@ -185,7 +262,7 @@ def test_cpu_helpers_are_no_ops():
 def test_auto_resolves_to_the_accelerator_with_an_index(gpu_device):
     dev = resolve_device("auto")
     assert dev.is_accelerator
-    assert dev.type in dv.ACCELERATOR_TYPES
+    assert dev.type in (*dv.ACCELERATOR_TYPES, dv.privateuse1_type())
     if dev.type != "mps":
         assert dev.index is not None and dev.index < dv.device_count(dev.type)
 
@@ -199,12 +276,15 @@ def test_accelerator_absent_index_is_refused_naming_what_exists(gpu_device):
 
 
 @pytest.mark.gpu
-def test_cuda_capabilities_allow_everything(gpu_device):
+def test_accelerator_capabilities_allow_everything_and_say_if_emulated(gpu_device):
     caps = capabilities(gpu_device)
     assert caps.device == gpu_device.name
     assert caps.timing_events and caps.side_streams
+    assert caps.emulated is dv.is_emulated(gpu_device)
     if gpu_device.type == "cuda":
-        assert caps.pinned_memory and caps.reason == ""
+        assert caps.pinned_memory and caps.reason == "" and not caps.emulated
+    if caps.emulated:
+        assert caps.pinned_memory and f"{gpu_device} is emulated on the host" in caps.reason
 
 
 @pytest.mark.gpu
@@ -245,9 +325,8 @@ def test_stream_hold_is_refused_off_cuda():
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda_only("the stream hold (torch.cuda._sleep)")
 def test_stream_hold_queues_a_spin_of_about_the_asked_length(gpu_device):
-    if gpu_device.type != "cuda":
-        pytest.skip("the stream hold is CUDA/ROCm only")
     rate = dv.calibrate_spin(gpu_device)  # warm: the clock has run >= 50 ms under a spin
     assert rate > 1e8  # cycles per second: any GPU clock is above 100 MHz
     start, end = dv.new_event(gpu_device), dv.new_event(gpu_device)

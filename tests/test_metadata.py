@@ -11,6 +11,8 @@ import pytest
 
 import xferbench
 from xferbench import XferbenchError
+from xferbench.asvrepo import default_machine_name
+from xferbench.devices import is_emulated
 from xferbench.metadata import (
     _ranges,
     collect,
@@ -46,6 +48,7 @@ def test_collect_on_the_cpu_has_no_accelerator_fields(cpu_meta):
         assert cpu_meta[key] is None, key
     # NVML is asked only about a CUDA device
     assert "nvml" not in cpu_meta
+    assert cpu_meta["emulated"] is False and cpu_meta["capabilities"]["emulated"] is False
 
 
 def test_collect_on_this_machine_describes_the_host(cpu_meta):
@@ -149,11 +152,23 @@ def test_collect_on_the_accelerator_names_the_gpu(gpu_device):
     assert meta["accelerator"] == gpu_device.type
     assert meta["gpu_name"] not in (None, "", "unknown")
     assert meta["capabilities"]["device"] == gpu_device.name
+    assert meta["emulated"] is meta["capabilities"]["emulated"] is is_emulated(gpu_device)
     assert json.loads(json.dumps(meta, default=str))["device"] == gpu_device.name
-    if gpu_device.type == "cuda" and not meta.get("hip"):
-        assert meta["device_memory_bytes"] > 2**30
-        assert meta["compute_capability"].count(".") == 1
-        assert meta["nvml"] is not None
-        if meta["nvml"] == "ok" and meta["pcie_gen_max"]:
-            # every PCIe slot a GPU sits in today is between Gen3 x4 and Gen6 x16
-            assert 3.9e9 <= meta["pcie_theoretical_bytes_per_s"] <= 1.3e11
+    if meta["emulated"]:  # never to be mistaken for a measurement: said at the top
+        assert "emulated" in meta["capabilities"]["reason"]
+        assert "emulated" in default_machine_name(meta)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda_only("NVML, with CUDA's device properties,")
+def test_collect_on_cuda_reads_the_device_properties_and_nvml(gpu_device):
+    meta = collect(gpu_device)
+    if meta.get("hip"):
+        pytest.skip("CUDA only: NVML is NVIDIA's, and this is a ROCm build")
+    assert meta["emulated"] is False
+    assert meta["device_memory_bytes"] > 2**30
+    assert meta["compute_capability"].count(".") == 1
+    assert meta["nvml"] is not None
+    if meta["nvml"] == "ok" and meta["pcie_gen_max"]:
+        # every PCIe slot a GPU sits in today is between Gen3 x4 and Gen6 x16
+        assert 3.9e9 <= meta["pcie_theoretical_bytes_per_s"] <= 1.3e11

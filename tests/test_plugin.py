@@ -12,6 +12,7 @@ import statistics
 
 import pytest
 
+from xferbench.devices import is_emulated
 from xferbench.measurement import Measurement
 from xferbench.pytest_plugin import result_info
 
@@ -313,6 +314,7 @@ def test_on_an_accelerator_the_json_holds_device_event_samples(pytester, gpu_dev
     result.assert_outcomes(passed=1)
     info = _benchmarks(pytester.path / "out.json")["test_h2d"]["extra_info"]
     assert info["clock"] == "device_events" and info["device"] == gpu_device.name
+    assert info["emulated"] is is_emulated(gpu_device)  # an emulated run's figures say so
     assert info["calls_per_sample"] == 1
     assert set(info["medians_s"]) == {"device_s", "completion_s", "enqueue_s"}
     assert info["gbps"] > 0

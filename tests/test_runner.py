@@ -79,6 +79,13 @@ def test_default_machine_name_names_the_gpu():
     assert asvrepo.default_machine_name({"hostname": "vm", "accelerator": None}) == "vm-cpu"
 
 
+def test_an_emulated_device_says_so_in_the_machine_name():
+    meta = {"hostname": "vm", "accelerator": "npu", "gpu_name": "Ascend 910", "emulated": True}
+    assert asvrepo.default_machine_name(meta) == "vm-ascend-910-emulated"
+    meta["gpu_name"] = "xferbench emulated accelerator"  # tests/emu's: said once, not twice
+    assert asvrepo.default_machine_name(meta) == "vm-xferbench-emulated-accelerator"
+
+
 # -- end to end: real asv runs on this machine -------------------------------------------------
 
 BENCH = r"Copy\.track_device_s"

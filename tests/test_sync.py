@@ -157,12 +157,20 @@ def test_headline_comparison_on_cpu(small_budget):
 
 
 @pytest.mark.gpu
+@pytest.mark.cuda_only("sync debug mode (torch.cuda.set_sync_debug_mode)")
 def test_syncs_per_step_counted_on_cuda(gpu_device):
-    if gpu_device.type != "cuda":
-        pytest.skip(f"sync debug mode exists for CUDA only, not {gpu_device}")
     case = LoopCase(PER_BATCH, width=64, batch=32, steps=STEPS)
     assert syncs_per_step(case, gpu_device) == pytest.approx(1.0)
     per_epoch = syncs_per_step(LoopCase(PER_EPOCH, width=64, batch=32, steps=STEPS), gpu_device)
     assert per_epoch == pytest.approx(1 / STEPS)
     for read in ("nonzero", "mask_index", "if_tensor", "cpu"):
         assert syncs_per_step(LoopCase(read, width=64, batch=32, steps=STEPS), gpu_device) >= 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("read", READS)
+def test_every_read_runs_and_verifies_on_the_accelerator(read, gpu_device, small_budget):
+    # verified: the readings equal the host reference's losses, the parameters its own
+    result = run_loop(tiny(read), gpu_device, small_budget)
+    assert result.measurement.device == gpu_device.name
+    assert 0 < result.step_s and len(result.step_samples) >= 3

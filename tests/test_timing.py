@@ -8,7 +8,7 @@ import time
 import pytest
 
 from xferbench import XferbenchError
-from xferbench.devices import capabilities
+from xferbench.devices import can_hold_stream, capabilities
 from xferbench.measurement import Measurement, Stats
 from xferbench.timing import (
     MAX_TIMER_OVERHEAD,
@@ -218,20 +218,35 @@ def test_measure_refuses_bad_arguments_before_calling(kwargs, words):
 
 # -- accelerator clocks --------------------------------------------------------------------
 
-@pytest.mark.gpu
-def test_measure_on_accelerator_gives_three_clocks_device_within_completion(
-        gpu_device, small_budget):
+def _mm_measured(device, budget, n=2048):
     import torch
 
-    a = torch.randn(2048, 2048, device=gpu_device.torch())
+    a = torch.randn(n, n, device=device.torch())
     out = torch.empty_like(a)
-    m = measure(lambda: torch.mm(a, a, out=out), device=gpu_device, label="mm",
-                **small_budget.kwargs())
+    m = measure(lambda: torch.mm(a, a, out=out), device=device, label="mm", **budget.kwargs())
+    return m, a, out
+
+
+@pytest.mark.gpu
+def test_measure_on_accelerator_gives_three_clocks(gpu_device, small_budget):
+    import torch
+
+    m, a, out = _mm_measured(gpu_device, small_budget, n=512)  # no time is judged here
     assert m.device == gpu_device.name
     assert m.primary_clock == "device_s"
     assert m.calls_per_sample == 1
     assert len(m.device_s) == len(m.completion_s) == len(m.enqueue_s) >= 10
     assert min(m.device_s) > 0 and min(m.enqueue_s) > 0
+    # the measured calls really ran: the last one left a @ a in out
+    assert torch.allclose(out.cpu(), a.cpu() @ a.cpu(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.timing
+def test_measure_on_accelerator_device_time_within_completion(gpu_device, small_budget):
+    import torch
+
+    m, _, out = _mm_measured(gpu_device, small_budget)
     device_s = m.stats("device_s").median
     completion_s = m.stats("completion_s").median
     enqueue_s = m.stats("enqueue_s").median
@@ -242,18 +257,41 @@ def test_measure_on_accelerator_gives_three_clocks_device_within_completion(
     assert bool(torch.isfinite(out).all())
 
 
+def _pinned_h2d_measured(device, budget):
+    import torch
+
+    nbytes = 64 * MiB
+    src = torch.full((nbytes,), 3, dtype=torch.uint8).pin_memory()
+    tdev = device.torch()
+    landed = []
+    m = measure(lambda: landed.__setitem__(slice(None), [src.to(tdev, non_blocking=True)]),
+                device=device, nbytes=nbytes, **budget.kwargs())
+    return m, src, landed[0]
+
+
 @pytest.mark.gpu
-def test_non_blocking_pinned_h2d_enqueue_is_much_shorter_than_its_completion(
+def test_non_blocking_pinned_h2d_is_measured_on_three_clocks_and_lands(
         gpu_device, small_budget):
     import torch
 
     if not capabilities(gpu_device).pinned_memory:
         pytest.skip(f"{gpu_device} has no pinned host memory")
-    nbytes = 64 * MiB
-    src = torch.full((nbytes,), 3, dtype=torch.uint8).pin_memory()
-    tdev = gpu_device.torch()
-    m = measure(lambda: src.to(tdev, non_blocking=True), device=gpu_device, nbytes=nbytes,
-                **small_budget.kwargs())
+    m, src, landed = _pinned_h2d_measured(gpu_device, small_budget)
+    assert m.primary_clock == "device_s" and m.nbytes == 64 * MiB
+    assert len(m.device_s) == len(m.completion_s) == len(m.enqueue_s) >= 3
+    assert m.extra["stream_hold"] is False  # a pinned copy is no launch-bound call
+    assert m.gbps > 0
+    # measure() synchronised after the last call: its copy has landed, bit for bit
+    assert landed.device == gpu_device.torch() and torch.equal(landed.cpu(), src)
+
+
+@pytest.mark.gpu
+@pytest.mark.timing
+def test_non_blocking_pinned_h2d_enqueue_is_much_shorter_than_its_completion(
+        gpu_device, small_budget):
+    if not capabilities(gpu_device).pinned_memory:
+        pytest.skip(f"{gpu_device} has no pinned host memory")
+    m, _, _ = _pinned_h2d_measured(gpu_device, small_budget)
     enqueue_s = m.stats("enqueue_s").median
     completion_s = m.stats("completion_s").median
     print(f"64 MiB pinned non_blocking H2D: enqueue {format_seconds(enqueue_s)}, completion "
@@ -278,17 +316,42 @@ def test_measure_refuses_a_clock_it_cannot_read(clock, words):
         measure(_noop, device="cpu", clock=clock)
 
 
-@pytest.mark.gpu
-def test_launch_bound_calls_are_timed_behind_a_stream_hold(gpu_device, small_budget):
+def _launch_bound_measured(device, budget):
     import torch
 
-    xs = [torch.ones(4, device=gpu_device.torch()) for _ in range(200)]
-    m = measure(lambda: [x.add_(1) for x in xs], device=gpu_device, **small_budget.kwargs())
-    if gpu_device.type == "cuda":
-        assert m.extra["stream_hold"] is True
-        # 200 tiny kernels run faster on the device than the host can launch them: with the
-        # stream held, device time is the device's, shorter than the host's enqueue time.
-        assert m.stats("device_s").median < m.stats("enqueue_s").median
+    xs = [torch.ones(4, device=device.torch()) for _ in range(200)]
+    calls = []
+
+    def add() -> None:
+        calls.append(1)
+        for x in xs:
+            x.add_(1)
+
+    return measure(add, device=device, **budget.kwargs()), xs, len(calls)
+
+
+@pytest.mark.gpu
+def test_launch_bound_calls_are_held_where_a_spin_exists_and_all_run(gpu_device, small_budget):
+    import torch
+
+    m, xs, calls = _launch_bound_measured(gpu_device, small_budget)
+    # held behind a spin on CUDA/ROCm; elsewhere there is none, and the run says so
+    assert m.extra["stream_hold"] is can_hold_stream(gpu_device)
+    assert len(m.device_s) >= 3
+    # every call measure() made (warm-up and calibration included) ran all 200 adds
+    assert all(torch.equal(x.cpu(), torch.full((4,), 1.0 + calls)) for x in xs)
+
+
+@pytest.mark.gpu
+@pytest.mark.timing
+@pytest.mark.cuda_only("the stream hold (torch.cuda._sleep)")
+def test_launch_bound_calls_behind_a_stream_hold_take_less_device_than_host_time(
+        gpu_device, small_budget):
+    m, _, _ = _launch_bound_measured(gpu_device, small_budget)
+    assert m.extra["stream_hold"] is True
+    # 200 tiny kernels run faster on the device than the host can launch them: with the
+    # stream held, device time is the device's, shorter than the host's enqueue time.
+    assert m.stats("device_s").median < m.stats("enqueue_s").median
 
 
 def test_a_call_slower_than_the_budget_still_gets_three_samples(no_quick):

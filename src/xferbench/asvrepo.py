@@ -134,8 +134,12 @@ def check_machine_name(name: str) -> str:
 
 
 def default_machine_name(meta: dict[str, Any]) -> str:
+    """``node7-nvidia-h200``: host and GPU; an emulated device's name says "emulated"."""
     gpu = meta.get("gpu_name") or ("cpu" if not meta.get("accelerator") else meta["accelerator"])
-    return slug(f"{meta.get('hostname', 'host')}-{gpu}")
+    name = slug(f"{meta.get('hostname', 'host')}-{gpu}")
+    if meta.get("emulated") and "emulated" not in name:
+        name += "-emulated"
+    return name
 
 
 def torch_label(meta: dict[str, Any]) -> tuple[str, str]:

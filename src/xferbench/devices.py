@@ -17,12 +17,16 @@ from .errors import XferbenchError
 if TYPE_CHECKING:
     import torch
 
+#: The accelerators torch knows by name. A PrivateUse1 backend registered with torch (an
+#: out-of-tree device such as tests/emu's "emu") is one too, under the name it registered:
+#: see ``privateuse1_type``.
 ACCELERATOR_TYPES = ("cuda", "xpu", "mps")
 
 
 @dataclass(frozen=True)
 class Device:
-    """A resolved device: ``type`` is "cpu", "cuda" (also ROCm), "xpu" or "mps"."""
+    """A resolved device: ``type`` is "cpu", "cuda" (also ROCm), "xpu", "mps" or the name of a
+    registered PrivateUse1 backend."""
 
     type: str
     index: int | None = None
@@ -53,6 +57,9 @@ class Capabilities:
     timing_events: bool
     side_streams: bool
     reason: str = ""
+    #: The backend emulates an accelerator on the host: every code path runs, but its times
+    #: are host threads' and measure nothing (see ``is_emulated``).
+    emulated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +68,7 @@ class Capabilities:
             "timing_events": self.timing_events,
             "side_streams": self.side_streams,
             "reason": self.reason,
+            "emulated": self.emulated,
         }
 
 
@@ -86,8 +94,35 @@ def _accelerator_type() -> str | None:
     return None
 
 
+def privateuse1_type() -> str | None:
+    """The device type of the PrivateUse1 backend registered with this torch ("emu" for
+    tests/emu, "npu" for Ascend's torch_npu, ...), or None when there is none.
+
+    A backend that renamed PrivateUse1 is registered; one that kept torch's placeholder name
+    counts only when torch.accelerator reports it.
+    """
+    import torch
+
+    name_of = getattr(torch._C, "_get_privateuse1_backend_name", None)
+    name = name_of() if name_of is not None else None
+    if not name or name in ("cpu", *ACCELERATOR_TYPES):
+        return None
+    if name != "privateuseone" or _accelerator_type() == name:
+        return name
+    return None
+
+
+def _device_types() -> str:
+    """What a device may be called here, for error messages."""
+    extra = privateuse1_type()
+    if extra is None:
+        return "auto, cpu, cuda, cuda:N, xpu or mps"
+    return f"auto, cpu, cuda, cuda:N, xpu, mps or {extra}"
+
+
 def module_of(device_type: str) -> Any:
-    """``torch.cuda`` / ``torch.xpu`` / ``torch.mps``: the per-backend fallback module."""
+    """``torch.cuda`` / ``torch.xpu`` / ``torch.mps`` / a PrivateUse1 backend's registered
+    device module (``torch.emu``): the per-backend fallback module."""
     import torch
 
     return getattr(torch, device_type)
@@ -98,11 +133,31 @@ def device_count(device_type: str) -> int:
         return 1
     if device_type == "mps":
         return 1 if _accelerator_type() == "mps" else 0
-    mod = module_of(device_type)
     try:
+        if device_type not in ACCELERATOR_TYPES:  # a PrivateUse1 backend: ask torch.accelerator
+            import torch
+
+            if _accelerator_type() != device_type:
+                return 0
+            return int(torch.accelerator.device_count())
+        mod = module_of(device_type)
         return int(mod.device_count()) if mod.is_available() else 0
     except Exception:  # a backend compiled out raises instead of returning 0
         return 0
+
+
+def is_emulated(device: str | Device) -> bool:
+    """Whether ``device``'s backend says it emulates an accelerator on the host: its device
+    module's ``is_emulated()`` returns True (tests/emu's does). Everything runs on such a
+    device, but its times are host threads' and measure nothing."""
+    dev = device if isinstance(device, Device) else resolve_device(device)
+    if not dev.is_accelerator:
+        return False
+    try:
+        says = getattr(module_of(dev.type), "is_emulated", None)
+        return bool(says()) if callable(says) else False
+    except Exception:  # a backend without a device module cannot say: a real one
+        return False
 
 
 def _describe_present() -> str:
@@ -121,16 +176,18 @@ def _describe_present() -> str:
 
 
 def resolve_device(spec: str | Device = "auto") -> Device:
-    """Turn "auto", "cpu", "cuda", "cuda:1", "xpu", "mps" into a Device that exists here.
+    """Turn "auto", "cpu", "cuda", "cuda:1", "xpu", "mps" or a registered PrivateUse1
+    backend's name ("emu", "emu:0") into a Device that exists here.
 
-    "auto" picks the accelerator PyTorch reports (CUDA, ROCm, XPU, MPS), else the CPU.
+    "auto" picks the accelerator PyTorch reports (CUDA, ROCm, XPU, MPS, PrivateUse1), else
+    the CPU.
     Raises XferbenchError with one sentence naming what exists when the device is absent.
     """
     if isinstance(spec, Device):
         return spec
     text = str(spec).strip().lower()
     if not text:
-        raise XferbenchError("device '' is empty: use auto, cpu, cuda, cuda:N, xpu or mps")
+        raise XferbenchError(f"device '' is empty: use {_device_types()}")
     if text == "auto":
         acc = _accelerator_type()
         if acc is None:
@@ -139,10 +196,8 @@ def resolve_device(spec: str | Device = "auto") -> Device:
     kind, _, index_text = text.partition(":")
     if kind == "rocm" or kind == "hip":
         kind = "cuda"  # ROCm builds of PyTorch expose HIP devices as "cuda"
-    if kind not in ("cpu", *ACCELERATOR_TYPES):
-        raise XferbenchError(
-            f"device '{spec}' is not a device type: use auto, cpu, cuda, cuda:N, xpu or mps"
-        )
+    if kind not in ("cpu", *ACCELERATOR_TYPES) and kind != privateuse1_type():
+        raise XferbenchError(f"device '{spec}' is not a device type: use {_device_types()}")
     index: int | None = None
     if index_text:
         if not index_text.isdigit():
@@ -191,7 +246,12 @@ def capabilities(device: str | Device) -> Capabilities:
         pinned = False
         streams = False  # torch.Stream(device="mps") is refused: one queue only
         reasons.append("mps has unified memory (pinning changes nothing) and one stream")
-    return Capabilities(dev.name, pinned, events, streams, reason="; ".join(reasons))
+    emulated = is_emulated(dev)
+    if emulated:
+        reasons.append(f"{dev.name} is emulated on the host: every accelerator path runs, "
+                       "but its times are host threads', not measurements")
+    return Capabilities(dev.name, pinned, events, streams, reason="; ".join(reasons),
+                        emulated=emulated)
 
 
 def synchronize(device: Device) -> None:

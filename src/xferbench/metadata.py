@@ -189,7 +189,10 @@ def collect(device: str | Device = "auto") -> dict[str, Any]:
     # NVML's "max" is what this device and slot can train to; the current link often drops
     # to a lower generation while the GPU idles, so the share-of-peak figures use the max.
     meta["pcie_theoretical_bytes_per_s"] = peak or now
-    meta["capabilities"] = capabilities(dev).to_dict()
+    caps = capabilities(dev)
+    meta["capabilities"] = caps.to_dict()
+    # Results made on an emulated device must never pass for measurements: said at the top.
+    meta["emulated"] = caps.emulated
     return meta
 
 

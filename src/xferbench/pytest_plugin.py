@@ -73,7 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xfer-device", metavar="DEVICE", default="auto",
         help="device xfer_benchmark times on: auto (the accelerator PyTorch reports, else the "
-             "CPU), cpu, cuda, cuda:N, xpu or mps. Default: auto",
+             "CPU), cpu, cuda, cuda:N, xpu, mps, or the name of a registered PrivateUse1 backend "
+             "(e.g. emu). Default: auto",
     )
     group.addoption(
         "--xfer-min-time", metavar="SECONDS", type=_seconds, default=MIN_TIME_S,
@@ -107,7 +108,8 @@ class Settings:
         """torch, CUDA/HIP, driver and GPU of this run, collected once per session."""
         if self._software is None:
             meta = collect(self.device())
-            keys = ("xferbench", "torch", "cuda", "hip", "driver", "gpu_name", "torch_threads")
+            keys = ("xferbench", "torch", "cuda", "hip", "driver", "gpu_name", "torch_threads",
+                    "emulated")
             self._software = {k: meta.get(k) for k in keys}
         return self._software
 

@@ -24,7 +24,9 @@ def register_cli(sub: Any) -> None:
         description="What is recorded with every result: PyTorch and its build, CUDA/HIP, "
                     "driver, GPU, PCIe link, NUMA node, CPU, threads, OS, Python, and the "
                     "device's capabilities. Exit status 2 when the device is absent.")
-    env.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N, xpu, mps")
+    env.add_argument("--device", default="auto",
+                     help="auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a "
+                          "registered PrivateUse1 backend (e.g. emu)")
     env.add_argument("--format", choices=("text", "json"), default="text",
                      help="a table (default) or JSON")
     env.add_argument("--json", dest="format", action="store_const", const="json",

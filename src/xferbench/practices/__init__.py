@@ -15,6 +15,11 @@ DEFAULT_SIZES = (4 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 256 * MiB)
 FULL_SIZES = tuple(2**k for k in range(10, 31))
 #: The size at which headline figures are quoted.
 HEADLINE_NBYTES = 64 * MiB
+#: XFERBENCH_SWEEP=smoke: one size, which also stands in for the headline size, so that every
+#: branch of every practice runs in a minute or two on a slow or emulated device (CI runs the
+#: suite so on tests/emu). A smoke run checks the suite end to end; it quotes no headline.
+SMOKE_NBYTES = 1 * MiB
+SWEEPS = ("default", "smoke", "full")
 
 
 class VerificationError(AssertionError):
@@ -23,13 +28,20 @@ class VerificationError(AssertionError):
 
 def sweep() -> str:
     value = os.environ.get("XFERBENCH_SWEEP", "default").strip().lower() or "default"
-    if value not in ("default", "full"):
-        raise XferbenchError(f"XFERBENCH_SWEEP={value!r} is not a sweep: use default or full")
+    if value not in SWEEPS:
+        raise XferbenchError(
+            f"XFERBENCH_SWEEP={value!r} is not a sweep: use default, smoke or full")
     return value
 
 
 def sizes() -> tuple[int, ...]:
-    return FULL_SIZES if sweep() == "full" else DEFAULT_SIZES
+    return {"full": FULL_SIZES, "smoke": (SMOKE_NBYTES,)}.get(sweep(), DEFAULT_SIZES)
+
+
+def headline_nbytes() -> int:
+    """The size of the figures measured at the headline size alone (host clocks, overlap,
+    memory peaks): HEADLINE_NBYTES, or SMOKE_NBYTES in a smoke sweep."""
+    return SMOKE_NBYTES if sweep() == "smoke" else HEADLINE_NBYTES
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..errors import XferbenchError
 from ..measurement import Measurement
 from ..timing import measure
 from ..units import size_label
-from . import Budget, VerificationError
+from . import Budget, VerificationError, sweep
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -307,6 +307,11 @@ class OverlapResult:
         """(t_copy + t_compute - t_both) / min(t_copy, t_compute): 1 hidden, 0 serialised."""
         tc, tk, tb = self.copy.median, self.compute.median, self.both.median
         return (tc + tk - tb) / min(tc, tk)
+
+
+def overlap_matmul_n() -> int:
+    """The overlap's matmul size: 1024, or 256 in a smoke sweep, whose copy is small too."""
+    return 256 if sweep() == "smoke" else 1024
 
 
 def overlap_skip_reason(host_memory: str, caps: Capabilities) -> str | None:

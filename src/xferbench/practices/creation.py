@@ -33,7 +33,7 @@ from ..errors import XferbenchError
 from ..measurement import Measurement
 from ..timing import measure
 from ..units import KiB, MiB, size_label
-from . import FULL_SIZES, HEADLINE_NBYTES, Budget, VerificationError, sweep
+from . import FULL_SIZES, HEADLINE_NBYTES, SMOKE_NBYTES, Budget, VerificationError, sweep
 
 # torch and numpy load inside the functions that need them: `import xferbench` stays free
 # of them.
@@ -79,8 +79,9 @@ MEMORY_VARIANTS = ("on_device", "to")
 
 
 def creation_sizes() -> tuple[int, ...]:
-    """4 KiB and 64 MiB by default; every power of two 1 KiB..1 GiB under XFERBENCH_SWEEP=full."""
-    return FULL_SIZES if sweep() == "full" else DEFAULT_CREATION_SIZES
+    """4 KiB and 64 MiB by default; every power of two 1 KiB..1 GiB under XFERBENCH_SWEEP=full;
+    the smoke sweep's one size under XFERBENCH_SWEEP=smoke."""
+    return {"full": FULL_SIZES, "smoke": (SMOKE_NBYTES,)}.get(sweep(), DEFAULT_CREATION_SIZES)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from ...labels import (
     settle,
 )
 from ...metadata import collect
+from ...practices import SWEEPS
 from ...results import load
 from .asvcall import run_asv, terminate_as_interrupt
 from .progress import Progress, progress_path
@@ -79,7 +80,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--quick", action="store_true",
                    help="short budgets: a smoke run, filed as a series of its own and not "
                         "for citing")
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N, xpu, mps")
+    p.add_argument("--device", default="auto",
+                   help="auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a "
+                        "registered PrivateUse1 backend (e.g. emu)")
     p.add_argument("--bench", default=None, metavar="REGEX",
                    help="only benchmarks whose name matches REGEX (as asv --bench)")
     p.add_argument("--machine", default=None,
@@ -90,8 +93,9 @@ def register_cli(sub: Any) -> None:
                    help="torch intra-op threads in the benchmark processes (default: 1 on a "
                         "CPU device, as torch.utils.benchmark; torch's own default on an "
                         "accelerator); a run with --threads is a series of its own")
-    p.add_argument("--sweep", choices=("default", "full"), default=None,
-                   help="size grid (default: $XFERBENCH_SWEEP or 'default')")
+    p.add_argument("--sweep", choices=SWEEPS, default=None,
+                   help="size grid (default: $XFERBENCH_SWEEP or 'default'; smoke: one small "
+                        "size that stands in for the headline size, every branch, no headline)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (default) or a JSON summary on stdout (progress on stderr)")
     p.set_defaults(func=cmd_run)
@@ -155,9 +159,10 @@ def check_options(args: argparse.Namespace) -> Options:
                 f"--bench {args.bench!r} is not a regular expression: {exc}") from None
     if args.threads is not None and args.threads < 1:
         raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
-    sweep = args.sweep or os.environ.get("XFERBENCH_SWEEP", "default")
-    if sweep not in ("default", "full"):
-        raise XferbenchError(f"XFERBENCH_SWEEP={sweep!r} is not a sweep: use default or full")
+    sweep = args.sweep or os.environ.get("XFERBENCH_SWEEP", "").strip().lower() or "default"
+    if sweep not in SWEEPS:
+        raise XferbenchError(
+            f"XFERBENCH_SWEEP={sweep!r} is not a sweep: use {', '.join(SWEEPS)}")
     machine = check_machine_name(args.machine) if args.machine is not None else None
     results_dir = os.path.abspath(args.results)
     check_output_folder("--results", args.results)
@@ -203,6 +208,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     repo = find_repo()
     commit = git_head(repo)
     meta = collect(dev)
+    if meta.get("emulated") and os.path.realpath(opts.results_dir) == os.path.realpath(
+            os.path.join(repo, "results")):
+        raise XferbenchError(
+            f"device {dev} is emulated: its times are not measurements, so they do not go "
+            f"into {args.results}/; give --results DIR")
     machine = opts.machine or default_machine_name(meta)
     torch_version, cuda = torch_label(meta)
     suffix, series_params = _series(opts)
@@ -254,6 +264,9 @@ def _run(args: argparse.Namespace, opts: Options, out: Any, lock_fd: int, work: 
         "quick": opts.quick, "bench": opts.bench, "threads": threads,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "complete": False, "files": [], "outcomes": {}}
+    if meta.get("emulated"):
+        print(f"xferbench run: {dev} is emulated on the host: every accelerator path runs, but "
+              "no time below is a measurement", file=out, flush=True)
     print(f"xferbench run: torch {torch_version} (CUDA {cuda}) on {dev.name}, machine {machine}, "
           f"suite {commit[:8]}, {opts.sweep} grid{' (quick)' if opts.quick else ''}: {total} "
           f"combinations to measure in {len(groups)} asv calls", file=out, flush=True)
@@ -310,7 +323,7 @@ def _run(args: argparse.Namespace, opts: Options, out: Any, lock_fd: int, work: 
         record_run(out_path, meta, run_info, saved)
     return _finish(args, out, opts, out_path=out_path, machine=machine,
                    torch_version=torch_version, commit=commit, progress=progress, codes=codes,
-                   seconds=time.monotonic() - started)
+                   seconds=time.monotonic() - started, emulated=bool(meta.get("emulated")))
 
 
 def _discard(out_path: str, backup: str) -> None:
@@ -323,7 +336,7 @@ def _discard(out_path: str, backup: str) -> None:
 
 def _finish(args: argparse.Namespace, out: Any, opts: Options, *, out_path: str, machine: str,
             torch_version: str, commit: str, progress: Progress, codes: list[int],
-            seconds: float) -> int:
+            seconds: float, emulated: bool = False) -> int:
     failed = [row for rows in progress.outcomes.values() for row in rows
               if row["status"] == "failed"]
     if not os.path.exists(out_path):
@@ -346,10 +359,15 @@ def _finish(args: argparse.Namespace, out: Any, opts: Options, *, out_path: str,
     else:
         print(f"\nresults: {rel} ({seconds:.0f} s; {measured} measured, {summary['skipped']} "
               f"skipped, {summary['failed']} failed)")
-        print()
-        print("\n".join(format_copy_rows(copy_rows(rs))))
-        print()
-        print("\n".join(format_headlines(headlines(rs))))
+        if opts.sweep == "smoke":
+            print("smoke sweep: every branch ran at one size; it quotes no headline")
+        else:
+            print()
+            print("\n".join(format_copy_rows(copy_rows(rs))))
+            print()
+            print("\n".join(format_headlines(headlines(rs))))
+        if emulated:
+            print("the device is emulated: these times are host threads', not measurements")
         results = "" if opts.results_dir == os.path.abspath("results") else \
             f" --results {os.path.relpath(opts.results_dir)}"
         print(f"\nnext: xferbench publish{results}   (the dashboard, into site/)")

@@ -1,0 +1,161 @@
+"""``torch.emu``: the device module torch and the device layer look up by the device's name.
+
+``torch.accelerator`` asks it ``is_available()`` and ``device_count()``; ``torch.manual_seed``
+calls ``manual_seed_all``; code written for ``torch.cuda`` finds the same names here. Most
+entries delegate to ``torch.accelerator``, which reaches the C++ backend directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+Stream = torch.Stream
+Event = torch.Event
+
+
+def _ops() -> Any:
+    return torch.ops.xferbench_emu
+
+
+def is_available() -> bool:
+    return device_count() > 0
+
+
+def device_count() -> int:
+    return int(_ops().device_count())
+
+
+def is_emulated() -> bool:
+    """Read by xferbench's device layer (``devices.is_emulated``): this device is emulated on
+    the host, so results made on it are marked and its times are never taken as measurements."""
+    return True
+
+
+def is_initialized() -> bool:
+    return True  # nothing to initialise: the library registered itself when loaded
+
+
+def _lazy_init() -> None:
+    pass
+
+
+def _is_in_bad_fork() -> bool:
+    return False  # a forked child that uses started streams gets an error from C++ instead
+
+
+def current_device() -> int:
+    return torch.accelerator.current_device_index()
+
+
+def set_device(device: Any) -> None:
+    torch.accelerator.set_device_index(device)
+
+
+def device(device: Any) -> Any:
+    """``with torch.emu.device(1):`` makes emu:1 current for the block."""
+    return torch.accelerator.device_index(torch.accelerator._utils._get_device_index(device))
+
+
+def synchronize(device: Any = None) -> None:
+    torch.accelerator.synchronize(device)
+
+
+def current_stream(device: Any = None) -> torch.Stream:
+    return torch.accelerator.current_stream(device)
+
+
+def default_stream(device: Any = None) -> torch.Stream:
+    current = torch.accelerator.current_stream(device)
+    return torch.Stream(stream_id=0, device_index=current.device_index,
+                        device_type=current.device_type)
+
+
+def set_stream(stream: torch.Stream) -> None:
+    torch.accelerator.set_stream(stream)
+
+
+@contextlib.contextmanager
+def stream(stream: torch.Stream | None) -> Iterator[None]:
+    """``with torch.emu.stream(s):`` as ``torch.cuda.stream``; None leaves the stream as is."""
+    if stream is None:
+        yield
+        return
+    with stream:
+        yield
+
+
+DEVICE_NAME = "xferbench emulated accelerator"
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What ``torch.cuda.get_device_properties`` would say, where it means something here."""
+
+    name: str
+    total_memory: int
+
+
+def get_device_name(device: Any = None) -> str:
+    return DEVICE_NAME
+
+
+def get_device_properties(device: Any = None) -> DeviceProperties:
+    return DeviceProperties(DEVICE_NAME, torch.accelerator.get_memory_info(device)[1])
+
+
+# Kernels on emu tensors run on the CPU with the CPU's generator (see device.cpp), so the
+# random state is the CPU's.
+def manual_seed(seed: int) -> None:
+    torch.default_generator.manual_seed(int(seed))
+
+
+manual_seed_all = manual_seed
+
+
+def get_rng_state(device: Any = None) -> torch.Tensor:
+    return torch.get_rng_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = None) -> None:
+    torch.set_rng_state(new_state)
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float16, torch.bfloat16]
+
+
+def memory_allocated(device: Any = None) -> int:
+    return torch.accelerator.memory_allocated(device)
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return torch.accelerator.max_memory_allocated(device)
+
+
+def memory_reserved(device: Any = None) -> int:
+    return torch.accelerator.memory_reserved(device)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return torch.accelerator.max_memory_reserved(device)
+
+
+def memory_stats(device: Any = None) -> dict[str, Any]:
+    return dict(torch.accelerator.memory_stats(device))
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    torch.accelerator.reset_peak_memory_stats(device)
+
+
+def empty_cache() -> None:
+    torch.accelerator.empty_cache()
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    return torch.accelerator.get_memory_info(device)

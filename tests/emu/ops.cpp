@@ -1,0 +1,261 @@
+// aten kernels for PrivateUse1: tensor creation, views and resizing (so aliasing is real),
+// the copy kernel (which decides what is queued and what waits), and the CPU fallback for
+// every other op. Plus a small `torch.ops.xferbench_emu` library of test knobs.
+#include "emu.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <bitset>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace emu {
+namespace {
+
+constexpr c10::DispatchKeySet kEmuKeys(c10::DispatchKey::PrivateUse1);
+
+bool is_emu(const at::Tensor& t) {
+  return t.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+at::Tensor empty_memory_format(
+    c10::IntArrayRef size,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory,
+    std::optional<c10::MemoryFormat> memory_format) {
+  TORCH_CHECK(
+      c10::layout_or_default(layout) == c10::Layout::Strided,
+      "emu: only strided tensors are supported");
+  TORCH_CHECK(
+      !c10::pinned_memory_or_default(pin_memory),
+      "emu: only CPU tensors can be pinned, not emu ones");
+  // The allocator tags memory with the current device: make it the requested one.
+  c10::DeviceGuard guard(c10::device_or_default(device));
+  return at::detail::empty_generic(
+      size, device_allocator(), kEmuKeys, c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(
+    c10::IntArrayRef size,
+    c10::IntArrayRef stride,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  TORCH_CHECK(
+      c10::layout_or_default(layout) == c10::Layout::Strided,
+      "emu: only strided tensors are supported");
+  TORCH_CHECK(
+      !c10::pinned_memory_or_default(pin_memory),
+      "emu: only CPU tensors can be pinned, not emu ones");
+  c10::DeviceGuard guard(c10::device_or_default(device));
+  return at::detail::empty_strided_generic(
+      size, stride, device_allocator(), kEmuKeys, c10::dtype_or_default(dtype));
+}
+
+const at::Tensor& resize_(
+    const at::Tensor& self,
+    c10::IntArrayRef size,
+    std::optional<c10::MemoryFormat> memory_format) {
+  c10::DeviceGuard guard(self.device());
+  const size_t needed = at::detail::computeStorageNbytesContiguous(
+      size, self.dtype().itemsize(), self.storage_offset());
+  if (self.storage() && needed > self.storage().nbytes()) {
+    // Growing copies the old block into a new one on this thread; queued copies into the
+    // old block must have landed first.
+    synchronize_device(self.device().index());
+  }
+  // The CPU's resize is device-agnostic apart from its allocator, which it takes from the
+  // storage: ours.
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, /*stride=*/std::nullopt);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(
+        *memory_format != c10::MemoryFormat::Preserve,
+        "emu: unsupported memory format ", *memory_format);
+    self.unsafeGetTensorImpl()->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+// A CPU tensor over the same bytes as `t` (emu memory is host memory). Only used after
+// the stream that could be writing those bytes has been synchronised.
+at::Tensor host_view(const at::Tensor& t) {
+  if (!is_emu(t)) {
+    return t;
+  }
+  auto view = at::from_blob(
+      t.data_ptr(), t.sizes(), t.strides(),
+      at::TensorOptions().dtype(t.dtype()).device(c10::DeviceType::CPU));
+  view._set_conj(t.is_conj());
+  view._set_neg(t.is_neg());
+  return view;
+}
+
+// Same dtype, shape and dense layout on both sides: the copy is one block of bytes, which
+// is what a DMA engine (and our worker) can move without running a kernel.
+bool same_bytes_layout(const at::Tensor& src, const at::Tensor& dst) {
+  return src.dtype() == dst.dtype() && src.sizes().equals(dst.sizes()) &&
+      src.strides().equals(dst.strides()) && src.is_non_overlapping_and_dense() &&
+      !src.is_conj() && !dst.is_conj() && !src.is_neg() && !dst.is_neg();
+}
+
+// A memcpy queued on `stream`: the caller returns at once, the bytes land when the worker
+// gets there. The delay knob (set_copy_delay) is read now, so a test's setting applies to
+// the copies it queued.
+void queue_copy(const c10::Stream& stream, void* dst, const void* src, size_t nbytes) {
+  const double delay_s = copy_delay();
+  enqueue(stream, [dst, src, nbytes, delay_s] {
+    if (delay_s > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
+    }
+    std::memmove(dst, src, nbytes);
+  });
+}
+
+// aten::_copy_from(self=src, dst, non_blocking): every copy that touches an emu tensor.
+// The rules are CUDA's:
+//  * emu -> emu on one device: queued on the current stream (cudaMemcpyAsync D2D), whatever
+//    non_blocking says;
+//  * host <-> emu with non_blocking=True and the host side pinned: queued on the current
+//    stream; the caller returns before the bytes land;
+//  * any other host <-> emu copy (blocking, or pageable memory): the caller waits for the
+//    current stream to drain, then copies, so it returns with the data in place.
+// Copies that convert dtype, broadcast or restride run on this thread after the wait.
+at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(
+      (is_emu(src) || src.is_cpu()) && (is_emu(dst) || dst.is_cpu()),
+      "emu: cannot copy from ", src.device(), " to ", dst.device());
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  if (is_emu(src) && is_emu(dst)) {
+    if (src.device() == dst.device()) {
+      const auto stream = current_stream(dst.device().index());
+      if (same_bytes_layout(src, dst)) {
+        queue_copy(stream, dst.data_ptr(), src.data_ptr(), dst.nbytes());
+        return dst;
+      }
+      synchronize_stream(stream);
+    } else {
+      // Across devices: both current streams drain, then the copy runs here.
+      synchronize_stream(current_stream(src.device().index()));
+      synchronize_stream(current_stream(dst.device().index()));
+    }
+    host_view(dst).copy_(host_view(src));
+    return dst;
+  }
+  const at::Tensor& host = is_emu(src) ? dst : src;
+  const at::Tensor& device = is_emu(src) ? src : dst;
+  const auto stream = current_stream(device.device().index());
+  if (non_blocking && is_pinned_ptr(host.data_ptr()) && same_bytes_layout(src, dst)) {
+    queue_copy(stream, dst.data_ptr(), src.data_ptr(), dst.nbytes());
+    return dst;
+  }
+  synchronize_stream(stream);
+  host_view(dst).copy_(host_view(src));
+  return dst;
+}
+
+// tensor.record_stream(s): frees already wait for every stream's queued work.
+void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {}
+
+at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
+  if (!dst.sizes().equals(src.sizes())) {
+    dst.resize_(src.sizes());
+  }
+  return copy_from(src, dst, /*non_blocking=*/false);
+}
+
+// Every other op runs on the CPU through torch's boxed fallback, which copies emu
+// arguments to the host, runs the CPU kernel and copies results back. It runs at once, on
+// the calling thread: so first the current stream of every emu device among the
+// arguments drains, as a CUDA kernel queued on that stream would wait for the work before
+// it. Work on other streams is not waited for, as in CUDA (order it with wait_stream).
+// Documented simplification: kernels are never queued, so only copies overlap the host.
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  std::bitset<kMaxDevices> devices;
+  auto mark = [&](const at::Tensor& t) {
+    if (t.defined() && is_emu(t)) {
+      devices.set(t.device().index());
+    }
+  };
+  const auto nargs = op.schema().arguments().size();
+  for (const c10::IValue& arg : torch::jit::last(*stack, nargs)) {
+    if (arg.isTensor()) {
+      mark(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      for (const at::Tensor& t : arg.toTensorList().vec()) {
+        mark(t);
+      }
+    } else if (arg.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor>& t : arg.toOptionalTensorList().vec()) {
+        if (t.has_value()) {
+          mark(*t);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < kMaxDevices; ++i) {
+    if (devices.test(i)) {
+      synchronize_stream(current_stream(static_cast<c10::DeviceIndex>(i)));
+    }
+  }
+  at::native::cpu_fallback(op, stack);
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("record_stream", TORCH_FN(record_stream));
+  // Views must alias the same memory; the fallback would return copies. The CPU's
+  // implementations only rearrange sizes, strides and storage, so they serve as they are.
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(at::native::set_storage_cpu_));
+  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
+
+// torch.autocast("emu") is accepted and changes nothing: kernels run on the CPU at the
+// dtypes they are given. Without this every op inside the block would fail to dispatch.
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
+}
+
+// Test knobs, reached from Python as torch.ops.xferbench_emu.<name>.
+TORCH_LIBRARY(xferbench_emu, m) {
+  m.def("device_count() -> int", [] { return static_cast<int64_t>(device_count()); });
+  m.def("set_copy_delay(float seconds) -> ()", [](double seconds) { set_copy_delay(seconds); });
+  m.def("copy_delay() -> float", [] { return copy_delay(); });
+  m.def("pending(int device) -> int", [](int64_t device) {
+    return pending_jobs(static_cast<c10::DeviceIndex>(device));
+  });
+  m.def("set_memory_total(int nbytes) -> ()", [](int64_t nbytes) { set_memory_total(nbytes); });
+}
+
+} // namespace emu

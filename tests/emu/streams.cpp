@@ -1,0 +1,352 @@
+// Streams are worker threads with FIFO queues; events are queue entries that take a
+// timestamp when the worker reaches them. This is the part that makes "returns at once,
+// lands later" real: the host thread only ever enqueues, the worker does the work.
+#include "emu.h"
+
+#include <c10/util/Exception.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace emu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One stream. Two counters, not the queue, answer "has everything queued before now run?":
+// a job that was popped but is still running counts as pending, so a synchronise never
+// returns while the last copy is still writing.
+class Worker {
+ public:
+  void push(std::function<void()> job) {
+    check_same_process();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      start_locked();
+      queue_.push_back(std::move(job));
+      ++enqueued_;
+    }
+    work_cv_.notify_one();
+  }
+
+  // Block the caller until every job queued before this call has run.
+  void synchronize() {
+    if (!started_.load()) {
+      return;
+    }
+    check_same_process();
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t target = enqueued_;
+    done_cv_.wait(lock, [&] { return done_ >= target; });
+  }
+
+  bool idle() {
+    if (!started_.load()) {
+      return true;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_ == enqueued_;
+  }
+
+  int64_t pending() {
+    if (!started_.load()) {
+      return 0;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(enqueued_ - done_);
+  }
+
+  bool started() const {
+    return started_.load();
+  }
+
+  // False in a forked child: the worker thread stayed behind in the parent.
+  bool runs_here() const {
+    return started_.load() && owner_pid_.load() == getpid();
+  }
+
+ private:
+  // Threads do not survive fork(): a child that inherited a started stream would wait for
+  // ever. CUDA refuses such a child too, so say so instead of hanging.
+  void check_same_process() const {
+    const pid_t owner = owner_pid_.load();
+    TORCH_CHECK(
+        owner == 0 || owner == getpid(),
+        "emu: cannot use the emulated device in a forked child after its streams started "
+        "(as with CUDA); use the 'spawn' start method");
+  }
+
+  void start_locked() {
+    if (started_.load()) {
+      return;
+    }
+    owner_pid_.store(getpid());
+    std::thread([this] { run(); }).detach();
+    started_.store(true);
+  }
+
+  void run() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] { return !queue_.empty(); });
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++done_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t enqueued_ = 0;
+  uint64_t done_ = 0;
+  std::atomic<bool> started_{false};
+  std::atomic<pid_t> owner_pid_{0};
+};
+
+constexpr int kStreamsPerDevice = 1 + kSideStreams;
+
+// Leaked on purpose: detached worker threads and frees during interpreter shutdown may
+// still reach them after static destructors would have run.
+Worker* workers() {
+  static Worker* all = new Worker[kMaxDevices * kStreamsPerDevice];
+  return all;
+}
+
+Worker& worker_for(const c10::Stream& stream) {
+  TORCH_CHECK(
+      stream.device_type() == c10::DeviceType::PrivateUse1,
+      "emu: expected an emu stream, got one on ", stream.device());
+  const auto index = resolve_index(stream.device_index());
+  const auto id = stream.id();
+  TORCH_CHECK(id >= 0 && id < kStreamsPerDevice, "emu: unknown stream id ", id);
+  return workers()[index * kStreamsPerDevice + id];
+}
+
+c10::Stream make_stream(c10::DeviceIndex index, c10::StreamId id) {
+  return c10::Stream(
+      c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, index), id);
+}
+
+// The current stream is per thread and per device, as in CUDA; 0 is the default stream.
+thread_local std::array<c10::StreamId, kMaxDevices> tls_current_stream{};
+
+std::atomic<uint32_t> next_side_stream[kMaxDevices];
+
+std::atomic<double> g_copy_delay_s{0.0};
+
+// What an event handle points to. Queued record/wait jobs hold their own reference, so an
+// event destroyed from Python while its record is still queued stays valid until it runs.
+struct EventState {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0; // versions handed out by record()
+  uint64_t completed = 0; // highest version a worker has reached
+  Clock::time_point when; // when the worker reached `completed`
+  bool timing = false;
+  c10::DeviceIndex device = -1;
+};
+
+struct EventHandle {
+  std::shared_ptr<EventState> state;
+};
+
+std::shared_ptr<EventState> state_of(void* event) {
+  return static_cast<EventHandle*>(event)->state;
+}
+
+} // namespace
+
+c10::Stream current_stream(c10::DeviceIndex index) {
+  index = resolve_index(index);
+  return make_stream(index, tls_current_stream[index]);
+}
+
+c10::Stream exchange_stream(const c10::Stream& stream) {
+  worker_for(stream); // validates it
+  const auto index = resolve_index(stream.device_index());
+  const auto previous = make_stream(index, tls_current_stream[index]);
+  tls_current_stream[index] = stream.id();
+  return previous;
+}
+
+c10::Stream new_stream(c10::DeviceIndex index) {
+  index = resolve_index(index);
+  const uint32_t n = next_side_stream[index].fetch_add(1);
+  return make_stream(index, 1 + static_cast<c10::StreamId>(n % kSideStreams));
+}
+
+void enqueue(const c10::Stream& stream, std::function<void()> job) {
+  worker_for(stream).push(std::move(job));
+}
+
+void synchronize_stream(const c10::Stream& stream) {
+  worker_for(stream).synchronize();
+}
+
+void* stream_handle(const c10::Stream& stream) {
+  return &worker_for(stream);
+}
+
+bool query_stream(const c10::Stream& stream) {
+  return worker_for(stream).idle();
+}
+
+void synchronize_device(c10::DeviceIndex index) {
+  index = resolve_index(index);
+  for (int id = 0; id < kStreamsPerDevice; ++id) {
+    workers()[index * kStreamsPerDevice + id].synchronize();
+  }
+}
+
+int64_t pending_jobs(c10::DeviceIndex index) {
+  index = resolve_index(index);
+  int64_t total = 0;
+  for (int id = 0; id < kStreamsPerDevice; ++id) {
+    total += workers()[index * kStreamsPerDevice + id].pending();
+  }
+  return total;
+}
+
+void after_queued_work(std::function<void()> fn) {
+  std::vector<Worker*> busy;
+  for (int i = 0; i < kMaxDevices * kStreamsPerDevice; ++i) {
+    Worker& w = workers()[i];
+    // In a forked child no worker runs, so nothing queued can touch the memory any more.
+    if (w.runs_here() && !w.idle()) {
+      busy.push_back(&w);
+    }
+  }
+  if (busy.empty()) {
+    fn();
+    return;
+  }
+  // The last busy stream to reach its marker runs fn: by then all earlier work has run.
+  auto remaining = std::make_shared<std::atomic<size_t>>(busy.size());
+  auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
+  for (Worker* w : busy) {
+    w->push([remaining, shared_fn] {
+      if (remaining->fetch_sub(1) == 1) {
+        (*shared_fn)();
+      }
+    });
+  }
+}
+
+void record_event(void** event, const c10::Stream& stream, bool timing) {
+  if (*event == nullptr) {
+    auto state = std::make_shared<EventState>();
+    state->timing = timing;
+    state->device = stream.device_index();
+    *event = new EventHandle{std::move(state)};
+  }
+  auto state = state_of(*event);
+  TORCH_CHECK(
+      state->device == stream.device_index(),
+      "emu: event on emu:", state->device, " recorded on a stream of ", stream.device());
+  uint64_t version;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    version = ++state->recorded;
+  }
+  enqueue(stream, [state, version] {
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (version > state->completed) {
+        state->completed = version;
+        state->when = Clock::now();
+      }
+    }
+    state->cv.notify_all();
+  });
+}
+
+void block_on_event(void* event, const c10::Stream& stream) {
+  if (event == nullptr) {
+    return; // never recorded: nothing to wait for, as in CUDA
+  }
+  auto state = state_of(event);
+  uint64_t version;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    version = state->recorded;
+  }
+  // The waiting stream's worker blocks here, so work queued after this on that stream
+  // runs only once the other stream has reached the event.
+  enqueue(stream, [state, version] {
+    std::unique_lock<std::mutex> lock(state->mu);
+    state->cv.wait(lock, [&] { return state->completed >= version; });
+  });
+}
+
+bool query_event(void* event) {
+  if (event == nullptr) {
+    return true;
+  }
+  auto state = state_of(event);
+  std::lock_guard<std::mutex> lock(state->mu);
+  return state->completed >= state->recorded;
+}
+
+void synchronize_event(void* event) {
+  if (event == nullptr) {
+    return;
+  }
+  auto state = state_of(event);
+  std::unique_lock<std::mutex> lock(state->mu);
+  const uint64_t target = state->recorded;
+  state->cv.wait(lock, [&] { return state->completed >= target; });
+}
+
+void destroy_event(void* event) noexcept {
+  delete static_cast<EventHandle*>(event);
+}
+
+double elapsed_ms(void* start, void* end) {
+  TORCH_CHECK(
+      start != nullptr && end != nullptr,
+      "emu: both events must be recorded before calculating elapsed time");
+  auto a = state_of(start);
+  auto b = state_of(end);
+  if (a == b) {
+    return 0.0; // one event against itself; locking its mutex twice would deadlock
+  }
+  TORCH_CHECK(
+      a->timing && b->timing,
+      "emu: both events must be created with enable_timing=True to measure elapsed time");
+  std::scoped_lock lock(a->mu, b->mu);
+  // CUDA answers cudaErrorNotReady here; the caller synchronises first.
+  TORCH_CHECK(
+      a->completed >= a->recorded && b->completed >= b->recorded,
+      "emu: elapsed_time needs both events to have completed; synchronize first");
+  return std::chrono::duration<double, std::milli>(b->when - a->when).count();
+}
+
+void set_copy_delay(double seconds) {
+  TORCH_CHECK(seconds >= 0.0, "emu: copy delay must be >= 0 seconds, got ", seconds);
+  g_copy_delay_s.store(seconds);
+}
+
+double copy_delay() {
+  return g_copy_delay_s.load();
+}
+
+} // namespace emu

@@ -1,0 +1,463 @@
+"""The emulated accelerator (tests/emu) on its own: the behaviour CI's emulated run relies on.
+
+Loading it makes "emu" torch's accelerator for the rest of the process, which would change
+what every later test in a mixed session sees. So the tests that need it run in-process
+only where that is harmless (this file alone, or a session already running on emu); in any
+other session one test runs this file again in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import emu
+import pytest
+import torch
+
+THIS_FILE = Path(__file__).resolve()
+#: Devices the backend emulates in this process (XFERBENCH_EMU_DEVICES, default 1).
+DEVICES = int(os.environ.get("XFERBENCH_EMU_DEVICES", "1"))
+MiB = 2**20
+
+#: How long each queued copy is held in the tests that need the window between "the call
+#: returned" and "the data landed" to be observable every time, not by luck of scheduling.
+HOLD_S = 0.002
+
+
+def _runs_in_process(session: pytest.Session) -> bool:
+    return emu.is_loaded() or all(Path(item.path) == THIS_FILE for item in session.items)
+
+
+@pytest.fixture(scope="module")
+def _emu_loaded(request: pytest.FixtureRequest) -> torch.device:
+    if not _runs_in_process(request.session):
+        pytest.skip("emu becomes torch's accelerator for the whole process, so in this "
+                    "session these run in a fresh one: test_backend_passes_in_a_fresh_process")
+    try:
+        emu.load()
+    except emu.BuildUnavailable as exc:
+        pytest.skip(f"the emulated device is not available: {exc}")
+    return torch.device("emu:0")
+
+
+@pytest.fixture
+def dev(_emu_loaded: torch.device):
+    """emu:0, idle and with no copy hold, before and after the test."""
+    torch.accelerator.synchronize(_emu_loaded)
+    yield _emu_loaded
+    emu.set_copy_delay(0)
+    torch.accelerator.synchronize(_emu_loaded)
+
+
+def _side_stream_read(t: torch.Tensor, side: torch.Stream) -> torch.Tensor:
+    """``t``'s bytes as they are now: a blocking copy waits for the *current* stream only,
+    so from an idle side stream it does not wait for work queued on the default stream."""
+    with side:
+        return t.cpu()
+
+
+# --- running it at all
+
+
+def test_backend_passes_in_a_fresh_process(request, run_python):
+    if _runs_in_process(request.session):
+        pytest.skip("this session runs the backend tests in-process")
+    done = run_python("-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", str(THIS_FILE),
+                      timeout=900)
+    output = done.stdout + done.stderr
+    if done.returncode == 0 and not re.search(r"\d+ passed", output):
+        reasons = re.findall(r"SKIPPED \[\d+\] [^:]+:\d+: (.*)", output)
+        pytest.skip(reasons[0] if reasons else "every backend test was skipped")
+    assert done.returncode == 0, output[-6000:]
+
+
+def test_torch_accelerator_sees_emu(dev):
+    assert torch.accelerator.current_accelerator() == torch.device("emu")
+    assert torch.accelerator.is_available()
+    assert torch.accelerator.device_count() == DEVICES
+    assert torch.accelerator.current_device_index() == 0
+    assert torch.get_device_module("emu").is_available()
+    stream = torch.accelerator.current_stream()
+    assert stream.device == torch.device("emu:0") and stream.stream_id == 0
+    x = torch.ones(3, device="emu")
+    assert x.device == dev and x.is_emu
+
+
+# --- copies
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64,
+                                   torch.uint8, torch.bool, torch.complex64])
+def test_tensors_round_trip_bit_for_bit(dev, dtype):
+    bits = torch.randint(0, 256, (4096,), dtype=torch.uint8)
+    x = bits.view(dtype) if dtype != torch.bool else bits > 127
+    for host in (x, x.pin_memory()):
+        for non_blocking in (False, True):
+            back = host.to(dev, non_blocking=non_blocking).to("cpu", non_blocking=non_blocking)
+            torch.accelerator.synchronize()
+            assert torch.equal(back.view(torch.uint8), x.view(torch.uint8))
+
+
+def test_strided_converting_and_device_to_device_copies_are_exact(dev):
+    x = torch.randn(64, 48, dtype=torch.float64)
+    on_dev = x.t().to(dev)  # a transposed (non-contiguous) source
+    assert torch.equal(on_dev.cpu(), x.t())
+    assert torch.equal(x.to(dev, torch.float32).cpu(), x.float())  # dtype conversion
+    twin = torch.empty_like(on_dev)
+    twin.copy_(on_dev)  # emu -> emu: queued on the current stream
+    torch.accelerator.synchronize()
+    assert torch.equal(twin.cpu(), x.t())
+    column = torch.zeros(64, device=dev)
+    column.copy_(torch.tensor(7.0))  # broadcast from a 0-dim host tensor
+    assert torch.equal(column.cpu(), torch.full((64,), 7.0))
+
+
+def test_device_to_device_copy_is_queued_on_the_stream(dev):
+    src = torch.arange(MiB, dtype=torch.float32, device=dev)
+    dst = torch.zeros_like(src)
+    with emu.copy_delay(0.05):
+        dst.copy_(src)
+        assert emu.pending(0) >= 1  # returned with the copy still held in the queue
+    torch.accelerator.synchronize()
+    assert emu.pending(0) == 0
+    assert torch.equal(dst.cpu(), src.cpu())
+
+
+def test_non_blocking_pinned_h2d_returns_before_the_data_lands(dev):
+    """A read before the synchronise sees the old bytes at least once in 100 tries; the read
+    after it is always right."""
+    side = torch.Stream(device=dev)
+    dst = torch.zeros(MiB // 4, device=dev)
+    stale = 0
+    emu.set_copy_delay(HOLD_S)
+    for i in range(1, 101):
+        src = torch.full((MiB // 4,), float(i)).pin_memory()
+        dst.copy_(src, non_blocking=True)
+        early = _side_stream_read(dst, side)
+        stale += int(not torch.equal(early, src))
+        torch.accelerator.synchronize()
+        assert torch.equal(dst.cpu(), src), f"try {i}: wrong after synchronize"
+    assert stale >= 1, "every early read already held the new data"
+
+
+def test_non_blocking_pinned_d2h_returns_before_the_data_lands(dev):
+    """Practice 4: reading a non_blocking device-to-host copy before synchronising."""
+    stale = 0
+    emu.set_copy_delay(HOLD_S)
+    for i in range(1, 101):
+        src = torch.full((MiB // 4,), float(i), device=dev)
+        torch.accelerator.synchronize()
+        host = src.to("cpu", non_blocking=True)
+        assert host.is_pinned()  # torch allocates a pinned destination for it, as on CUDA
+        early = host.clone()
+        stale += int(not torch.equal(early, torch.full_like(early, float(i))))
+        torch.accelerator.synchronize()
+        assert torch.equal(host, torch.full_like(host, float(i))), f"try {i}: wrong after sync"
+    assert stale >= 1, "every early read already held the new data"
+
+
+def test_changing_a_pinned_source_before_its_copy_runs_is_observable(dev):
+    """Practice 4: writing the pinned source right after a non_blocking H2D; the device copy
+    sometimes holds the new data. With a synchronise in between it never does."""
+    overwritten = 0
+    emu.set_copy_delay(HOLD_S)
+    for _ in range(100):
+        src = torch.full((MiB // 4,), 1.0).pin_memory()
+        dst = src.to(dev, non_blocking=True)
+        src.fill_(2.0)
+        torch.accelerator.synchronize()
+        overwritten += int(torch.equal(dst.cpu(), torch.full_like(src, 2.0)))
+    assert overwritten >= 1
+    for _ in range(20):
+        src = torch.full((MiB // 4,), 1.0).pin_memory()
+        dst = src.to(dev, non_blocking=True)
+        torch.accelerator.synchronize()
+        src.fill_(2.0)
+        assert torch.equal(dst.cpu(), torch.full_like(src, 1.0))
+
+
+def test_pageable_non_blocking_copy_is_synchronous(dev):
+    side = torch.Stream(device=dev)
+    emu.set_copy_delay(0.02)
+    held = torch.full((1024,), 5.0).pin_memory()
+    first = held.to(dev, non_blocking=True)  # held on the current stream for 20 ms
+    src = torch.arange(MiB // 4, dtype=torch.float32)  # pageable
+    dst = src.to(dev, non_blocking=True)
+    # It waited for the stream (so the held copy ran first) and copied before returning.
+    assert emu.pending(0) == 0
+    assert torch.equal(first.cpu(), held)
+    assert torch.equal(_side_stream_read(dst, side), src)
+    back = torch.empty(MiB // 4)  # pageable destination
+    back.copy_(dst, non_blocking=True)
+    assert torch.equal(back, src)
+
+
+# --- streams and events
+
+
+def test_a_stream_runs_its_work_in_fifo_order(dev):
+    emu.set_copy_delay(0.005)  # 20 copies: 100 ms of held work
+    dst = torch.zeros(1024, device=dev)
+    sources = [torch.full((1024,), float(i)).pin_memory() for i in range(20)]
+    events = [torch.Event(device=dev, enable_timing=True) for _ in sources]
+    for src, event in zip(sources, events):
+        dst.copy_(src, non_blocking=True)
+        event.record()
+    # Queried from last to first: once a later event has completed, every earlier one has.
+    done = [event.query() for event in reversed(events)][::-1]
+    assert not done[-1], "the last of 20 held copies had already run"
+    first_pending = done.index(False)
+    assert all(not d for d in done[first_pending:]), done
+    torch.accelerator.synchronize()
+    assert all(event.query() for event in events)
+    assert torch.equal(dst.cpu(), sources[-1])  # the last copy landed last
+    gaps = [a.elapsed_time(b) for a, b in zip(events, events[1:])]
+    assert all(gap >= 0 for gap in gaps), gaps
+
+
+def test_events_take_their_time_when_the_worker_reaches_them(dev):
+    start = torch.Event(device=dev, enable_timing=True)
+    middle = torch.Event(device=dev, enable_timing=True)
+    end = torch.Event(device=dev, enable_timing=True)
+    src = torch.ones(1024).pin_memory()
+    start.record()
+    with emu.copy_delay(0.1):
+        dst = src.to(dev, non_blocking=True)  # the worker sleeps 100 ms before it
+    middle.record()
+    end.record()
+    assert not end.query()
+    end.synchronize()
+    assert end.query() and start.query()
+    # The held copy lies between start and middle: at least its hold (sleep never wakes
+    # early). A lower bound from a sleep is order, not speed.
+    assert start.elapsed_time(middle) >= 100.0
+    total = start.elapsed_time(end)
+    assert total == pytest.approx(start.elapsed_time(middle) + middle.elapsed_time(end))
+    assert torch.equal(dst.cpu(), src)
+
+
+def test_elapsed_time_needs_timing_and_completed_events(dev):
+    plain = torch.Event(device=dev)
+    timed = torch.Event(device=dev, enable_timing=True)
+    plain.record()
+    timed.record()
+    torch.accelerator.synchronize()
+    with pytest.raises(ValueError, match="enable_timing"):  # torch.Event checks it itself
+        plain.elapsed_time(timed)
+    late = torch.Event(device=dev, enable_timing=True)
+    with emu.copy_delay(0.05):
+        torch.ones(8).pin_memory().to(dev, non_blocking=True)
+        late.record()
+        with pytest.raises(RuntimeError, match="completed"):
+            timed.elapsed_time(late)
+    late.synchronize()
+    assert timed.elapsed_time(late) >= 0
+
+
+def test_wait_stream_orders_work_across_streams(dev):
+    side = torch.Stream(device=dev)
+    default = torch.accelerator.current_stream()
+    emu.set_copy_delay(0.05)
+    src = torch.full((MiB // 4,), 3.0).pin_memory()
+    dst = src.to(dev, non_blocking=True)  # held 50 ms on the default stream
+    side.wait_stream(default)
+    with side:
+        assert torch.accelerator.current_stream() == side
+        # A kernel on the side stream: it may start only after the default stream's copy.
+        total = dst.sum().item()
+    assert total == 3.0 * (MiB // 4)
+    # And the other way round: a side-stream copy the default stream waits for.
+    with side:
+        late = src.to(dev, non_blocking=True)
+    assert not side.query()
+    done = torch.Event(device=dev)
+    done.record(side)
+    default.wait_event(done)
+    assert late.sum().item() == 3.0 * (MiB // 4)
+    side.synchronize()
+    assert side.query() and default.query()
+
+
+def test_torch_stream_context_and_device_module(dev):
+    side = torch.Stream(device=dev)
+    assert side != torch.accelerator.current_stream()
+    with side:
+        assert torch.accelerator.current_stream() == side
+        with torch.emu.stream(None):
+            assert torch.emu.current_stream() == side
+    assert torch.accelerator.current_stream().stream_id == 0
+    assert torch.emu.default_stream() == torch.accelerator.current_stream()
+    assert side.native_handle != torch.accelerator.current_stream().native_handle
+    torch.ones(4, device=dev).record_stream(side)  # accepted: frees wait for every stream
+    with torch.autocast("emu", dtype=torch.bfloat16):  # accepted and changes nothing
+        assert (torch.ones(2, device=dev) @ torch.ones(2, device=dev)).dtype == torch.float32
+    torch.emu.synchronize()
+    assert torch.emu.current_device() == 0 and torch.emu.device_count() == DEVICES
+    assert torch.emu.get_device_properties(0).total_memory > 0
+
+
+# --- memory
+
+
+def test_pin_memory_and_is_pinned(dev):
+    x = torch.randn(1000)
+    assert not x.is_pinned()
+    pinned = x.pin_memory()
+    assert pinned.is_pinned() and torch.equal(pinned, x)
+    assert pinned[10:].is_pinned()  # a view into a pinned block is pinned too
+    assert torch.empty(64, pin_memory=True).is_pinned()
+    assert not torch.ones(3, device=dev).is_pinned()
+    assert not torch.ones(3).is_pinned()
+
+
+def test_memory_statistics_change_by_the_bytes_allocated(dev):
+    torch.accelerator.reset_peak_memory_stats()
+    base = torch.accelerator.memory_allocated()
+    assert torch.accelerator.max_memory_allocated() == base
+    x = torch.empty(MiB, dtype=torch.uint8, device=dev)
+    assert torch.accelerator.memory_allocated() == base + MiB
+    y = torch.empty(3 * MiB // 4, dtype=torch.float32, device=dev)  # 3 MiB
+    assert torch.accelerator.memory_allocated() == base + 4 * MiB
+    del y
+    assert torch.accelerator.memory_allocated() == base + MiB
+    assert torch.accelerator.max_memory_allocated() == base + 4 * MiB
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == base + MiB
+    stats = torch.accelerator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == base + MiB
+    assert stats["reserved_bytes.all.current"] == base + MiB  # no caching: reserved = allocated
+    assert stats["allocated_bytes.large_pool.current"] >= MiB
+    del x
+    assert torch.accelerator.memory_allocated() == base
+
+
+def test_get_memory_info_reports_the_configured_total(dev):
+    _free, previous_total = torch.accelerator.get_memory_info()
+    try:
+        emu.set_memory_total(256 * MiB)
+        free, total = torch.accelerator.get_memory_info()
+        assert total == 256 * MiB
+        assert free == total - torch.accelerator.memory_allocated()
+        x = torch.empty(64 * MiB, dtype=torch.uint8, device=dev)
+        assert torch.accelerator.get_memory_info()[0] == free - 64 * MiB
+        with pytest.raises(torch.OutOfMemoryError, match="emu: out of memory"):
+            torch.empty(256 * MiB, dtype=torch.uint8, device=dev)
+        del x
+    finally:
+        emu.set_memory_total(previous_total)
+
+
+# --- everything else runs on the CPU
+
+
+def test_ops_fall_back_to_the_cpu(dev):
+    a = torch.randn(64, 32)
+    b = torch.randn(32, 16)
+    assert torch.equal((a.to(dev) @ b.to(dev)).cpu(), a @ b)  # the same CPU kernel
+    x = torch.arange(10.0, device=dev)
+    assert x.sum().item() == 45.0
+    assert torch.equal(torch.nonzero(x > 6.5).cpu(), torch.tensor([[7], [8], [9]]))
+    assert torch.equal(x[torch.tensor([1, 3], device=dev)].cpu(), torch.tensor([1.0, 3.0]))
+    assert torch.equal(x[x > 7].cpu(), torch.tensor([8.0, 9.0]))
+    x[2:4] = -1.0
+    assert x.cpu()[2:5].tolist() == [-1.0, -1.0, 4.0]
+    view = x.view(2, 5)  # a view aliases: writing through it changes x
+    view[1].add_(100)
+    assert x.cpu()[5:].tolist() == [105.0, 106.0, 107.0, 108.0, 109.0]
+    assert torch.zeros(4, device=dev).cpu().tolist() == [0.0] * 4
+    torch.manual_seed(0)
+    on_dev = torch.randn(5, device=dev).cpu()
+    torch.manual_seed(0)
+    assert torch.equal(on_dev, torch.randn(5))  # emu's generator is the CPU's
+
+
+def test_a_kernel_waits_for_copies_queued_on_its_stream(dev):
+    emu.set_copy_delay(0.05)
+    src = torch.full((MiB // 4,), 2.0).pin_memory()
+    dst = src.to(dev, non_blocking=True)
+    assert emu.pending(0) >= 1
+    assert dst.sum().item() == 2.0 * (MiB // 4)  # no synchronize: the kernel waited
+
+
+# --- builds and devices
+
+
+def test_two_devices_when_asked_for(_emu_loaded, run_python):
+    script = """
+import sys, json
+sys.path.insert(0, "tests")
+import emu, torch
+emu.load()
+x = torch.arange(6.0, device="emu:1")
+y = x.to("emu:0")
+try:
+    torch.ones(1, device="emu:2")
+    missing = ""
+except RuntimeError as exc:
+    missing = str(exc).splitlines()[0]
+with torch.accelerator.device_index(1):
+    stream = torch.accelerator.current_stream()
+    event = torch.Event(device="emu:1", enable_timing=True)
+    event.record()
+    event.synchronize()
+print(json.dumps({"count": torch.accelerator.device_count(), "x": str(x.device),
+                  "y": y.cpu().tolist(), "missing": missing,
+                  "stream": str(stream.device), "done": event.query()}))
+"""
+    done = run_python("-c", script, env={"XFERBENCH_EMU_DEVICES": "2"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["count"] == 2 and seen["x"] == "emu:1" and seen["stream"] == "emu:1"
+    assert seen["y"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and seen["done"]
+    assert "emu:2 not found" in seen["missing"]
+
+
+def test_a_build_for_another_torch_is_not_used(monkeypatch, tmp_path):
+    from emu import _build
+
+    monkeypatch.setenv("XFERBENCH_EMU_CACHE", str(tmp_path))
+    here = _build.build_dir()
+    assert here.name.startswith(torch.__version__ + "-")
+    monkeypatch.setattr(_build, "_torch_identity", lambda: ("9.9.9", "f00"))
+    assert _build.build_dir().name.startswith("9.9.9-") and _build.build_dir() != here
+    monkeypatch.undo()
+    monkeypatch.setenv("XFERBENCH_EMU_CACHE", str(tmp_path))
+    # A library in this build's folder whose record names another torch is not loaded.
+    here.mkdir(parents=True)
+    (here / _build.LIBRARY_NAME).write_bytes(b"not a library")
+    (here / "build.json").write_text(json.dumps({"torch": "2.0.0"}))
+    assert _build.built_library() is None
+    (here / "build.json").write_text(json.dumps({"torch": torch.__version__}))
+    assert _build.built_library() == here / _build.LIBRARY_NAME
+
+
+def test_no_compiler_is_one_line_and_a_failure_status(run_python, tmp_path):
+    env = {"PATH": str(tmp_path), "CXX": "", "XFERBENCH_EMU_CACHE": str(tmp_path / "cache")}
+    done = run_python("tests/emu/_build.py", env=env)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "emu: not built: no C++ compiler on PATH (looked for $CXX, c++, g++, clang++)"]
+    assert not os.path.exists(tmp_path / "cache") or not any((tmp_path / "cache").iterdir())
+
+
+def test_a_failed_build_is_one_line_naming_its_log(run_python, tmp_path):
+    env = {"CXX": "/bin/false", "XFERBENCH_EMU_CACHE": str(tmp_path)}
+    done = run_python("tests/emu/_build.py", env=env)
+    assert done.returncode == 1
+    [line] = done.stdout.splitlines()
+    assert line.startswith("emu: not built: build failed: CMake Error")
+    assert "not able to compile" in line
+    log = Path(line.rsplit("full log: ", 1)[1])
+    assert log.is_file() and log.parent == tmp_path
+    assert not any(path.is_dir() for path in tmp_path.iterdir())  # nothing left to load
+
+
+def test_loading_twice_is_harmless(dev):
+    module = torch.emu
+    emu.load()
+    assert torch._C._get_privateuse1_backend_name() == "emu"
+    assert torch.emu is module
+    assert torch.ones(1, device=dev).item() == 1.0

@@ -1,0 +1,163 @@
+"""The suite end to end on the emulated accelerator (tests/emu): ``xferbench run --device emu``
+takes every practice's accelerator branch and verifies it, in processes that load emu through
+its autoload (PYTHONPATH for the run, ASV_PYTHONPATH for asv's), and its results say they are
+emulated. Also both ways the suite learns its device: the probe the run hands down, and the
+one the suite asks a child for under stock asv.
+
+These tests start fresh processes and never load emu into this one, so they run in any
+session; they need the library built (``scripts/build-emu``; built here if missing) and are
+skipped, saying why, where it cannot be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import emu
+import pytest
+
+from xferbench.resultfiles import metadata_path
+from xferbench.results import load
+
+REPO = Path(__file__).resolve().parents[1]
+AUTOLOAD = str(REPO / "tests" / "emu" / "autoload")
+
+
+@pytest.fixture(scope="module")
+def emu_env() -> dict[str, str]:
+    """The environment of a process tree that runs on emu: it loads in every process that
+    imports torch (asv passes PYTHONPATH on only as ASV_PYTHONPATH)."""
+    try:
+        emu.build()  # not load(): this process stays off the emulated device
+    except emu.BuildUnavailable as exc:
+        pytest.skip(f"the emulated device is not available: {exc}")
+    # the caller's own probe, sweep or quick setting would change what runs: empty is unset
+    return {"XFERBENCH_EMU": "1", "PYTHONPATH": AUTOLOAD, "ASV_PYTHONPATH": AUTOLOAD,
+            "XFERBENCH_PROBE": "", "XFERBENCH_SWEEP": "", "XFERBENCH_QUICK": ""}
+
+
+def test_autoload_loads_emu_when_torch_is_imported_and_not_before(run_python, emu_env):
+    code = ("import sys\n"
+            "before = 'torch' in sys.modules\n"
+            "import torch\n"
+            "print(before, torch.accelerator.current_accelerator().type)")
+    proc = run_python("-c", code, env=emu_env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "emu"]
+    off = run_python("-c", "import torch; print(torch.accelerator.current_accelerator())",
+                     env={**emu_env, "XFERBENCH_EMU": "0"})
+    assert off.stdout.strip() == "None", off.stderr  # only XFERBENCH_EMU=1 loads it
+
+
+def test_env_names_the_emulated_device_and_says_so(run_python, emu_env):
+    proc = run_python("-m", "xferbench", "env", "--json", "--device", "emu", env=emu_env)
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(proc.stdout)
+    assert (meta["device"], meta["accelerator"], meta["emulated"]) == ("emu:0", "emu", True)
+    assert meta["capabilities"]["emulated"] is True
+    assert all(meta["capabilities"][k] for k in ("pinned_memory", "timing_events",
+                                                  "side_streams"))
+
+
+def test_suite_asks_a_child_for_the_emulated_device_without_a_hand_down(run_python, emu_env,
+                                                                         tmp_path):
+    # stock asv: no XFERBENCH_PROBE; the suite's child inherits the autoload, this process
+    # (asv's discovery or fork server) never imports torch
+    env = {**emu_env, "XFERBENCH_DEVICE": "emu", "TMPDIR": str(tmp_path)}
+    code = ("import sys, benchmarks._asv as a\n"
+            "print(a.DEVICE, a.CAPS.emulated, a.CAPS.pinned_memory, 'torch' in sys.modules)")
+    proc = run_python("-c", code, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["emu:0", "True", "True", "False"]
+    # the cache is keyed by XFERBENCH_EMU: without it the same device name is another entry
+    again = run_python("-c", code, env={**env, "XFERBENCH_EMU": "0"})
+    assert again.returncode != 0 and "device 'emu' is not a device type" in again.stderr
+
+
+def test_run_refuses_to_file_emulated_results_in_the_repository(run_python, emu_env):
+    proc = run_python("-m", "xferbench", "run", "--quick", "--device", "emu", env=emu_env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("xferbench: device emu:0 is emulated: its times are not "
+                                   "measurements, so they do not go into results/; give "
+                                   "--results DIR")
+
+
+#: What the run must have measured, one (benchmark, params) per accelerator branch.
+BRANCHES = {
+    "pinned non_blocking h2d, device events": (
+        "bench_copies.Copy.track_device_s",
+        {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "many"}),
+    "non_blocking enqueue clock": (
+        "bench_copies.Copy.track_enqueue_s",
+        {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "one"}),
+    "d2h into pinned memory": (
+        "bench_copies.Copy.track_completion_s",
+        {"direction": "d2h", "host_memory": "pinned", "sync": "non_blocking", "layout": "one"}),
+    "pin_then_copy": (
+        "bench_copies.Copy.track_device_s",
+        {"direction": "h2d", "host_memory": "pin_then_copy", "sync": "blocking", "layout": "one"}),
+    "d2d": ("bench_copies.Copy.track_device_s",
+            {"direction": "d2d", "host_memory": "pageable", "sync": "blocking", "layout": "one"}),
+    "pin_memory": ("bench_copies.PinMemory.track_host_s", {}),
+    "overlap, pinned": ("bench_copies.Overlap.track_serialised_fraction",
+                        {"host_memory": "pinned"}),
+    "overlap, pageable": ("bench_copies.Overlap.track_serialised_fraction",
+                          {"host_memory": "pageable"}),
+    "device peak memory": ("bench_creation.Creation.track_device_peak_bytes",
+                           {"factory": "zeros", "variant": "to"}),
+    "creation, to non_blocking": ("bench_creation.Creation.track_ready_s",
+                                  {"factory": "randn", "variant": "to_non_blocking"}),
+    "training loop, per-epoch read": ("bench_sync.Loop.track_step_s",
+                                      {"read": "device_accumulate"}),
+    "forward, masks moved every call": ("bench_creation.CreatedInForward.track_forward_s",
+                                        {"mode": "host_then_move"}),
+}
+
+
+@pytest.fixture(scope="module")
+def emu_run(emu_env, tmp_path_factory):
+    results = tmp_path_factory.mktemp("emu-run") / "results"
+    env = {**os.environ, **emu_env}
+    proc = subprocess.run(
+        [sys.executable, "-m", "xferbench", "run", "--quick", "--sweep", "smoke",
+         "--device", "emu", "--results", str(results)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return results, proc
+
+
+@pytest.mark.slow
+def test_the_smoke_grid_runs_every_accelerator_branch_on_emu_and_verifies(emu_run):
+    results, proc = emu_run
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "emu:0 is emulated on the host" in proc.stdout.splitlines()[0]
+    rs = load(str(results))
+    for branch, (benchmark, params) in BRANCHES.items():
+        rows = [r for r in rs if r.benchmark == benchmark
+                and all(r.param_dict.get(k) == v for k, v in params.items())]
+        assert rows and all(r.ok for r in rows), f"{branch}: no number ({benchmark} {params})"
+
+
+@pytest.mark.slow
+def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
+    results, proc = emu_run
+    assert proc.returncode == 0
+    files = [p for p in results.glob("*/*.json") if p.name != "machine.json"]
+    assert len(files) == 1 and "emulated" in files[0].parent.name  # the machine's name
+    sidecar = json.loads(Path(metadata_path(str(files[0]))).read_text())
+    meta, run, outcomes = sidecar["metadata"], sidecar["run"], sidecar["outcomes"]
+    assert meta["emulated"] is True and meta["capabilities"]["emulated"] is True
+    assert run["complete"] is True and run["sweep"] == "smoke"
+    statuses = {row["status"] for rows in outcomes.values() for row in rows}
+    assert statuses == {"skipped"}  # nothing failed verification or timed out
+    counts = outcomes["bench_sync.Loop.track_syncs_per_step"]
+    assert counts and all("CUDA and ROCm only" in row["reason"] for row in counts)
+    for r in load(str(results)):
+        if not r.ok:
+            rows = outcomes.get(r.benchmark, [])
+            want = {k: str(v) for k, v in r.params}
+            assert any(row["params"] == want and row["reason"] for row in rows), r.label()
