@@ -8,6 +8,7 @@ import, and nothing here initialises an accelerator until a function that needs 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -243,6 +244,29 @@ def current_stream(device: Device) -> Any:
     if acc is not None and hasattr(acc, "current_stream"):
         return acc.current_stream(device.torch())
     return module_of(device.type).current_stream(device.torch())
+
+
+def autocast_dtype(device: Device) -> Any:
+    """The dtype ``torch.autocast`` runs ``device``'s matmuls in: bfloat16 where the device
+    supports it, else float16, else None (no autocast). Asked of torch itself: a 2x2 matmul
+    under autocast must come out in the dtype asked for (an unsupported dtype makes autocast
+    warn and disable itself, so the product stays float32)."""
+    import torch
+
+    amp = getattr(torch, "amp", None)
+    if amp is None or not amp.is_autocast_available(device.type):
+        return None
+    for dtype in (torch.bfloat16, torch.float16):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "...dtype is not supported. Disabling"
+                with torch.autocast(device.type, dtype=dtype):
+                    a = torch.ones(2, 2, device=device.torch())
+                    if (a @ a).dtype == dtype:
+                        return dtype
+        except (RuntimeError, TypeError, ValueError):
+            continue
+    return None
 
 
 @contextlib.contextmanager
