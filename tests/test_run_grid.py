@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from xferbench.commands.run.suite import BENCH_FILES
 from xferbench.results import load, metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,8 +62,8 @@ def _describe() -> list[dict]:
     probe = json.dumps({"device": "cpu", "capabilities": {
         "device": "cpu", "pinned_memory": False, "timing_events": False,
         "side_streams": False, "reason": "the CPU has none"}})
-    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", "bench_copies",
-                           "bench_sync", "bench_creation"], cwd=REPO, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", *BENCH_FILES],
+                          cwd=REPO, capture_output=True,
                           text=True, env={**os.environ, "XFERBENCH_PROBE": probe,
                                           "XFERBENCH_SWEEP": "default"}, check=True)
     return json.loads(proc.stdout)

@@ -37,7 +37,7 @@ from ...asvrepo import (
 )
 from ...devices import resolve_device
 from ...errors import XferbenchError
-from ...headline import copy_rows, format_copy_rows, format_headlines, headlines
+from ...headline import copy_rows, format_copy_rows, format_headlines, hazard_table, headlines
 from ...labels import backup_path, label_results, protect, settle, write_metadata
 from ...metadata import collect
 from ...results import load
@@ -231,6 +231,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(line)
     print()
     for line in format_headlines(headlines(rs)):
+        print(line)
+    print()
+    for line in hazard_table(rs):
         print(line)
     if failed:
         print("xferbench run: a benchmark failed (see asv's output above)", file=sys.stderr)
