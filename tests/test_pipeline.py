@@ -165,6 +165,17 @@ def test_variants_of_one_configuration_end_on_the_same_parameters(precision):
     assert all(torch.equal(a, b) for a, b in zip(params[0], work.reference))
 
 
+@pytest.mark.slow
+# torch's own: importing inductor imports torch.utils.mkldnn, which uses torch.jit.script_method
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_compiled_step_reports_its_compile_time_alone_and_verifies(small_budget):
+    result = run_pipeline(PipelineCase(INPUT_BOUND, precision="fp32", compile="compiled"),
+                          "cpu", small_budget)
+    assert result.compile_s is not None
+    assert result.compile_s > 20 * result.step_s  # a compile, not a cached step
+    assert 0 < result.step_s < 1
+
+
 def test_model_to_every_step_changes_nothing_but_time():
     work = build_pipeline(PipelineCase(INPUT_BOUND), "cpu")
     try:

@@ -20,8 +20,10 @@ step spent getting the batch (the loader and the no-op move) rather than trainin
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -152,6 +154,34 @@ def initial_state(size: ModelSize, vocab: int, classes: int, seed: int) -> tuple
     return tuple(out)
 
 
+@functools.cache
+def warm_compiler(device: str) -> None:
+    """Compile a one-line function on ``device`` once per process: the compiler's imports and
+    set-up (seconds, once per process) are then not in any configuration's compile time."""
+    import torch
+
+    torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device=device))
+    torch.compiler.reset()
+
+
+def compile_first_step(step: Any, batch: Any, dev: Device) -> float:
+    """Seconds of the first call of a compiled ``step``, synchronised: dynamo, AOTAutograd
+    (forward and backward) and inductor on this graph, cold: inductor's caches, on disk as in
+    memory, are off for this call, so that the figure is the same on a second run."""
+    import torch._inductor.config as inductor_config
+
+    cold = (inductor_config.patch(force_disable_caches=True)
+            if hasattr(inductor_config, "force_disable_caches") else contextlib.nullcontext())
+    with cold, warnings.catch_warnings():
+        # what the caches being off turns off says so once ("dynamo_pgo force disabled by
+        # ...force_disable_caches"): asked for, so not worth a warning
+        warnings.filterwarnings("ignore", message=".*force_disable_caches", category=UserWarning)
+        t0 = time.perf_counter()
+        step(batch)
+        synchronize(dev)
+        return time.perf_counter() - t0
+
+
 def build_model(size: ModelSize, dev: Device, *, amp_dtype: Any, compiled: bool,
                 features: tuple[int, ...], vocab: int, classes: int,
                 seed: int) -> tuple[Any, Any, Any, Any]:
@@ -189,6 +219,11 @@ def build_model(size: ModelSize, dev: Device, *, amp_dtype: Any, compiled: bool,
         h = model["image"](x) + F.embedding(batch["tokens"], model.tokens).mean(dim=1)
         return model["head"](torch.relu(h))
 
+    if compiled:
+        warm_compiler(dev.name)
+        # Forget what an earlier build compiled: dynamo would find this forward's code in its
+        # cache, and the first compiled step would be a cache hit.
+        torch.compiler.reset()
     fwd = torch.compile(forward) if compiled else forward
 
     def step(batch: dict[str, Any]) -> None:
