@@ -120,8 +120,8 @@ def pipeline_skip_reason(case: PipelineCase, caps: Capabilities) -> str | None:
     """Why ``case`` yields no number on a device with ``caps``; the capability probe only."""
     if caps.device == "cpu":
         if case.size == "large":
-            return ("the large model is sized to keep an accelerator busy (360M parameters): "
-                    "on the CPU one step takes tens of seconds")
+            return ("the large model is sized to keep an accelerator busy (360M parameters, "
+                    "70 GFLOP a step): on the CPU each step takes seconds")
         if case.host_memory == "pinned":
             return "pinned host memory needs an accelerator"
         if case.move == "non_blocking":
@@ -206,7 +206,8 @@ class PipelineWorkload:
                     f"from the reference (max |diff| {diff:.3g}): the steps saw other data")
 
     def close(self) -> None:
-        """End the loader's worker processes now (dropping the iterator shuts them down)."""
+        """End the loader's worker processes now, even while a failure's traceback still
+        holds the iterator."""
         self.source.close()
 
 
@@ -303,9 +304,9 @@ def run_pipeline(case: PipelineCase, device: str | Device = "auto",
         m = measure(work.run, device=work.device, label=case.label, clock=PIPELINE_CLOCK,
                     **budget.kwargs())
         work.verify()
-        shares = measure_starvation(work, 3 if quick_mode() else STARVATION_CALLS) \
-            if starvation and starvation_skip_reason(case, capabilities(work.device)) is None \
-            else ()
+        shares: tuple[float, ...] = ()
+        if starvation and starvation_skip_reason(case, capabilities(work.device)) is None:
+            shares = measure_starvation(work, 3 if quick_mode() else STARVATION_CALLS)
         moved = None
         if model_to:
             work.model_to_every_step = True
