@@ -11,6 +11,7 @@ import torch
 
 from xferbench.devices import capabilities
 from xferbench.errors import XferbenchError
+from xferbench.headline import HAZARD_BENCHMARK, hazard_table
 from xferbench.practices.hazards import (
     DEFAULT_SIZES,
     FULL_SIZES,
@@ -22,6 +23,7 @@ from xferbench.practices.hazards import (
     run_hazard,
     seen_wrong,
 )
+from xferbench.results import Result, ResultSet
 from xferbench.units import KiB, MiB
 
 CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
@@ -98,3 +100,30 @@ def test_each_hazard_runs_its_trials_and_its_copies_verify(gpu_device, kind, nby
     assert (r.kind, r.nbytes, r.trials, r.device) == (kind, nbytes, TRIALS, gpu_device.name)
     assert 0 <= r.torn <= r.wrong <= r.trials  # 0% is a figure too, not a failure
     assert 0.0 <= r.fraction <= 1.0
+
+
+# -- the table the README and `xferbench run` show -----------------------------------------------
+
+def _hazard(kind: str, size: str, value: float, date_ms: int = 0) -> Result:
+    return Result(benchmark=HAZARD_BENCHMARK, params=(("hazard", kind), ("size", size)),
+                  value=value, unit="fraction", machine="m", commit="c", date_ms=date_ms,
+                  torch="2.13.0", cuda="13.0", python="3", env_name="e", path="p")
+
+
+def test_hazard_table_has_a_column_per_size_measured_in_size_order():
+    rs = ResultSet([_hazard("d2h_read_before_sync", "64MiB", 0.97),
+                    _hazard("d2h_read_before_sync", "4KiB", 1.0),
+                    _hazard("d2h_read_before_sync", "4KiB", 0.5, date_ms=1),  # the newest
+                    _hazard("pinned_source_modified", "4KiB", 0.0),
+                    _hazard("pageable_non_blocking", "4KiB", float("nan"))], {}, "")
+    table = hazard_table(rs)
+    assert table[2:] == [
+        "| hazard | 4KiB | 64MiB |", "| --- | ---: | ---: |",
+        "| d2h_read_before_sync | 50% | 97% |",
+        "| pinned_source_modified | 0% | n/a |",  # 0% is a figure
+        "| pageable_non_blocking | n/a | n/a |"]
+
+
+def test_hazard_table_without_results_says_why():
+    rs = ResultSet([], {}, "")
+    assert hazard_table(rs)[-1] == "| pageable_non_blocking | n/a: not measured in these results |"
