@@ -9,6 +9,7 @@ import pytest
 from xferbench import XferbenchError
 from xferbench import device_memory as dm
 from xferbench import devices as dv
+from xferbench import stream_hold as sh
 from xferbench.device_memory import DoesNotFit, check_fits
 from xferbench.devices import Capabilities, Device, capabilities, resolve_device
 
@@ -320,19 +321,19 @@ def test_events_time_device_work_and_streams_switch(gpu_device):
 
 
 def test_stream_hold_is_refused_off_cuda():
-    assert dv.hold_stream(dv.Device("cpu"), 0.01) is False
-    assert dv.hold_stream(dv.Device("mps"), 0.01) is False
+    assert sh.hold_stream(dv.Device("cpu"), 0.01) is False
+    assert sh.hold_stream(dv.Device("mps"), 0.01) is False
 
 
 @pytest.mark.gpu
 @pytest.mark.cuda_only("the stream hold (torch.cuda._sleep)")
 def test_stream_hold_queues_a_spin_of_about_the_asked_length(gpu_device):
-    rate = dv.calibrate_spin(gpu_device)  # warm: the clock has run >= 50 ms under a spin
+    rate = sh.calibrate_spin(gpu_device)  # warm: the clock has run >= 50 ms under a spin
     assert rate > 1e8  # cycles per second: any GPU clock is above 100 MHz
     start, end = dv.new_event(gpu_device), dv.new_event(gpu_device)
     stream = dv.current_stream(gpu_device)
     start.record(stream)
-    assert dv.hold_stream(gpu_device, 0.01) is True
+    assert sh.hold_stream(gpu_device, 0.01) is True
     end.record(stream)
     dv.synchronize(gpu_device)
     # the clock may still move between calibration and the hold, by far less than the 5.7x

@@ -18,7 +18,8 @@ BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
 LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
 TOP_LEVEL = {
     **dict.fromkeys(("errors", "units", "version"), BASE),
-    **dict.fromkeys(("devices", "device_memory", "timing", "measurement", "metadata"), CORE),
+    **dict.fromkeys(("devices", "device_memory", "stream_hold", "timing", "measurement",
+                     "metadata"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
                      "headline", "sitemap"), RESULTS),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from xferbench.commands.run.suite import BENCH_FILES
 from xferbench.resultfiles import metadata_path
 from xferbench.results import load
 
@@ -62,10 +63,10 @@ def _describe() -> list[dict]:
     probe = json.dumps({"device": "cpu", "capabilities": {
         "device": "cpu", "pinned_memory": False, "timing_events": False,
         "side_streams": False, "reason": "the CPU has none"}})
-    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", "bench_copies",
-                           "bench_sync", "bench_creation"], cwd=REPO, capture_output=True,
-                          text=True, env={**os.environ, "XFERBENCH_PROBE": probe,
-                                          "XFERBENCH_SWEEP": "default"}, check=True)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", *BENCH_FILES],
+                          cwd=REPO, capture_output=True, text=True, check=True,
+                          env={**os.environ, "XFERBENCH_PROBE": probe,
+                               "XFERBENCH_SWEEP": "default"})
     return json.loads(proc.stdout)
 
 

@@ -8,8 +8,9 @@ import time
 import pytest
 
 from xferbench import XferbenchError
-from xferbench.devices import can_hold_stream, capabilities
+from xferbench.devices import capabilities
 from xferbench.measurement import Measurement, Stats
+from xferbench.stream_hold import can_hold_stream
 from xferbench.timing import (
     MAX_TIMER_OVERHEAD,
     QUICK_SCALE,

@@ -8,6 +8,7 @@ import, and nothing here initialises an accelerator until a function that needs 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -305,6 +306,29 @@ def current_stream(device: Device) -> Any:
     return module_of(device.type).current_stream(device.torch())
 
 
+def autocast_dtype(device: Device) -> Any:
+    """The dtype ``torch.autocast`` runs ``device``'s matmuls in: bfloat16 where the device
+    supports it, else float16, else None (no autocast). Asked of torch itself: a 2x2 matmul
+    under autocast must come out in the dtype asked for (an unsupported dtype makes autocast
+    warn and disable itself, so the product stays float32)."""
+    import torch
+
+    amp = getattr(torch, "amp", None)
+    if amp is None or not amp.is_autocast_available(device.type):
+        return None
+    for dtype in (torch.bfloat16, torch.float16):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "...dtype is not supported. Disabling"
+                with torch.autocast(device.type, dtype=dtype):
+                    a = torch.ones(2, 2, device=device.torch())
+                    if (a @ a).dtype == dtype:
+                        return dtype
+        except (RuntimeError, TypeError, ValueError):
+            continue
+    return None
+
+
 @contextlib.contextmanager
 def sync_debug_warnings(device: Device) -> Iterator[None]:
     """Within the block, each host-device synchronisation on ``device`` emits a UserWarning
@@ -319,69 +343,3 @@ def sync_debug_warnings(device: Device) -> Iterator[None]:
         yield
     finally:
         torch.cuda.set_sync_debug_mode(previous)
-
-
-#: Spin rate of torch.cuda._sleep per device (cycles per second), measured once warm.
-_SPIN_CYCLES_PER_S: dict[str, float] = {}
-#: Longest hold: a batch that needs more is split by the caller, not held longer.
-MAX_HOLD_S = 0.2
-#: The SM clock runs this long under a spin before the spin is calibrated: an H200 idles at
-#: about 345 MHz and runs at 1980, so a spin calibrated cold ends up to 5.7x early once warm.
-WARM_SPIN_S = 0.05
-
-
-def can_hold_stream(device: Device) -> bool:
-    """Whether ``hold_stream`` can hold ``device``'s stream (CUDA and ROCm only)."""
-    if device.type != "cuda":
-        return False
-    import torch
-
-    return hasattr(torch.cuda, "_sleep")
-
-
-def calibrate_spin(device: Device) -> float:
-    """Cycles per second of ``torch.cuda._sleep`` on ``device``, measured after the clock has
-    run under a spin for at least WARM_SPIN_S (timing events around each chunk); stored for
-    ``hold_stream``. Call it again when a hold was seen to end early."""
-    import torch
-
-    with torch.cuda.device(device.index or 0):
-        stream = current_stream(device)
-        cycles, spent, rate = 1_000_000, 0.0, 0.0
-        for _ in range(200):  # a bound: 50 ms of spin takes 2 to 20 rounds
-            pairs = [(new_event(device), new_event(device)) for _ in range(8)]
-            for start, end in pairs:
-                start.record(stream)
-                torch.cuda._sleep(cycles)
-                end.record(stream)
-            synchronize(device)
-            times = sorted(max(s.elapsed_time(e) * 1e-3, 1e-7) for s, e in pairs)
-            spent += sum(times)
-            rate = cycles / times[len(times) // 2]
-            if spent >= WARM_SPIN_S:
-                break
-            cycles = max(cycles, int(rate * 0.002))  # chunks of about 2 ms once the rate is known
-    _SPIN_CYCLES_PER_S[device.name] = rate
-    return rate
-
-
-def hold_stream(device: Device, seconds: float) -> bool:
-    """Queue a spin of about ``seconds`` (at most MAX_HOLD_S) on ``device``'s current stream,
-    so that work the host queues next waits behind it and runs back to back (nvbandwidth's
-    blocking kernel).
-
-    Without it, a launch-bound call finds the device idle: its start event fires at once and
-    "device time" becomes the host's launch time. The spin counts SM clock cycles; its rate is
-    calibrated warm (``calibrate_spin``) the first time. Whether a hold really outlasted the
-    queueing is the caller's to check (an event recorded after the spin must still be pending
-    once the batch is queued; see ``timing.measure``). CUDA/ROCm only
-    (``torch.cuda._sleep``); returns False where no spin exists, and the caller records that.
-    """
-    if seconds <= 0 or not can_hold_stream(device):
-        return False
-    import torch
-
-    rate = _SPIN_CYCLES_PER_S.get(device.name) or calibrate_spin(device)
-    with torch.cuda.device(device.index or 0):  # the spin goes to the current device
-        torch.cuda._sleep(int(min(seconds, MAX_HOLD_S) * rate))
-    return True

@@ -12,8 +12,10 @@ from .devices import Capabilities
 from .errors import XferbenchError
 from .practices import HEADLINE_NBYTES
 from .practices.copies import DIRECTIONS, HOST_MEMORY, SYNCS, CopyCase, copy_skip_reason
+from .practices.hazards import HAZARDS, TRIALS, hazard_skip_reason
+from .practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from .results import Result, ResultSet, load
-from .units import format_seconds, gbps, size_label
+from .units import format_seconds, gbps, parse_size, size_label
 
 H = size_label(HEADLINE_NBYTES)
 
@@ -41,6 +43,13 @@ def _copy_reason(host_memory: str, sync: str, layout: str) -> Callable[[Capabili
 
     return reason
 
+
+def _pipeline_reason(caps: Capabilities) -> str | None:
+    return pipeline_skip_reason(PipelineCase(INPUT_BOUND, "pinned", 2, "prefetch"), caps)
+
+
+#: The pipeline headline's configuration: the input-bound size, two workers, autocast.
+PIPELINE = {"size": INPUT_BOUND, "workers": "2", "precision": "amp", "compile": "eager"}
 
 HEADLINES: tuple[Headline, ...] = (
     Headline(
@@ -77,6 +86,14 @@ HEADLINES: tuple[Headline, ...] = (
         {"read": "item_every_batch", "width": "256"},
         "per epoch", "per batch",
         counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step",
+    ),
+    Headline(
+        "pinned_prefetch", "pinned + prefetch vs pageable + blocking, DataLoader with 2 "
+        "workers, small model (samples/s)",
+        "bench_pipeline.Pipeline.track_step_s",
+        {**PIPELINE, "host_memory": "pinned", "move": "prefetch"},
+        {**PIPELINE, "host_memory": "pageable", "move": "blocking"},
+        "pinned + prefetch", "pageable + blocking", reason=_pipeline_reason,
     ),
 )
 
@@ -212,6 +229,33 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
     return out
 
 
+HAZARD_BENCHMARK = "bench_hazards.Hazards.track_wrong_fraction"
+
+
+def hazard_table(rs: ResultSet) -> list[str]:
+    """Markdown: per hazard, the fraction of trials in which the unsafe pattern saw wrong data,
+    one column per size measured; where none was, why (from the recorded capability probe)."""
+    sizes = sorted({str(r.param_dict["size"]) for r in rs.find(HAZARD_BENCHMARK) if r.ok},
+                   key=parse_size)
+    out = [f"non_blocking hazards: the fraction of {TRIALS} trials in which the unsafe pattern "
+           "saw wrong data (checked against the right value).", ""]
+    if not sizes:
+        caps = _caps(rs)
+        out += ["| hazard | fraction wrong |", "| --- | --- |"]
+        for kind in HAZARDS:
+            why = hazard_skip_reason(kind, caps) if caps else None
+            out.append(f"| {kind} | n/a: {why or 'not measured in these results'} |")
+        return out
+    out += ["| hazard | " + " | ".join(sizes) + " |", "| --- |" + " ---: |" * len(sizes)]
+    for kind in HAZARDS:
+        cells = []
+        for size in sizes:
+            r = rs.latest(HAZARD_BENCHMARK, hazard=kind, size=size)
+            cells.append("n/a" if r is None else f"{r.value:.0%}")
+        out.append(f"| {kind} | " + " | ".join(cells) + " |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
     args = sys.argv[1:] if argv is None else argv
@@ -227,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(format_copy_rows(copy_rows(series))))
             print()
             print("\n".join(format_headlines(headlines(series))))
+            print()
+            print("\n".join(hazard_table(series)))
             print()
     return 0
 

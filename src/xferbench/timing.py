@@ -30,19 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .devices import (
-    MAX_HOLD_S,
-    Device,
-    calibrate_spin,
-    can_hold_stream,
-    current_stream,
-    hold_stream,
-    new_event,
-    resolve_device,
-    synchronize,
-)
+from .devices import Device, current_stream, new_event, resolve_device, synchronize
 from .errors import XferbenchError
 from .measurement import CLOCKS, Measurement, Stats
+from .stream_hold import MAX_HOLD_S, calibrate_spin, can_hold_stream, hold_stream
 
 #: Timer overhead may cost at most this share of one CPU sample. 1e-4 as blocked_autorange:
 #: with 1e-3 our blocks were ten times shorter than its, and on a busy machine the median of

@@ -45,7 +45,7 @@ from ...asvrepo import (
 )
 from ...devices import resolve_device
 from ...errors import XferbenchError
-from ...headline import copy_rows, format_copy_rows, format_headlines, headlines
+from ...headline import copy_rows, format_copy_rows, format_headlines, hazard_table, headlines
 from ...labels import (
     alive,
     backup_path,
@@ -366,6 +366,8 @@ def _finish(args: argparse.Namespace, out: Any, opts: Options, *, out_path: str,
             print("\n".join(format_copy_rows(copy_rows(rs))))
             print()
             print("\n".join(format_headlines(headlines(rs))))
+            print()
+            print("\n".join(hazard_table(rs)))
         if emulated:
             print("the device is emulated: these times are host threads', not measurements")
         results = "" if opts.results_dir == os.path.abspath("results") else \

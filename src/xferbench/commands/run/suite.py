@@ -14,8 +14,9 @@ from typing import Any
 from ...errors import XferbenchError
 
 #: The suite's files, in the order they run: a run cut short keeps the classes it finished,
-#: so the headline copies come first and the long creation grid last.
-BENCH_FILES = ("bench_copies", "bench_sync", "bench_creation")
+#: so the headline copies come first and the long creation grid last (the hazards, which
+#: measure nothing without an accelerator, ride along with the first call there).
+BENCH_FILES = ("bench_copies", "bench_sync", "bench_pipeline", "bench_hazards", "bench_creation")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,75 @@
+"""The stream hold: a spin queued on a CUDA/ROCm stream so that the calls ``measure()`` queues
+behind it run back to back on the device (nvbandwidth's blocking kernel), calibrated with a
+warm clock. Part of the device layer."""
+
+from __future__ import annotations
+
+from .devices import Device, current_stream, new_event, synchronize
+
+# torch loads inside the functions that need it: `import xferbench` stays free of it.
+
+
+#: Spin rate of torch.cuda._sleep per device (cycles per second), measured once warm.
+_SPIN_CYCLES_PER_S: dict[str, float] = {}
+#: Longest hold: a batch that needs more is split by the caller, not held longer.
+MAX_HOLD_S = 0.2
+#: The SM clock runs this long under a spin before the spin is calibrated: an H200 idles at
+#: about 345 MHz and runs at 1980, so a spin calibrated cold ends up to 5.7x early once warm.
+WARM_SPIN_S = 0.05
+
+
+def can_hold_stream(device: Device) -> bool:
+    """Whether ``hold_stream`` can hold ``device``'s stream (CUDA and ROCm only)."""
+    if device.type != "cuda":
+        return False
+    import torch
+
+    return hasattr(torch.cuda, "_sleep")
+
+
+def calibrate_spin(device: Device) -> float:
+    """Cycles per second of ``torch.cuda._sleep`` on ``device``, measured after the clock has
+    run under a spin for at least WARM_SPIN_S (timing events around each chunk); stored for
+    ``hold_stream``. Call it again when a hold was seen to end early."""
+    import torch
+
+    with torch.cuda.device(device.index or 0):
+        stream = current_stream(device)
+        cycles, spent, rate = 1_000_000, 0.0, 0.0
+        for _ in range(200):  # a bound: 50 ms of spin takes 2 to 20 rounds
+            pairs = [(new_event(device), new_event(device)) for _ in range(8)]
+            for start, end in pairs:
+                start.record(stream)
+                torch.cuda._sleep(cycles)
+                end.record(stream)
+            synchronize(device)
+            times = sorted(max(s.elapsed_time(e) * 1e-3, 1e-7) for s, e in pairs)
+            spent += sum(times)
+            rate = cycles / times[len(times) // 2]
+            if spent >= WARM_SPIN_S:
+                break
+            cycles = max(cycles, int(rate * 0.002))  # chunks of about 2 ms once the rate is known
+    _SPIN_CYCLES_PER_S[device.name] = rate
+    return rate
+
+
+def hold_stream(device: Device, seconds: float) -> bool:
+    """Queue a spin of about ``seconds`` (at most MAX_HOLD_S) on ``device``'s current stream,
+    so that work the host queues next waits behind it and runs back to back (nvbandwidth's
+    blocking kernel).
+
+    Without it, a launch-bound call finds the device idle: its start event fires at once and
+    "device time" becomes the host's launch time. The spin counts SM clock cycles; its rate is
+    calibrated warm (``calibrate_spin``) the first time. Whether a hold really outlasted the
+    queueing is the caller's to check (an event recorded after the spin must still be pending
+    once the batch is queued; see ``timing.measure``). CUDA/ROCm only
+    (``torch.cuda._sleep``); returns False where no spin exists, and the caller records that.
+    """
+    if seconds <= 0 or not can_hold_stream(device):
+        return False
+    import torch
+
+    rate = _SPIN_CYCLES_PER_S.get(device.name) or calibrate_spin(device)
+    with torch.cuda.device(device.index or 0):  # the spin goes to the current device
+        torch.cuda._sleep(int(min(seconds, MAX_HOLD_S) * rate))
+    return True
