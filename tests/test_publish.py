@@ -68,35 +68,45 @@ def test_site_has_the_pages_and_asv_data(site: Path):
     assert not list((site / "asv").glob("*.js"))
 
 
+COMMIT_LINK = re.compile(r'<a class="commit" href="https://github\.com/xferbench/xferbench/'
+                         r'commit/[0-9a-f]{40}">')
+
+
 def test_every_page_link_is_a_file_of_the_site(site: Path):
+    page_ids = set(re.findall(r'id="([^"]+)"', (site / "index.html").read_text()))
     for page in ("index.html", "asv.html"):
         for link in parse(site / page).links:
-            if link.startswith("data:"):
+            if link.startswith("data:") or COMMIT_LINK.search(f'<a class="commit" href="{link}">'):
+                continue
+            if link.startswith("#"):
+                assert page != "index.html" or link[1:] in page_ids, f"{page}: no {link}"
                 continue
             assert not re.match(r"^[a-z]+:", link), f"{page} links outside the site: {link}"
             assert (site / link).is_file(), f"{page} links to a missing file: {link}"
 
 
 def test_no_file_of_the_site_names_another_host(site: Path):
-    # XML namespaces (xmlns="http://www.w3.org/2000/svg") are names, never fetched
+    # XML namespaces (xmlns="http://www.w3.org/2000/svg") are names, never fetched; a suite
+    # commit links to its page (asv.conf.json's show_commit_url): followed, never loaded
     namespace = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
     for path in site.rglob("*"):
         if path.suffix in (".html", ".js", ".css", ".svg"):
-            text = namespace.sub("", path.read_text(encoding="utf-8"))
+            text = COMMIT_LINK.sub("", namespace.sub("", path.read_text(encoding="utf-8")))
             assert not re.search(r"https?://|//cdn|@import", text), path
+    assert COMMIT_LINK.search((site / "index.html").read_text(encoding="utf-8"))
 
 
 def test_both_versions_are_series_of_the_page_and_figures(site: Path):
     versions = set(load(str(RESULTS)).torch_versions())
     assert len(versions) >= 2, f"{RESULTS} should hold two PyTorch versions"
     assert parse(site / "index.html").torch == versions
-    svgs = [p.read_text(encoding="utf-8") for p in (site / "figures").glob("*.svg")]
-    assert any(all(f"torch {v}" in svg for v in versions) for svg in svgs), (
-        "no figure shows both versions as series")
+    svgs = [p.read_text(encoding="utf-8") for p in (site / "figures").rglob("*.svg")]
+    assert any(all(f">{v}<" in svg for v in versions) for svg in svgs), (
+        "no figure shows both versions")
 
 
 def test_figures_are_svg_and_each_measured_value_has_one(site: Path):
-    figures = sorted((site / "figures").glob("*.svg"))
+    figures = sorted((site / "figures").rglob("*.svg"))
     assert figures
     for f in figures:
         assert ET.parse(f).getroot().tag == "{http://www.w3.org/2000/svg}svg"
@@ -122,8 +132,12 @@ def test_rebuild_replaces_the_site_and_is_byte_identical(site: Path, tmp_path: P
     (out / "figures" / "stale.svg").write_text("<svg/>")
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
     assert not (out / "figures" / "stale.svg").exists()
-    for f in (site / "figures").glob("*.svg"):
-        assert (out / "figures" / f.name).read_bytes() == f.read_bytes(), f.name
+    built = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file())
+    again = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert built == again
+    for rel in built:
+        if rel.as_posix() not in ("asv/info.json", "asv/regressions.xml"):  # asv's timestamps
+            assert (out / rel).read_bytes() == (site / rel).read_bytes(), rel
 
 
 def test_regression_between_versions_is_tabled(results_copy: Path, tmp_path: Path):
@@ -152,10 +166,11 @@ def test_regression_between_versions_is_tabled(results_copy: Path, tmp_path: Pat
     out = tmp_path / "site"
     assert main(["publish", "--results", str(results_copy), "--out", str(out)]) == 0
     page = (out / "index.html").read_text(encoding="utf-8")
-    section = page[page.index('id="regressions"'):page.index('id="benchmarks"')]
-    assert f"torch {older} → torch {newer} on {machine}" in section
-    assert section.count("<tr><td>") == 1 and name.split(".", 1)[1] in section
-    assert "1.30x" in section
+    section = page[page.index('<section id="changes">'):page.index('<section id="benchmarks">')]
+    assert f"torch {older} → torch {newer} on {machine}: 1 regression, 0 improvements" in section
+    regressions = section[section.index("<h4>Regressions (1)"):section.index("<h4>Improvements")]
+    assert regressions.count("<tr><td") == 1 and name.split(".", 1)[1] in regressions
+    assert "1.300x" in regressions and ">slower<" in regressions
 
 
 def _refused(args: list[str], capsys) -> str:

@@ -9,6 +9,7 @@ Pure arithmetic over ``Result`` records; formatting happens elsewhere.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +76,13 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float
     return u, u_p_value(u, n1, n2, tie_term)
 
 
+@functools.lru_cache(maxsize=8192)
+def _cached_u(x: tuple[float, ...], y: tuple[float, ...]) -> tuple[float, float]:
+    """mann_whitney_u, once per pair of samples: publish tests each pair up to three times
+    (the changes' marks, their verdicts, the trends' steps)."""
+    return mann_whitney_u(x, y)
+
+
 def u_p_value(u: float, n1: int, n2: int, tie_term: float) -> float:
     """The two-sided p-value of U for samples of ``n1`` and ``n2`` values whose ties add up
     to ``tie_term`` (sum of t^3 - t): normal approximation, continuity correction."""
@@ -117,7 +125,7 @@ def significance(a: Result, b: Result, alpha: float = ALPHA) -> Significance:
     """Mann-Whitney U on the recorded samples; without samples, asv's 99% confidence
     intervals (disjoint = significant); without either, never significant."""
     if a.samples and b.samples and len(a.samples) >= 2 and len(b.samples) >= 2:
-        _, p = mann_whitney_u(a.samples, b.samples)
+        _, p = _cached_u(tuple(a.samples), tuple(b.samples))
         return Significance(p < alpha, p, "mann-whitney")
     if a.ci_99 and b.ci_99:
         (a_lo, a_hi), (b_lo, b_hi) = sorted(a.ci_99), sorted(b.ci_99)
