@@ -23,7 +23,8 @@ from .views import BandwidthPanel, HeadlineRow, Trend
 
 WIDTH = 3.6  # inches
 SMALLEST_PT = 7.0
-STYLE = {"font.size": 8.0, "axes.titlesize": 8.0, "axes.labelsize": 7.5,
+STYLE = {"font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+         "font.size": 8.0, "axes.titlesize": 8.0, "axes.labelsize": 7.5,
          "xtick.labelsize": SMALLEST_PT, "ytick.labelsize": SMALLEST_PT,
          "legend.fontsize": SMALLEST_PT, "legend.title_fontsize": SMALLEST_PT,
          "svg.fonttype": "none", "svg.hashsalt": "xferbench", "axes.grid": True,

@@ -62,7 +62,7 @@ def table(cls: str, headers: list[str], rows: list[str]) -> list[str]:
 
 
 def cells(headers: list[str], values: list[str]) -> str:
-    labels = [re.sub(r"<[^>]+>", " ", h).strip() for h in headers]
+    labels = [" ".join(re.sub(r"<[^>]+>", " ", h).split()) for h in headers]
     return "".join(f'<td data-label="{e(label)}">{v}</td>' for label, v in zip(labels, values))
 
 
