@@ -13,15 +13,15 @@ from manyversions import STEPPED
 
 pytestmark = pytest.mark.slow
 
-#: Bounds. The build took 11-17 s on this project's shared 2-core VM (20 versions, 65 trend
-#: charts, 19 comparisons, asv publish included); the bound leaves room for a loaded machine.
+#: Bounds. The build took 9-17 s on this project's shared 2-core VM (20 versions, 69 figures,
+#: 19 comparisons, asv publish included); the bound leaves room for a loaded machine.
 BUILD_S = 45.0
 #: Every figure is 3.6 in wide (346 px: its 7 pt text is 9.3 px on a 390 px phone) and its
 #: height does not grow with the versions: 4.2 in holds 2 title lines and upright labels.
 WIDTH_IN, HEIGHT_IN = 3.6, 4.2
-#: The largest figure measured 37 KB (a headline with 20 points and intervals).
+#: The largest figure measured 33 KB (a headline with 20 points and intervals).
 FIGURE_BYTES = 60_000
-#: index.html measured 0.75 MB (every comparison's rows, every citation); asv-data.js 0.74 MB.
+#: index.html measured 0.78 MB (every comparison's rows, every citation); asv-data.js 0.74 MB.
 PAGE_BYTES = 1_500_000
 
 
