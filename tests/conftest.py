@@ -20,11 +20,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import emu  # tests/emu: stdlib only until load(), which imports torch
 import pytest
+from manyversions import write_many_versions
 
+from xferbench.cli import main
 from xferbench.devices import Capabilities, Device, capabilities, is_emulated, resolve_device
 from xferbench.practices import Budget
 
@@ -200,3 +203,18 @@ def committed_results() -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / name, target)
     return dest
+
+
+#: Versions in the generated dataset that the site must scale to, and the bounds it must keep.
+MANY_VERSIONS = 20
+
+
+@pytest.fixture(scope="session")
+def many_versions_site(tmp_path_factory) -> tuple[Path, float, list[str]]:
+    """The site published from a generated results folder with ``MANY_VERSIONS`` PyTorch
+    versions (tests/manyversions.py): (site folder, seconds the publish took, versions)."""
+    work = tmp_path_factory.mktemp("many-versions")
+    versions = write_many_versions(committed_results(), work / "results", MANY_VERSIONS)
+    started = time.perf_counter()
+    assert main(["publish", "--results", str(work / "results"), "--out", str(work / "site")]) == 0
+    return work / "site", time.perf_counter() - started, versions

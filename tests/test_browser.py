@@ -1,12 +1,18 @@
 """The published site in a real browser: headless Chromium loads it from 127.0.0.1, every
 request for another host is refused and counted, and any failed request or console error
-fails the test. Both PyTorch versions must show as series and every figure must load."""
+fails the test. Both PyTorch versions must show as series and every figure must load; no
+page scrolls sideways at 390 or 1400 px; asv.html's # follows the chosen benchmark and opens
+it; a headline row shows its samples, interval and citation; the banner says the committed
+data is not for citation; and the generated twenty-version site renders within its bounds,
+its figure text at least 9 px on a 390 px phone."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -17,7 +23,7 @@ import pytest
 from conftest import committed_results
 
 from xferbench.cli import main
-from xferbench.results import load
+from xferbench.results import load as load_results
 
 RESULTS = committed_results()
 CHROMIUM = "/usr/bin/chromium"
@@ -43,12 +49,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def served_site(tmp_path_factory) -> Iterator[str]:
-    """The site published from the committed results, at http://127.0.0.1:PORT/."""
-    out = tmp_path_factory.mktemp("browser") / "site"
-    assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
-    handler = functools.partial(_QuietHandler, directory=str(out))
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    handler = functools.partial(_QuietHandler, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -58,6 +61,22 @@ def served_site(tmp_path_factory) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.fixture(scope="module")
+def served_site(tmp_path_factory) -> Iterator[str]:
+    """The site published from the committed results, at http://127.0.0.1:PORT/."""
+    out = tmp_path_factory.mktemp("browser") / "site"
+    assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
+    with serve(out) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def served_many(many_versions_site) -> Iterator[str]:
+    """The site of the generated twenty-version results (conftest), served."""
+    with serve(many_versions_site[0]) as url:
+        yield url
 
 
 class Guard:
@@ -101,24 +120,49 @@ def browser():
             b.close()
 
 
-def test_site_renders_offline_with_both_versions(browser, served_site, tmp_path: Path):
-    versions = load(str(RESULTS)).torch_versions()
-    assert len(versions) >= 2, f"{RESULTS} should hold two PyTorch versions"
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    guard = Guard(page, served_site)
-    page.goto(served_site + "index.html", wait_until="load")
+def load(browser, url: str, width: int = 1280):
+    """A page at ``width`` px, scrolled through so that every lazy figure in view loaded."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    guard = Guard(page, url)
+    page.goto(url, wait_until="load")
     page.wait_for_load_state("networkidle")
+    page.evaluate("""async () => {
+        for (let y = 0; y < document.body.scrollHeight; y += 600) {
+            window.scrollTo(0, y);
+            await new Promise(r => setTimeout(r, 20));
+        }
+        window.scrollTo(0, 0);
+    }""")
+    page.wait_for_load_state("networkidle")
+    return page, guard
+
+
+def sideways(page) -> int:
+    """How far the page scrolls sideways (0: not at all), every <details> opened."""
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def test_site_renders_offline_with_both_versions(browser, served_site, tmp_path: Path):
+    versions = load_results(str(RESULTS)).torch_versions()
+    assert len(versions) >= 2, f"{RESULTS} should hold two PyTorch versions"
+    page, guard = load(browser, served_site + "index.html")
 
     images = page.eval_on_selector_all(
-        "img", "els => els.map(e => [e.getAttribute('src'), e.complete, e.naturalWidth])")
+        "img", "els => els.filter(e => e.offsetParent).map(e => "
+               "[e.getAttribute('src'), e.complete, e.naturalWidth])")
     assert images, "the page shows no figure"
     assert [src for src, complete, width in images if not complete or width == 0] == []
+    # every figure, shown or waiting behind the trend picker, is a file the page can fetch
+    statuses = page.evaluate("""async () => Promise.all([...document.images].map(
+        i => fetch(i.src).then(r => r.status)))""")
+    assert set(statuses) == {200}
     shown = set(page.eval_on_selector_all(".series", "els => els.map(e => e.dataset.torch)"))
     assert set(versions) <= shown
-    # both versions as series inside a figure, read back as the browser received it
+    # both versions inside a figure, read back as the browser received it
     svgs = page.evaluate("""async () => Promise.all(
         [...document.images].map(i => fetch(i.src).then(r => r.text())))""")
-    assert any(all(f"torch {v}" in svg for v in versions) for svg in svgs)
+    assert any(all(f">{v}<" in svg for v in versions) for svg in svgs)
 
     shot = tmp_path / "xferbench-site.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -130,9 +174,134 @@ def test_site_renders_offline_with_both_versions(browser, served_site, tmp_path:
     columns = set(page.eval_on_selector_all("#asv-table th.series",
                                             "els => els.map(e => e.dataset.torch)"))
     assert set(versions) <= columns
+    # the column says the device it ran on, not only the CUDA its build targets
+    assert all("device CPU" in t for t in page.eval_on_selector_all(
+        "#asv-table th.series", "els => els.map(e => e.textContent)"))
     page.screenshot(path=str(tmp_path / "xferbench-asv.png"), full_page=True)
     page.close()
     assert guard.problems() == []
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_no_page_scrolls_sideways(browser, served_site, width):
+    for name in ("index.html", "asv.html"):
+        page, guard = load(browser, served_site + name, width)
+        assert sideways(page) == 0, f"{name} scrolls sideways at {width} px"
+        page.close()
+        assert guard.problems() == []
+
+
+def test_asv_page_follows_and_sets_the_url_hash(browser, served_site):
+    page, guard = load(browser, served_site + "asv.html")
+    names = page.eval_on_selector_all("#benchmark option", "els => els.map(e => e.value)")
+    assert len(names) >= 4
+    first = page.evaluate("decodeURIComponent(location.hash.slice(1))")
+    assert first == names[0] == page.inner_text("#asv-view h2")
+
+    def shows(name: str) -> None:
+        page.wait_for_function("n => document.querySelector('#asv-view h2').textContent === n",
+                               arg=name)
+        assert page.input_value("#benchmark") == name
+
+    page.select_option("#benchmark", names[2])  # choosing sets the #
+    shows(names[2])
+    assert page.evaluate("decodeURIComponent(location.hash.slice(1))") == names[2]
+    page.evaluate("n => { location.hash = encodeURIComponent(n); }", names[3])  # # changed
+    shows(names[3])
+    page.go_back()  # the browser's history holds each choice
+    shows(names[2])
+    page.close()
+    link = browser.new_page()  # a link with # opens that benchmark
+    link.goto(served_site + "asv.html#" + names[1], wait_until="load")
+    link.wait_for_selector("#asv-view h2")
+    assert link.inner_text("#asv-view h2") == names[1]
+    assert link.input_value("#benchmark") == names[1]
+    link.close()
+    assert guard.problems() == []
+
+
+def test_headline_row_shows_samples_interval_and_its_citation(browser, served_site):
+    page, guard = load(browser, served_site + "index.html", 390)
+    row = page.locator("table.headlines tbody tr[id^='headline-']:not(.ns)").first
+    if not row.count():
+        row = page.locator("table.headlines tbody tr[id^='headline-']").first
+    ident = row.get_attribute("id")
+    cell = {label: row.locator(f"td[data-label='{label}']").inner_text()
+            for label in ("samples practice / baseline", "interval", "verdict", "speed-up")}
+    assert re.fullmatch(r"\d+ / \d+", cell["samples practice / baseline"]), cell
+    assert re.search(r"\d\.\d+x to \d\.\d+x \(95%\)|unbounded", cell["interval"]), cell
+    assert cell["verdict"] in ("faster", "slower", "no detectable difference")
+    # the row is an anchor, and its citation is the sentence `xferbench cite` prints
+    page.goto(served_site + f"index.html#{ident}", wait_until="load")
+    cite = page.locator(f"tr[id='{ident}'] + tr.cite-row details.cite")
+    cite.locator("summary").click()
+    sentence = cite.locator("p.sentence").first.inner_text()
+    assert "measured a median of" in sentence and "samples" in sentence
+    assert cite.locator("pre code").first.inner_text().startswith("xferbench cite ")
+    figure = cite.locator("p.figure-link a").first.get_attribute("href")
+    assert figure.startswith("figures/trend/") and figure in sentence
+    assert page.evaluate("id => { const r = document.getElementById(id)"
+                         ".getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }",
+                         ident)
+    page.close()
+    assert guard.problems() == []
+
+
+def test_banner_says_the_committed_data_is_not_for_citation(browser, served_site):
+    for name in ("index.html", "asv.html"):
+        page, guard = load(browser, served_site + name)
+        banner = page.locator(".banner")
+        assert banner.is_visible()
+        text = banner.inner_text()
+        assert "Not for citation." in text and "measured on a CPU, no GPU" in text
+        page.close()
+        assert guard.problems() == []
+
+
+def figure_text_px(page) -> list[tuple[str, float]]:
+    """(figure, the smallest text it shows in CSS px) for every figure on screen."""
+    return page.evaluate("""async () => {
+        const out = [];
+        for (const img of document.images) {
+            if (!img.offsetParent || !img.clientWidth) continue;
+            const svg = await (await fetch(img.src)).text();
+            const box = +/viewBox="0 0 ([\\d.]+)/.exec(svg)[1];
+            const sizes = [...svg.matchAll(/font-size: ([\\d.]+)px/g)].map(m => +m[1]);
+            out.push([img.getAttribute('src'), Math.min(...sizes) * img.clientWidth / box]);
+        }
+        return out;
+    }""")
+
+
+@pytest.mark.parametrize("which", ["committed", "twenty versions"])
+def test_figure_text_is_at_least_9px_on_a_phone(browser, served_site, served_many, which):
+    url = served_site if which == "committed" else served_many
+    page, guard = load(browser, url + "index.html", 390)
+    sizes = figure_text_px(page)
+    assert sizes and min(px for _, px in sizes) >= 9.0, min(sizes, key=lambda s: s[1])
+    page.close()
+    assert guard.problems() == []
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_twenty_versions_render_within_bounds(browser, served_many, width):
+    for name in ("index.html", "asv.html"):
+        page, guard = load(browser, served_many + name, width)
+        if name == "index.html":
+            images = page.eval_on_selector_all(
+                "img", "els => els.filter(e => e.offsetParent).map(e => "
+                       "[e.getAttribute('src'), e.naturalWidth, e.getBoundingClientRect().right])")
+            assert images and all(w > 0 and right <= width for _, w, right in images)
+            # the trend picker: one chart per combination, a few shown at first
+            counts = page.eval_on_selector_all("form.pick output",
+                                               "els => els.map(e => e.textContent)")
+            assert counts and all(re.fullmatch(r"\d+ of \d+ charts", c) for c in counts)
+        else:
+            page.wait_for_selector("#asv-table tbody tr")
+            assert len(page.eval_on_selector_all("#asv-table th.series", "e => e")) == 20
+        assert sideways(page) == 0, f"{name} scrolls sideways at {width} px"
+        page.close()
+        assert guard.problems() == []
 
 
 def test_guard_refuses_and_counts_other_hosts(browser, served_site):

@@ -13,8 +13,8 @@ import pytest
 from conftest import committed_results
 
 from xferbench import XferbenchError
+from xferbench.citation import cite, format_markdown, parse_params
 from xferbench.cli import main
-from xferbench.commands.cite import cite, format_markdown, parse_params
 from xferbench.results import load
 from xferbench.sitemap import figure_path
 from xferbench.units import format_seconds

@@ -88,6 +88,11 @@ def test_command_output_is_unchanged(name, workdir):
 
 @pytest.mark.slow
 def test_published_site_is_unchanged(workdir):
+    from xferbench.asvrepo import current_branch
+
+    branch = current_branch(str(GOLDEN.parents[1]))
+    if branch not in (None, "main"):  # asv names its graph folders after the branch
+        pytest.skip(f"the site's golden is taken on branch main; this checkout is on {branch}")
     site = workdir / "site"
     shutil.rmtree(site, ignore_errors=True)
     out = _run(["xferbench", "publish", "--results", "results", "--out", "site"], workdir)

@@ -4,6 +4,7 @@ writes nothing."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -15,11 +16,15 @@ import pytest
 from conftest import committed_results
 
 from xferbench.cli import main
+from xferbench.commands.publish.pages import banner_html
 from xferbench.commands.publish.site import SITE_MARKER
+from xferbench.outcomes import gaps, unmeasured
+from xferbench.provenance import provenance
 from xferbench.results import load, version_key
 from xferbench.sitemap import figure_path
 
 RESULTS = committed_results()
+GOLDEN_RESULTS = Path(__file__).resolve().parent / "golden" / "results"
 
 
 class _Links(HTMLParser):
@@ -68,35 +73,45 @@ def test_site_has_the_pages_and_asv_data(site: Path):
     assert not list((site / "asv").glob("*.js"))
 
 
+COMMIT_LINK = re.compile(r'<a class="commit" href="https://github\.com/xferbench/xferbench/'
+                         r'commit/[0-9a-f]{40}">')
+
+
 def test_every_page_link_is_a_file_of_the_site(site: Path):
+    page_ids = set(re.findall(r'id="([^"]+)"', (site / "index.html").read_text()))
     for page in ("index.html", "asv.html"):
         for link in parse(site / page).links:
-            if link.startswith("data:"):
+            if link.startswith("data:") or COMMIT_LINK.search(f'<a class="commit" href="{link}">'):
+                continue
+            if link.startswith("#"):
+                assert page != "index.html" or link[1:] in page_ids, f"{page}: no {link}"
                 continue
             assert not re.match(r"^[a-z]+:", link), f"{page} links outside the site: {link}"
             assert (site / link).is_file(), f"{page} links to a missing file: {link}"
 
 
 def test_no_file_of_the_site_names_another_host(site: Path):
-    # XML namespaces (xmlns="http://www.w3.org/2000/svg") are names, never fetched
+    # XML namespaces (xmlns="http://www.w3.org/2000/svg") are names, never fetched; a suite
+    # commit links to its page (asv.conf.json's show_commit_url): followed, never loaded
     namespace = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
     for path in site.rglob("*"):
         if path.suffix in (".html", ".js", ".css", ".svg"):
-            text = namespace.sub("", path.read_text(encoding="utf-8"))
+            text = COMMIT_LINK.sub("", namespace.sub("", path.read_text(encoding="utf-8")))
             assert not re.search(r"https?://|//cdn|@import", text), path
+    assert COMMIT_LINK.search((site / "index.html").read_text(encoding="utf-8"))
 
 
 def test_both_versions_are_series_of_the_page_and_figures(site: Path):
     versions = set(load(str(RESULTS)).torch_versions())
     assert len(versions) >= 2, f"{RESULTS} should hold two PyTorch versions"
     assert parse(site / "index.html").torch == versions
-    svgs = [p.read_text(encoding="utf-8") for p in (site / "figures").glob("*.svg")]
-    assert any(all(f"torch {v}" in svg for v in versions) for svg in svgs), (
-        "no figure shows both versions as series")
+    svgs = [p.read_text(encoding="utf-8") for p in (site / "figures").rglob("*.svg")]
+    assert any(all(f">{v}<" in svg for v in versions) for svg in svgs), (
+        "no figure shows both versions")
 
 
 def test_figures_are_svg_and_each_measured_value_has_one(site: Path):
-    figures = sorted((site / "figures").glob("*.svg"))
+    figures = sorted((site / "figures").rglob("*.svg"))
     assert figures
     for f in figures:
         assert ET.parse(f).getroot().tag == "{http://www.w3.org/2000/svg}svg"
@@ -122,11 +137,33 @@ def test_rebuild_replaces_the_site_and_is_byte_identical(site: Path, tmp_path: P
     (out / "figures" / "stale.svg").write_text("<svg/>")
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
     assert not (out / "figures" / "stale.svg").exists()
-    for f in (site / "figures").glob("*.svg"):
-        assert (out / "figures" / f.name).read_bytes() == f.read_bytes(), f.name
+    built = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file())
+    again = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert built == again
+    for rel in built:
+        if rel.as_posix() not in ("asv/info.json", "asv/regressions.xml"):  # asv's timestamps
+            assert (out / rel).read_bytes() == (site / rel).read_bytes(), rel
 
 
-def test_regression_between_versions_is_tabled(results_copy: Path, tmp_path: Path):
+def _scale_one(raw: dict, skip: int, factor: float) -> str:
+    """Scale the ``skip``-th result with 5 or more samples by ``factor``; its label."""
+    found = [(n, k) for n, row in raw["results"].items()
+             for k, s in enumerate(dict(zip(raw["result_columns"], row)).get("samples") or [])
+             if s and len(s) >= 5]
+    name, i = found[skip]
+    cols = dict(zip(raw["result_columns"], raw["results"][name]))
+    for key in ("result", "stats_q_25", "stats_q_75", "stats_ci_99_a", "stats_ci_99_b"):
+        cols[key] = list(cols[key])
+        cols[key][i] *= factor
+    cols["samples"] = list(cols["samples"])
+    cols["samples"][i] = [x * factor for x in cols["samples"][i]]
+    raw["results"] = {**raw["results"],
+                      name: [cols[c] for c in raw["result_columns"][: len(raw["results"][name])]]}
+    return name.split(".", 1)[1]
+
+
+def test_regressions_and_improvements_between_versions_are_tabled(results_copy: Path,
+                                                                   tmp_path: Path):
     files = result_files(results_copy)
     by_version = {}
     for f in files:
@@ -136,26 +173,23 @@ def test_regression_between_versions_is_tabled(results_copy: Path, tmp_path: Pat
     assert machine, f"{RESULTS} should hold two PyTorch versions on one machine"
     older, newer = sorted(series, key=version_key)[:2]
     path_new, raw_new = series[newer]
-    raw = dict(series[older][1])
-    raw["params"] = raw_new["params"]  # the older data relabelled: identical, then one slower
-    name = next(n for n, row in raw["results"].items()
-                if any(s and len(s) >= 5
-                       for s in (dict(zip(raw["result_columns"], row)).get("samples") or [])))
-    cols = dict(zip(raw["result_columns"], raw["results"][name]))
-    i = next(k for k, s in enumerate(cols["samples"]) if s and len(s) >= 5)
-    for key in ("result", "stats_q_25", "stats_q_75", "stats_ci_99_a", "stats_ci_99_b"):
-        cols[key][i] *= 1.3
-    cols["samples"][i] = [x * 1.3 for x in cols["samples"][i]]
-    raw["results"] = {**raw["results"],
-                      name: [cols[c] for c in raw["result_columns"][: len(raw["results"][name])]]}
+    raw = json.loads(json.dumps(series[older][1]))
+    raw["params"] = raw_new["params"]  # the older data relabelled: identical, then two changes
+    slower = _scale_one(raw, 0, 1.3)
+    faster = _scale_one(raw, 1, 0.7)
     path_new.write_text(json.dumps(raw))
     out = tmp_path / "site"
     assert main(["publish", "--results", str(results_copy), "--out", str(out)]) == 0
     page = (out / "index.html").read_text(encoding="utf-8")
-    section = page[page.index('id="regressions"'):page.index('id="benchmarks"')]
-    assert f"torch {older} → torch {newer} on {machine}" in section
-    assert section.count("<tr><td>") == 1 and name.split(".", 1)[1] in section
-    assert "1.30x" in section
+    section = page[page.index('<section id="changes">'):page.index('<section id="benchmarks">')]
+    assert f"torch {older} → torch {newer} on {machine}: 1 regression, 1 improvement" in section
+    regressions = section[section.index("<h4>Regressions (1)"):section.index("<h4>Improvements")]
+    assert regressions.count("<tr><td") == 1 and slower in regressions
+    assert "1.300x" in regressions and ">slower<" in regressions
+    improvements = section[section.index("<h4>Improvements (1)"):]
+    improvements = improvements[:improvements.index("</table>")]
+    assert improvements.count("<tr><td") == 1 and faster in improvements
+    assert "0.700x" in improvements and ">faster<" in improvements
 
 
 def _refused(args: list[str], capsys) -> str:
@@ -211,3 +245,68 @@ def test_folder_not_made_by_publish_is_not_replaced(tmp_path: Path, capsys):
     err = _refused(["--results", str(RESULTS), "--out", str(out)], capsys)
     assert "publish did not write" in err
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def page_text(site: Path, name: str = "index.html") -> str:
+    return (site / name).read_text(encoding="utf-8")
+
+
+def test_banner_says_the_committed_data_is_not_for_citation(site: Path):
+    for name in ("index.html", "asv.html"):
+        text = page_text(site, name)
+        banner = text[text.index('<div class="banner"'):]
+        banner = banner[:banner.index("</div>")]
+        assert "Not for citation." in banner and "every series: measured on a CPU, no GPU" \
+            in banner, name
+    golden = banner_html(provenance(load(str(GOLDEN_RESULTS))))
+    assert any("quick run" in line for line in golden)
+    assert any("measured on a CPU" in line for line in golden)
+
+
+def test_each_series_has_its_provenance(site: Path):
+    text = page_text(site)
+    section = text[text.index('<section id="series">'):text.index('<section id="headlines">')]
+    for p in provenance(load(str(RESULTS))):
+        row = section[section.index(f'id="series-{p.machine}-{p.torch.replace("+", "-")}'):]
+        row = html.unescape(re.sub(r"<[^>]+>", " ", row[:row.index("</tr>")]))
+        for value in (p.date, p.commit[:8], p.cpu_model, p.python, p.os, "full",
+                      str(p.threads), p.torch_git[:8]):
+            assert value in row, (p.label, value)
+
+
+def test_headline_rows_show_samples_interval_verdict_and_the_cli_citation(site: Path, capsys):
+    text = page_text(site)
+    section = text[text.index('<section id="headlines">'):text.index('<section id="copies">')]
+    rows = re.findall(r'<tr id="(headline-[^"]+)"[^>]*>(.*?)</tr>\s*<tr class="cite-row">'
+                      r"(.*?)</tr>", section, flags=re.S)
+    assert rows, "no measured headline row"
+    for ident, cells, cite in rows:
+        found = dict(re.findall(r'data-label="([^"]+)">(.*?)</td>', cells))
+        assert re.fullmatch(r"\d+ / \d+", found["samples practice / baseline"]), ident
+        assert re.search(r"x to .*x \(95%\)|unbounded", found["interval"]), ident
+        assert re.search(r">(faster|slower|no detectable difference)<", found["verdict"])
+        commands = re.findall(r"<pre><code>xferbench (cite .*?)</code></pre>", cite)
+        sentences = re.findall(r'<p class="sentence">(.*?)</p>', cite)
+        assert len(commands) == len(sentences) == 2, ident
+        for cmd, shown in zip(commands, sentences):
+            args = html.unescape(cmd).split() + ["--results", str(RESULTS), "--site", "."]
+            capsys.readouterr()
+            assert main(args) == 0
+            printed = capsys.readouterr().out.splitlines()[0]
+            shown = html.unescape(re.sub(r"</?code>", "`", shown))
+            assert shown == printed, ident
+
+
+def test_every_benchmark_and_every_reason_is_on_the_page(site: Path):
+    text = html.unescape(page_text(site))
+    rs = load(str(RESULTS))
+    missing = unmeasured(rs)
+    for name in rs.benchmarks:
+        assert f'id="bench-{name.lower()}"' in text, name
+        for g in gaps(rs, missing, name):
+            assert f"{g.status}: {g.reason}: {len(g.combos)} combination" in text, g
+
+
+def test_a_comparison_across_builds_says_so(site: Path):
+    text = page_text(site)
+    assert "Not only the release differs: build +cpu → +cu130; CUDA none → 13.0." in text

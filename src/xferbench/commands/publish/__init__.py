@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...stats import THRESHOLD, parse_threshold
+from ...stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from .site import format_site, publish
 
 
@@ -26,11 +26,14 @@ def register_cli(sub: Any) -> None:
                    help="where the site goes (default: site); replaced as a whole")
     p.add_argument("--threshold", type=parse_threshold, default=THRESHOLD, metavar="PCT",
                    help="smallest change listed as a regression (default: 10%%)")
+    p.add_argument("--alpha", type=parse_alpha, default=ALPHA,
+                   help="significance level of the verdicts, intervals and changes, as "
+                        f"compare's (default: {ALPHA})")
     p.set_defaults(func=cmd_publish)
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    site = publish(args.results, args.out, threshold=args.threshold)
+    site = publish(args.results, args.out, threshold=args.threshold, alpha=args.alpha)
     for line in format_site(site):
         print(line)
     return 0

@@ -2,13 +2,16 @@
 figures and pages, written into a staging folder and swapped in whole, so that a failed
 build leaves the previous site untouched.
 
-  index.html        the cross-version view: headline ratios per PyTorch version per machine,
-                    bandwidth against size per direction, regressions between consecutive
-                    PyTorch versions, and one figure per benchmark (matplotlib SVG)
+  index.html        the cross-version view: a banner where the metadata says the numbers are
+                    not for citation, each series' provenance, the headlines with interval,
+                    samples, verdict and citation, the copy table, bandwidth against size,
+                    the changes between consecutive PyTorch versions, and per benchmark one
+                    trend chart per parameter combination with what was not measured and why
   asv.html          a small self-contained page over asv's data (no library, no fetch: the
                     data travels as asv-data.js, so it works from file:// as well)
   asv/              what ``asv publish`` wrote, less its front end: index.json, graphs/, ...
-  figures/*.svg     the figures (paths from ``xferbench.sitemap``, which ``cite`` quotes)
+  figures/          the figures, matplotlib SVG (paths from ``xferbench.sitemap``, which
+                    ``cite`` quotes); site.js picks the trend charts to show
 """
 
 from __future__ import annotations
@@ -27,12 +30,22 @@ from typing import Any
 from ...asvrepo import find_repo, git_branches, write_asv_config
 from ...errors import XferbenchError
 from ...labels import check_output_folder
+from ...outcomes import unmeasured
+from ...practices import HEADLINE_NBYTES
+from ...provenance import provenance
 from ...results import ResultSet, load, version_key
 from ...sitemap import headline_figure_path
-from ...stats import THRESHOLD
-from .figures import plot_bandwidth, plot_bench, plot_headline
-from .pages import render_asv_page, render_index
-from .views import bandwidth_panels, bench_panels, headline_rows, series, version_steps
+from ...stats import ALPHA, THRESHOLD
+from .figures import draw, plot_bandwidth, plot_headline, plot_trend
+from .sections import render_asv_page, render_index
+from .views import (
+    bandwidth_panels,
+    benchmark_views,
+    copy_table,
+    headline_rows,
+    series,
+    version_steps,
+)
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -113,7 +126,37 @@ def _asset(name: str) -> str:
     return files(__package__).joinpath("static", name).read_text(encoding="utf-8")
 
 
-def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float) -> Site:
+def commit_url(index: dict[str, Any]) -> str | None:
+    """The prefix a commit hash is appended to for a link (asv's ``show_commit_url``), or
+    None where asv.conf.json sets none."""
+    url = str(index.get("show_commit_url") or "")
+    return url if url.startswith(("https://", "http://")) else None
+
+
+def add_outcomes(bundle: dict[str, Any], rs: ResultSet) -> None:
+    """Give each series of asv.html its combinations without a number and why, and its
+    device (asv's graph parameters name the CUDA build, not the device it ran on)."""
+    by_series: dict[tuple[str, str], dict[str, list]] = {}
+    reasons: dict[str, int] = {}  # "status: reason" -> its index in bundle["reasons"]
+    for u in unmeasured(rs):
+        combo = [str(v) for _, v in u.params]
+        why = reasons.setdefault(f"{u.status}: {u.reason}", len(reasons))
+        by_series.setdefault((u.machine, u.torch), {}).setdefault(u.benchmark, []).append(
+            [combo, why])
+    bundle["reasons"] = list(reasons)
+    provs = {(p.machine, p.torch): p for p in provenance(rs)}
+    for s in bundle["series"]:
+        key = (str(s["params"].get("machine")), str(s["params"].get("torch")))
+        s["outcomes"] = by_series.get(key, {})
+        p = provs.get(key)
+        s["label"] = p.label if p else ", ".join(f"{k} {v}" for k, v in s["params"].items())
+        s["device"] = f"{p.hardware} ({p.device})" if p else "unknown"
+        s["quick"] = bool(p and p.quick)
+    bundle["all_benchmarks"] = sorted(rs.benchmarks)
+
+
+def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
+          alpha: float = ALPHA) -> Site:
     """Write the site into ``out_dir`` (which must not exist yet)."""
     site = Site(out_dir)
     os.makedirs(out_dir)
@@ -121,6 +164,8 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float) -> Site:
         asv_dir = os.path.join(out_dir, "asv")
         run_asv_publish(repo, rs.root, asv_dir, work)
     bundle = asv_bundle(asv_dir)
+    with open(os.path.join(asv_dir, "index.json"), encoding="utf-8") as fh:
+        link = commit_url(json.load(fh))
     site.asv_series = len(bundle["series"])
     shown = set(bundle["revision_to_hash"].values())
     lost = [c for c in rs.commits() if c not in shown]
@@ -129,35 +174,39 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float) -> Site:
             f"asv's data leaves out results at suite commit {', '.join(c[:8] for c in lost)}: "
             "not on a branch of this clone's history (a shallow clone?); the cross-version "
             "view (index.html) still shows them")
+    add_outcomes(bundle, rs)
     with open(os.path.join(out_dir, "asv-data.js"), "w", encoding="utf-8") as fh:
         fh.write("window.XFERBENCH_ASV = ")
         json.dump(bundle, fh, separators=(",", ":"), allow_nan=False, default=str)
         fh.write(";\n")
 
     all_series = series(rs)
-    versions = rs.torch_versions()
-    heads = headline_rows(rs)
+    heads = headline_rows(rs, all_series, alpha)
     for row in heads:
         if row.measured:
             path = headline_figure_path(row.key)
-            plot_headline(row, versions, os.path.join(out_dir, path))
+            draw(plot_headline, row, rs.torch_versions(), os.path.join(out_dir, path))
             site.figures.append(path)
-    bw = bandwidth_panels(rs)
+    bw = bandwidth_panels(rs, all_series)
     for panel in bw:
-        plot_bandwidth(panel, os.path.join(out_dir, panel.path))
+        draw(plot_bandwidth, panel, os.path.join(out_dir, panel.path))
         site.figures.append(panel.path)
-    benches = bench_panels(rs)
-    for bp in benches:
-        plot_bench(bp, os.path.join(out_dir, bp.path))
-        site.figures.append(bp.path)
-    steps = version_steps(rs, threshold)
+    views = benchmark_views(rs, all_series, alpha)
+    for view in views:
+        for trend in view.trends:
+            draw(plot_trend, trend, os.path.join(out_dir, trend.path))
+            site.figures.append(trend.path)
+    steps = version_steps(all_series, threshold, alpha)
+    copies = [(s, copy_table(rs, s)) for s in all_series]
 
     pages = {
-        "index.html": render_index(rs, all_series, heads, bw, steps, benches, threshold,
-                                   site.warnings),
-        "asv.html": render_asv_page(),
+        "index.html": render_index(all_series, heads, copies, bw, steps, views,
+                                   threshold=threshold, alpha=alpha, warnings=site.warnings,
+                                   commit_url=link, headline_nbytes=HEADLINE_NBYTES),
+        "asv.html": render_asv_page([s.provenance for s in all_series]),
         "style.css": _asset("style.css"),
         "asv.js": _asset("asv.js"),
+        "site.js": _asset("site.js"),
         SITE_MARKER: "built by xferbench publish; publish replaces this folder as a whole\n",
     }
     for name, text in pages.items():
@@ -168,7 +217,7 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float) -> Site:
 
 
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
-            repo: str | None = None) -> Site:
+            alpha: float = ALPHA, repo: str | None = None) -> Site:
     """Build the site next to ``out`` and swap it in: on any error nothing is written."""
     rs = load(results)  # bad input stops here, before anything is written
     out = os.path.abspath(out)
@@ -180,7 +229,7 @@ def publish(results: str = "results", out: str = "site", *, threshold: float | N
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}-new-", dir=parent)
     try:
         site = build(rs, os.path.join(staging, "site"), repo=repo,
-                     threshold=THRESHOLD if threshold is None else threshold)
+                     threshold=THRESHOLD if threshold is None else threshold, alpha=alpha)
         if os.path.exists(out):  # an earlier site (it holds SITE_MARKER): goes with staging
             os.replace(out, os.path.join(staging, "old"))
         os.replace(os.path.join(staging, "site"), out)

@@ -1,26 +1,35 @@
 """What the published site shows, computed from results (no plotting, no HTML): the
-(machine, PyTorch) series, bandwidth curves, headline rows, the steps between consecutive
-PyTorch versions and one panel per other benchmark."""
+(machine, PyTorch) series and their provenance, the headlines with their verdicts and
+citations, the copy table, the steps between consecutive PyTorch versions, and per benchmark
+one trend per parameter combination with every combination left without a number."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...comparison import BETTER, WORSE, compare_results
-from ...headline import HEADLINES, headlines
-from ...results import ResultSet, version_key
-from ...sitemap import BANDWIDTH_BENCHMARK, figure_path
+from ...citation import Citation, citation
+from ...comparison import BETTER, FAILED, WORSE, Row, compare_results
+from ...headline import HEADLINES, HeadlineValue, headlines
+from ...outcomes import Gap, gaps, unmeasured
+from ...practices import HEADLINE_NBYTES
+from ...provenance import Provenance, differences, series_provenance
+from ...results import Result, ResultSet, version_key
+from ...sitemap import BANDWIDTH_BENCHMARK, bandwidth_figure_path, figure_path
+from ...stats import Verdict, significance, verdict
+from ...units import size_label
+
+Params = tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True)
 class Series:
-    """One line or bar group: results of one machine and one PyTorch version."""
+    """One machine and one PyTorch version: its newest results and where they came from."""
 
     machine: str
     torch: str
     results: ResultSet
+    provenance: Provenance
 
 
 def series(rs: ResultSet) -> list[Series]:
@@ -30,23 +39,92 @@ def series(rs: ResultSet) -> list[Series]:
     for machine in newest.machines():
         on = newest.filter(machine=machine)
         for version in on.torch_versions():
-            out.append(Series(machine, version, on.filter(torch=version)))
+            out.append(Series(machine, version, on.filter(torch=version),
+                              series_provenance(rs, machine, version)))
     return out
 
 
+def cite_of(rs: ResultSet, r: Result) -> Citation:
+    """The citation ``xferbench cite`` prints for ``r``, with its figure as the site has it."""
+    return citation(rs, r, figure=figure_path(r.benchmark, r.param_dict, r.machine))
+
+
+# -- headlines ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HeadlineCell:
+    series: Series
+    value: HeadlineValue
+    verdict: Verdict | None  # the practice against its baseline (None: not measured)
+    cites: tuple[Citation, ...]  # the practice's and the baseline's
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    key: str
+    title: str
+    cells: tuple[HeadlineCell, ...]
+
+    @property
+    def measured(self) -> bool:
+        return any(c.verdict is not None for c in self.cells)
+
+
+def headline_rows(rs: ResultSet, all_series: list[Series], alpha: float) -> list[HeadlineRow]:
+    """Each headline's value per series, with the verdict of the practice against its
+    baseline (the test compare runs) and both citations."""
+    cells: dict[str, list[HeadlineCell]] = {}
+    for s in all_series:
+        for v in headlines(s.results, HEADLINES):
+            if v.practice is None or v.baseline is None:
+                cell = HeadlineCell(s, v, None, ())
+            else:
+                cell = HeadlineCell(s, v, verdict(v.baseline, v.practice, alpha),
+                                    (cite_of(rs, v.practice), cite_of(rs, v.baseline)))
+            cells.setdefault(v.headline.key, []).append(cell)
+    return [HeadlineRow(h.key, h.title, tuple(cells.get(h.key, ()))) for h in HEADLINES]
+
+
+# -- the copy table ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CopyRow:
+    result: Result
+    share_of_pcie: float | None
+    cite: Citation
+
+
+def copy_table(rs: ResultSet, s: Series) -> list[CopyRow]:
+    """Every measured copy of the series at the headline size, in declared order."""
+    size = size_label(HEADLINE_NBYTES)
+    order = param_order(rs, BANDWIDTH_BENCHMARK)
+    found = [r for r in s.results.find(BANDWIDTH_BENCHMARK, size=size) if r.ok]
+    found.sort(key=lambda r: [order.get((k, str(v)), 99) for k, v in r.params])
+    peak = rs.metadata_for(found[0]).get("pcie_theoretical_bytes_per_s") if found else None
+    rows = []
+    for r in found:
+        share = None
+        if peak and r.gbps is not None and r.param_dict.get("direction") != "d2d":
+            share = r.gbps * 1e9 / float(peak)
+        rows.append(CopyRow(r, share, cite_of(rs, r)))
+    return rows
+
+
+# -- bandwidth against size --------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class Curve:
-    """Bandwidth against size for one practice (host memory, sync) and one series."""
+    """Bandwidth against size for one practice (host memory, sync)."""
 
     host_memory: str
     sync: str
-    torch: str
-    points: tuple[tuple[int, str, float], ...]  # (nbytes, size label, GB/s)
+    points: tuple[tuple[int, str, float, float, float], ...]  # nbytes, label, GB/s, IQR lo, hi
 
 
 @dataclass(frozen=True)
 class BandwidthPanel:
     machine: str
+    torch: str  # the newest release on the machine: the trends show the others
     direction: str
     layout: str
     curves: tuple[Curve, ...]
@@ -54,33 +132,31 @@ class BandwidthPanel:
 
     @property
     def path(self) -> str:
-        return figure_path(BANDWIDTH_BENCHMARK, {"direction": self.direction,
-                                                 "layout": self.layout}, self.machine)
+        return bandwidth_figure_path(self.machine, self.direction, self.layout)
 
 
-def bandwidth_panels(rs: ResultSet) -> list[BandwidthPanel]:
-    """One panel per machine, direction and layout that has a measured copy."""
-    groups: dict[tuple[str, str, str], dict[tuple[str, str, str], list]] = {}
+def bandwidth_panels(rs: ResultSet, all_series: list[Series]) -> list[BandwidthPanel]:
+    """One panel per machine, direction and layout measured in the machine's newest series."""
     order = param_order(rs, BANDWIDTH_BENCHMARK)
-    for s in series(rs):
-        for r in s.results.filter(benchmark=f"^{re.escape(BANDWIDTH_BENCHMARK)}$"):
-            p = r.param_dict
-            bw = r.gbps
-            if bw is None or "direction" not in p:
-                continue
-            panel = groups.setdefault((s.machine, str(p["direction"]), str(p.get("layout"))), {})
-            panel.setdefault((str(p.get("host_memory")), str(p.get("sync")), s.torch), []).append(
-                (r.nbytes, str(p["size"]), bw))
+    newest = {s.machine: s for s in all_series}  # series come in version order
     panels = []
-    for (machine, direction, layout), curves in groups.items():
-        built = tuple(
-            Curve(h, sy, t, tuple(sorted(points)))
-            for (h, sy, t), points in sorted(curves.items(), key=lambda kv: (
-                order.get(("host_memory", kv[0][0]), 99), order.get(("sync", kv[0][1]), 99),
-                version_key(kv[0][2])))
-        )
-        peak = None if direction == "d2d" else peak_gbps(rs, machine)
-        panels.append(BandwidthPanel(machine, direction, layout, built, peak))
+    for machine, s in sorted(newest.items()):
+        groups: dict[tuple[str, str], dict[tuple[str, str], list]] = {}
+        for r in s.results.find(BANDWIDTH_BENCHMARK):
+            p = r.param_dict
+            if r.gbps is None or r.nbytes is None or "direction" not in p:
+                continue
+            lo = r.nbytes / r.q75 / 1e9 if r.q75 else r.gbps
+            hi = r.nbytes / r.q25 / 1e9 if r.q25 else r.gbps
+            panel = groups.setdefault((str(p["direction"]), str(p.get("layout"))), {})
+            panel.setdefault((str(p.get("host_memory")), str(p.get("sync"))), []).append(
+                (r.nbytes, str(p["size"]), r.gbps, lo, hi))
+        for (direction, layout), curves in groups.items():
+            built = tuple(Curve(h, sy, tuple(sorted(pts))) for (h, sy), pts in sorted(
+                curves.items(), key=lambda kv: (order.get(("host_memory", kv[0][0]), 99),
+                                                order.get(("sync", kv[0][1]), 99))))
+            peak = None if direction == "d2d" else peak_gbps(rs, s)
+            panels.append(BandwidthPanel(machine, s.torch, direction, layout, built, peak))
     panels.sort(key=lambda p: (p.machine, order.get(("direction", p.direction), 99),
                                order.get(("layout", p.layout), 99)))
     return panels
@@ -92,101 +168,168 @@ def param_order(rs: ResultSet, benchmark: str) -> dict[tuple[str, str], int]:
             for i, v in enumerate(values)}
 
 
-def peak_gbps(rs: ResultSet, machine: str) -> float | None:
-    for side in rs.metadata.values():
-        peak = side.get("metadata", {}).get("pcie_theoretical_bytes_per_s")
-        if peak and side.get("run", {}).get("machine", machine) == machine:
+def peak_gbps(rs: ResultSet, s: Series) -> float | None:
+    for r in s.results:
+        peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
+        if peak:
             return float(peak) / 1e9
     return None
 
 
+# -- steps between consecutive versions --------------------------------------------------------
+
 @dataclass(frozen=True)
-class HeadlineRow:
-    key: str
-    title: str
-    cells: tuple[tuple[str, str, Any], ...]  # (machine, torch, HeadlineValue)
-
-    @property
-    def measured(self) -> bool:
-        return any(v.ratio is not None for _, _, v in self.cells)
-
-
-def headline_rows(rs: ResultSet) -> list[HeadlineRow]:
-    """Each headline's value per series (machine, PyTorch version)."""
-    cells: dict[str, list] = {}
-    heads = HEADLINES
-    for s in series(rs):
-        for v in headlines(s.results, heads):
-            cells.setdefault(v.headline.key, []).append((s.machine, s.torch, v))
-    return [HeadlineRow(h.key, h.title, tuple(cells.get(h.key, ()))) for h in heads]
+class StepRow:
+    row: Row  # compare's row: its mark decides regression and improvement
+    verdict: Verdict | None  # None where one side has no number
 
 
 @dataclass(frozen=True)
 class Step:
-    """Compare rows between two consecutive PyTorch versions on one machine."""
+    """Every benchmark both of two consecutive PyTorch versions on one machine measured."""
 
     machine: str
-    a: str
-    b: str
-    rows: tuple[Any, ...]
+    a: Series
+    b: Series
+    rows: tuple[StepRow, ...]
+    differences: tuple[tuple[str, str, str], ...]  # what differs besides the release
+
+    def marked(self, *marks: str) -> list[StepRow]:
+        return [r for r in self.rows if r.row.mark in marks]
 
     @property
-    def regressions(self) -> list[Any]:
-        return [r for r in self.rows if r.mark == WORSE]
+    def regressions(self) -> list[StepRow]:
+        return self.marked(WORSE, FAILED)
 
     @property
-    def improvements(self) -> list[Any]:
-        return [r for r in self.rows if r.mark == BETTER]
+    def improvements(self) -> list[StepRow]:
+        return self.marked(BETTER)
+
+    @property
+    def compared(self) -> list[StepRow]:
+        return [r for r in self.rows if r.verdict is not None]
+
+    def count(self, mark: str) -> int:
+        return len(self.marked(mark))
 
 
-def version_steps(rs: ResultSet, threshold: float) -> list[Step]:
+def version_steps(all_series: list[Series], threshold: float, alpha: float) -> list[Step]:
     by_machine: dict[str, list[Series]] = {}
-    for s in series(rs):
+    for s in all_series:
         by_machine.setdefault(s.machine, []).append(s)
     steps = []
     for machine, ss in sorted(by_machine.items()):
         for a, b in zip(ss, ss[1:]):
-            rows, _ = compare_results(a.results, b.results, threshold=threshold)
-            steps.append(Step(machine, a.torch, b.torch, tuple(rows)))
+            rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
+            built = tuple(StepRow(r, verdict(r.a, r.b, alpha) if r.ratio is not None else None)
+                          for r in rows)
+            steps.append(Step(machine, a, b, built,
+                              tuple(differences(a.provenance, b.provenance))))
     return steps
 
 
+# -- every benchmark: trends and gaps ----------------------------------------------------------
+
 @dataclass(frozen=True)
-class BenchPanel:
-    """Every measured parameter combination of one benchmark on one machine, per version."""
+class Point:
+    torch: str
+    value: float
+    q25: float | None
+    q75: float | None
+    n: int | None  # samples
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One benchmark at one parameter combination on one machine, across its versions."""
 
     benchmark: str
     machine: str
     unit: str
-    combos: tuple[tuple[tuple[str, Any], ...], ...]
-    versions: tuple[str, ...]
-    values: dict[tuple[tuple[tuple[str, Any], ...], str], float]  # (params, torch) -> value
+    params: Params
+    versions: tuple[str, ...]  # every version of the machine: the x axis
+    points: tuple[Point, ...]  # the measured ones, in version order
+    steps: tuple[bool, ...]  # between consecutive points: significant at alpha (compare's)
 
     @property
     def path(self) -> str:
-        return figure_path(self.benchmark, {}, self.machine)
+        return figure_path(self.benchmark, dict(self.params), self.machine)
 
 
-def bench_panels(rs: ResultSet) -> list[BenchPanel]:
-    panels = []
-    newest = rs.newest()
-    for machine in newest.machines():
-        on = newest.filter(machine=machine)
-        for name in sorted({r.benchmark for r in on}):
-            if name == BANDWIDTH_BENCHMARK:
-                continue
-            results = [r for r in on if r.benchmark == name and r.ok]
-            if not results:
-                continue
-            order = param_order(rs, name)
-            combos = sorted({r.params for r in results}, key=lambda ps: [
-                order.get((k, str(v)), 99) for k, v in ps])
-            versions = tuple(sorted({r.torch for r in results}, key=version_key))
-            values = {(r.params, r.torch): float(r.value) for r in results}  # type: ignore[arg-type]
-            panels.append(BenchPanel(name, machine, results[0].unit, tuple(combos), versions,
-                                     values))
-    return panels
+@dataclass(frozen=True)
+class BenchmarkView:
+    name: str
+    unit: str
+    params: dict[str, list[str]]  # declared names and values
+    trends: tuple[Trend, ...]
+    gaps: tuple[Gap, ...]
+    combos: int  # declared combinations, per series
+    series: tuple[Series, ...]
+
+    @property
+    def shown_params(self) -> dict[str, list[str]]:
+        """The parameters whose measured values differ: the reader chooses among these."""
+        seen: dict[str, list[str]] = {}
+        for t in self.trends:
+            for k, v in t.params:
+                if str(v) not in seen.setdefault(k, []):
+                    seen[k].append(str(v))
+        return {k: [v for v in self.params.get(k, []) if v in vs]
+                for k, vs in seen.items() if len(vs) > 1}
+
+    def default_choice(self, most: int = 12) -> dict[str, str]:
+        """The first values of the first parameters, fixed until at most ``most`` trends
+        are left to show: the page's initial selection ("" = every value)."""
+        choice = {k: "" for k in self.shown_params}
+        for k, values in self.shown_params.items():
+            if sum(1 for t in self.trends if _matches(t, choice)) <= most:
+                break
+            choice[k] = values[0]
+        return choice
 
 
-def panel_param_names(panel: BenchPanel) -> list[str]:
-    return [k for k, _ in panel.combos[0]] if panel.combos else []
+def _matches(t: Trend, choice: dict[str, str]) -> bool:
+    p = {k: str(v) for k, v in t.params}
+    return all(not v or p.get(k) == v for k, v in choice.items())
+
+
+def benchmark_views(rs: ResultSet, all_series: list[Series], alpha: float) -> list[BenchmarkView]:
+    """Every benchmark asv knows, measured or not: its trends and its unmeasured combinations
+    with their reasons."""
+    missing = unmeasured(rs)
+    views = []
+    names = sorted(set(rs.benchmarks) | {r.benchmark for s in all_series for r in s.results})
+    for name in names:
+        declared = {k: [str(v) for v in vs] for k, vs in rs.declared_params(name).items()}
+        combos = 1
+        for values in declared.values():
+            combos *= len(values)
+        trends = []
+        for machine in sorted({s.machine for s in all_series}):
+            on = [s for s in all_series if s.machine == machine]
+            trends += _trends(rs, name, machine, on, alpha)
+        info = rs.benchmarks.get(name, {})
+        unit = str(info.get("unit") or (trends[0].unit if trends else "unknown"))
+        views.append(BenchmarkView(name, unit, declared, tuple(trends),
+                                   tuple(gaps(rs, missing, name)), combos, tuple(all_series)))
+    return views
+
+
+def _trends(rs: ResultSet, name: str, machine: str, on: list[Series],
+            alpha: float) -> list[Trend]:
+    order = param_order(rs, name)
+    versions = tuple(s.torch for s in on)
+    by_combo: dict[Params, list[Result]] = {}
+    for s in on:
+        for r in s.results.find(name):
+            if r.ok:
+                by_combo.setdefault(r.params, []).append(r)
+    out = []
+    for params in sorted(by_combo, key=lambda ps: [order.get((k, str(v)), 99) for k, v in ps]):
+        results = sorted(by_combo[params], key=lambda r: version_key(r.torch))
+        points = tuple(Point(r.torch, float(r.value), r.q25, r.q75,  # type: ignore[arg-type]
+                             len(r.samples) if r.samples else None) for r in results)
+        steps = tuple(significance(a, b, alpha).significant
+                      for a, b in zip(results, results[1:]))
+        out.append(Trend(name, machine, results[0].unit, params, versions, points, steps))
+    return out

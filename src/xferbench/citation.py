@@ -1,0 +1,302 @@
+"""Citations: one measured value with everything needed to quote it (value and spread, the
+software and hardware, the suite commit and date, the published figure that shows it), and
+its sentence and table. ``xferbench cite`` prints them; ``xferbench publish`` puts the same
+sentence beside each headline and copy-table row, so the page and the command never differ."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import XferbenchError
+from .results import Result, ResultSet
+from .sitemap import figure_path
+from .units import format_value
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One measured value with everything needed to quote it; numbers as stored (seconds)."""
+
+    benchmark: str
+    params: dict[str, Any]
+    value: float
+    unit: str
+    q25: float | None
+    q75: float | None
+    ci_99: tuple[float, float] | None
+    n_samples: int | None
+    nbytes: int | None
+    gbps: float | None  # nbytes / value / 1e9, where the size parameter gives the bytes
+    torch: str
+    cuda: str
+    driver: str
+    gpu: str
+    device: str
+    pcie_gen: int | None
+    pcie_width: int | None
+    pcie_gen_max: int | None
+    pcie_width_max: int | None
+    pcie_theoretical_bytes_per_s: float | None
+    machine: str
+    commit: str
+    measured_ms: int
+    results_file: str
+    figure: str
+    figure_exists: bool
+    others: tuple[str, ...]  # other series that measured it ("torch X on M")
+    quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
+
+    @property
+    def spread(self) -> float | None:
+        if self.q25 is None or self.q75 is None or not self.value:
+            return None
+        return (self.q75 - self.q25) / self.value
+
+    @property
+    def share_of_pcie(self) -> float | None:
+        if self.gbps is None or not self.pcie_theoretical_bytes_per_s:
+            return None
+        return self.gbps * 1e9 / self.pcie_theoretical_bytes_per_s
+
+
+# -- choosing the result -----------------------------------------------------------------------
+
+def parse_params(groups: list[str], singles: list[str]) -> dict[str, str]:
+    """"a=1,b=2" groups and "a=1" singles into one dict; raises on a malformed item."""
+    out: dict[str, str] = {}
+    items = [i for g in groups for i in g.split(",") if i.strip()] + list(singles)
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise XferbenchError(f"parameter {item!r} is not name=value (as direction=h2d)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def resolve_benchmark(rs: ResultSet, name: str) -> str:
+    names = sorted(set(rs.benchmarks) | {r.benchmark for r in rs})
+    if name in names:
+        return name
+    found = [n for n in names if n.endswith("." + name)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise XferbenchError(f"benchmark {name!r} is ambiguous: it ends {', '.join(found)}")
+    raise XferbenchError(f"benchmark {name!r} is not in {rs.root}: it holds {', '.join(names)}")
+
+
+def _declared(rs: ResultSet, benchmark: str) -> dict[str, list[str]]:
+    return {k: [str(v) for v in values] for k, values in rs.declared_params(benchmark).items()}
+
+
+def _check_params(rs: ResultSet, benchmark: str, params: dict[str, str]) -> None:
+    declared = _declared(rs, benchmark)
+    for key, value in params.items():
+        if key not in declared:
+            raise XferbenchError(
+                f"{key!r} is not a parameter of {benchmark}: it takes "
+                f"{', '.join(declared) or 'none'}")
+        if value not in declared[key]:
+            raise XferbenchError(
+                f"{key}={value} is not a value of {benchmark}: use {', '.join(declared[key])}")
+
+
+def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str | None = None,
+           machine: str | None = None, allow_quick: bool = False) -> tuple[Result, list[Result]]:
+    """The newest measured result of ``benchmark`` at ``params``, and the other series' ones.
+    A quick run's numbers (a smoke run's budgets) are never chosen unless ``allow_quick``."""
+    benchmark = resolve_benchmark(rs, benchmark)
+    _check_params(rs, benchmark, params)
+    pool = rs
+    if torch is not None:
+        pool = pool.filter(torch=rs.match_torch(torch))
+    if machine is not None:
+        if machine not in rs.machines():
+            raise XferbenchError(
+                f"machine {machine!r} is not in {rs.root}: it holds {', '.join(rs.machines())}")
+        pool = pool.filter(machine=machine)
+    found = pool.find(benchmark, **params)
+    measured = [r for r in found if r.ok]
+    label = benchmark + (f" ({_kv(params)})" if params else "")
+    if measured and not allow_quick:
+        full = [r for r in measured if not r.quick]
+        if not full:
+            raise XferbenchError(
+                f"{label} has only quick-run numbers (a smoke run's shortened budgets): run "
+                "the suite without --quick, or pass --allow-quick to cite one anyway")
+        measured = full
+    if not measured:
+        where = f" for torch {torch}" if torch else ""
+        where += f" on {machine}" if machine else ""
+        why = "skipped or failed in every run" if found else "not in the results"
+        raise XferbenchError(f"{label} has no measured value{where}: {why}")
+    combos = {r.params for r in measured}
+    if len(combos) > 1:
+        declared = _declared(rs, benchmark)
+        seen = {k: {str(dict(c).get(k)) for c in combos} for k in declared}
+        hints = "; ".join(
+            f"{k}= ({', '.join(v for v in values if v in seen[k])})"
+            for k, values in declared.items() if k not in params and len(seen[k]) > 1)
+        raise XferbenchError(
+            f"{label} matches {len(combos)} measured parameter combinations: "
+            f"give also {hints}")
+    newest = max(measured, key=lambda r: (r.date_ms, r.started_ms or 0, r.torch))
+    others = [r for r in measured if (r.machine, r.torch) != (newest.machine, newest.torch)]
+    return newest, others
+
+
+def _kv(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _display_path(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
+         torch: str | None = None, machine: str | None = None,
+         site: str = "site", allow_quick: bool = False) -> Citation:
+    """The citation ``xferbench cite`` prints: the newest measured value of ``benchmark`` at
+    ``params`` (narrowed by ``torch`` and ``machine``), its figure under ``site``."""
+    r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
+                       allow_quick=allow_quick)
+    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
+    return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
+                    figure_exists=os.path.isfile(figure),
+                    others=sorted({f"torch {o.torch} on {o.machine}" for o in others}))
+
+
+def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = True,
+             others: list[str] | tuple[str, ...] = ()) -> Citation:
+    """The citation of the measured result ``r`` of ``rs``, with ``figure`` as the figure's
+    path as the reader should see it."""
+    meta = rs.metadata_for(r)
+
+    def text(key: str) -> str:
+        value = meta.get(key)
+        return "unknown" if value in (None, "") else str(value)
+
+    def integer(key: str) -> int | None:
+        value = meta.get(key)
+        return int(value) if isinstance(value, (int, float)) else None
+
+    return Citation(
+        benchmark=r.benchmark, params=r.param_dict, value=float(r.value),  # type: ignore[arg-type]
+        unit=r.unit, q25=r.q25, q75=r.q75, ci_99=r.ci_99,
+        n_samples=len(r.samples) if r.samples else None,
+        nbytes=r.nbytes, gbps=r.gbps,
+        torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=text("gpu_name"),
+        device=str(meta.get("device") or "unknown"),
+        pcie_gen=integer("pcie_gen"), pcie_width=integer("pcie_width"),
+        pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
+        pcie_theoretical_bytes_per_s=meta.get("pcie_theoretical_bytes_per_s"),
+        machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
+        results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
+        others=tuple(others), quick=r.quick,
+    )
+
+
+def command(c: Citation) -> str:
+    """The ``xferbench cite`` command line that prints ``c``."""
+    short = c.benchmark.split(".", 1)[-1]
+    parts = ["xferbench cite", short]
+    if c.params:
+        parts.append("--params " + ",".join(f"{k}={v}" for k, v in c.params.items()))
+    parts += [f"--torch {c.torch}", f"--machine {c.machine}"]
+    if c.quick:
+        parts.append("--allow-quick")
+    return " ".join(parts)
+
+
+# -- formatting --------------------------------------------------------------------------------
+
+def _value(v: float | None, unit: str) -> str:
+    return format_value(v, unit)
+
+
+def _date(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+
+
+def _pcie(c: Citation) -> str:
+    def link(gen: int | None, width: int | None) -> str | None:
+        return f"Gen{gen} x{width}" if gen and width else None
+
+    now, best = link(c.pcie_gen, c.pcie_width), link(c.pcie_gen_max, c.pcie_width_max)
+    parts = []
+    if now:
+        parts.append(f"{now} at the time")
+    if best and best != now:
+        parts.append(f"up to {best}")
+    if c.pcie_theoretical_bytes_per_s:
+        parts.append(f"{c.pcie_theoretical_bytes_per_s / 1e9:.1f} GB/s theoretical per direction")
+    return ", ".join(parts) if parts else "unknown"
+
+
+def _gpu(c: Citation) -> str:
+    return c.gpu if c.gpu != "unknown" else f"none (device {c.device})"
+
+
+def rows(c: Citation) -> list[tuple[str, str]]:
+    """The table: (field, text)."""
+    out = [("benchmark", f"`{c.benchmark}`"), ("parameters", _kv(c.params) or "none"),
+           ("median", _value(c.value, c.unit))]
+    if c.q25 is not None and c.q75 is not None:
+        spread = "" if c.spread is None else f" ({c.spread:.1%} of the median)"
+        out.append(("IQR", f"{_value(c.q25, c.unit)} to {_value(c.q75, c.unit)}{spread}"))
+    if c.ci_99:
+        out.append(("99% CI", f"{_value(c.ci_99[0], c.unit)} to {_value(c.ci_99[1], c.unit)}"))
+    out.append(("samples", str(c.n_samples) if c.n_samples else "not recorded"))
+    if c.gbps is not None:
+        bw = f"{c.gbps:.2f} GB/s (10^9 bytes/s; {c.nbytes} bytes / median)"
+        if c.share_of_pcie is not None:
+            bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
+        out.append(("bandwidth", bw))
+    out += [("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
+            ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
+            ("measured", _date(c.measured_ms)), ("results file", f"`{c.results_file}`"),
+            ("figure", f"`{c.figure}`" + ("" if c.figure_exists
+                                          else " (not built yet: run `xferbench publish`)"))]
+    return out
+
+
+def sentence(c: Citation) -> str:
+    short = c.benchmark.split(".", 1)[-1]
+    what = f"`{short}` ({_kv(c.params)})" if c.params else f"`{short}`"
+    spread = []
+    if c.q25 is not None and c.q75 is not None:
+        spread.append(f"IQR {_value(c.q25, c.unit)} to {_value(c.q75, c.unit)}")
+    if c.n_samples:
+        spread.append(f"{c.n_samples} samples")
+    bw = f", {c.gbps:.2f} GB/s" if c.gbps is not None else ""
+    gpu = f"GPU {c.gpu}, PCIe {_pcie(c)}" if c.gpu != "unknown" else f"no GPU, device {c.device}"
+    return (f"{what} measured a median of {_value(c.value, c.unit)}"
+            f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
+            f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
+            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
+            + (" A quick run (shortened budgets): a smoke test, not a figure to publish."
+               if c.quick else ""))
+
+
+def format_markdown(c: Citation) -> list[str]:
+    lines = [sentence(c), "", "| | |", "| --- | --- |"]
+    lines += [f"| {k} | {v} |" for k, v in rows(c)]
+    if c.others:
+        lines += ["", f"Also measured for {', '.join(c.others)} (choose with --torch/--machine)."]
+    return lines
+
+
+def as_dict(c: Citation) -> dict[str, Any]:
+    out = asdict(c)
+    out["ci_99"] = list(c.ci_99) if c.ci_99 else None
+    out["others"] = list(c.others)
+    out["spread"] = c.spread
+    out["measured"] = _date(c.measured_ms)
+    out["sentence"] = sentence(c)
+    return out
+
+

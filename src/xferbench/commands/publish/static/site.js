@@ -1,0 +1,28 @@
+/* The trend charts to show, per benchmark: one select per parameter (written by xferbench
+   publish with the first selection), each chart's parameters in its data-params. Without
+   this script every chart shows. No library, no request. */
+(function () {
+  "use strict";
+  Array.prototype.forEach.call(document.querySelectorAll("form.pick"), function (form) {
+    var section = document.getElementById(form.getAttribute("data-for"));
+    var figures = section.querySelectorAll("figure.trend");
+    var count = form.querySelector(".count");
+    var selects = form.querySelectorAll("select");
+
+    function apply() {
+      var want = {};
+      Array.prototype.forEach.call(selects, function (s) { if (s.value) want[s.name] = s.value; });
+      var shown = 0;
+      Array.prototype.forEach.call(figures, function (f) {
+        var params = JSON.parse(f.getAttribute("data-params"));
+        var match = Object.keys(want).every(function (k) { return params[k] === want[k]; });
+        f.hidden = !match;
+        if (match) shown++;
+      });
+      count.textContent = shown + " of " + figures.length + " charts";
+    }
+
+    form.addEventListener("change", apply);
+    apply();
+  });
+}());

@@ -1,0 +1,160 @@
+"""Where each series came from: one record per (machine, PyTorch) series, read from its
+``.metadata`` sidecar and asv's params (date, suite commit, GPU or CPU, driver, CUDA, the
+torch build, threads, Python, OS, quick or full); the reasons a series is not for citation
+(the site's banner); and what differs between two series besides the PyTorch release.
+
+The thread count is one figure: the benchmark processes'. Sidecars of schema 2 keep it in
+``metadata.torch_threads``; those of schema 1 kept the parent process's count there and the
+benchmark processes' in ``run.torch_threads``, which is read instead.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .results import Result, ResultSet, version_key
+
+QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
+CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
+CUT_SHORT = "the run was cut short: some classes were not measured"
+NO_METADATA = "no metadata recorded: the hardware is unknown"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """One (machine, PyTorch) series: what it ran on and how; None where not recorded."""
+
+    machine: str
+    torch: str
+    commit: str
+    measured_ms: int  # when its newest run started (ms since the epoch)
+    device: str  # "cuda:0", "cpu", or "unknown"
+    gpu: str | None
+    cpu_model: str | None
+    driver: str | None
+    cuda: str | None  # the CUDA the torch build targets (None: a CPU build)
+    torch_git: str | None
+    threads: int | None
+    python: str | None
+    os: str | None
+    quick: bool
+    complete: bool | None
+    has_metadata: bool
+    commits: tuple[str, ...] = ()  # every suite commit the series' newest results come from
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.torch} on {self.machine}"
+
+    @property
+    def build(self) -> str:
+        """The torch build's local tag ("cpu", "cu130"), "" for none."""
+        return self.torch.partition("+")[2]
+
+    @property
+    def release(self) -> str:
+        return self.torch.partition("+")[0]
+
+    @property
+    def cpu_only(self) -> bool:
+        return self.has_metadata and self.gpu is None and not self.device.startswith(
+            ("cuda", "xpu", "mps", "hip"))
+
+    @property
+    def hardware(self) -> str:
+        if self.gpu:
+            return self.gpu
+        return f"CPU {self.cpu_model or 'unknown'}" if self.has_metadata else "unknown"
+
+    @property
+    def date(self) -> str:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_ms / 1000))
+
+    def reasons(self) -> list[str]:
+        """Why this series is not for citation (empty: it may be cited)."""
+        out = []
+        if self.quick:
+            out.append(QUICK)
+        if not self.has_metadata:
+            out.append(NO_METADATA)
+        elif self.cpu_only:
+            out.append(CPU_ONLY)
+        if self.complete is False:
+            out.append(CUT_SHORT)
+        return out
+
+
+def _iso_ms(text: Any) -> int | None:
+    try:
+        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")) * 1000
+    except (ValueError, OverflowError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _text(value: Any) -> str | None:
+    return None if value in (None, "", "none", "unknown") else str(value)
+
+
+def series_provenance(rs: ResultSet, machine: str, torch: str) -> Provenance:
+    """The provenance of one series of ``rs`` (its newest results and their sidecar)."""
+    results = [r for r in rs.newest() if r.machine == machine and r.torch == torch]
+    if not results:
+        raise KeyError(f"no series torch {torch} on {machine}")
+    newest: Result = max(results, key=lambda r: (r.date_ms, r.started_ms or 0))
+    side = rs.metadata.get(newest.path, {})
+    meta, run = side.get("metadata", {}), side.get("run", {})
+    threads = _int(run.get("torch_threads"))  # schema 1: the benchmark processes' figure
+    if threads is None:
+        threads = _int(meta.get("torch_threads"))
+    measured = _iso_ms(run.get("started_at")) or newest.started_ms or newest.date_ms
+    return Provenance(
+        machine=machine, torch=torch, commit=newest.commit, measured_ms=measured,
+        device=str(meta.get("device") or run.get("device") or "unknown"),
+        gpu=_text(meta.get("gpu_name")), cpu_model=_text(meta.get("cpu_model")),
+        driver=_text(meta.get("driver")), cuda=_text(newest.cuda),
+        torch_git=_text(meta.get("torch_git")), threads=threads,
+        python=_text(meta.get("python")) or _text(newest.python), os=_text(meta.get("os")),
+        quick=any(r.quick for r in results),
+        complete=run.get("complete") if isinstance(run.get("complete"), bool) else None,
+        has_metadata=bool(meta), commits=tuple(sorted({r.commit for r in results})),
+    )
+
+
+def provenance(rs: ResultSet) -> list[Provenance]:
+    """Every (machine, PyTorch) series of ``rs``: machines by name, releases in order."""
+    pairs = sorted({(r.machine, r.torch) for r in rs}, key=lambda p: (p[0], version_key(p[1])))
+    return [series_provenance(rs, m, t) for m, t in pairs]
+
+
+def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
+    """(reason, the series it applies to) for every reason a series is not for citation,
+    in a fixed order; empty when every series may be cited."""
+    out = []
+    for reason in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT):
+        hit = [p for p in series if reason in p.reasons()]
+        if hit:
+            out.append((reason, hit))
+    return out
+
+
+def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
+    """(what, A's, B's) for everything but the release that differs between two series:
+    a comparison across them measures these differences too."""
+    def show(value: Any) -> str:
+        return "none" if value in (None, "") else str(value)
+
+    fields = [("build", f"+{a.build}" if a.build else "none", f"+{b.build}" if b.build else "none"),
+              ("CUDA", a.cuda, b.cuda), ("machine", a.machine, b.machine),
+              ("device", a.hardware, b.hardware), ("driver", a.driver, b.driver),
+              ("threads", a.threads, b.threads), ("Python", a.python, b.python),
+              ("OS", a.os, b.os), ("suite commit", a.commit[:8], b.commit[:8]),
+              ("run", "quick" if a.quick else "full", "quick" if b.quick else "full")]
+    return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]
