@@ -102,6 +102,29 @@ def test_each_hazard_runs_its_trials_and_its_copies_verify(gpu_device, kind, nby
     assert 0.0 <= r.fraction <= 1.0
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind, observed", [
+    ("d2h_read_before_sync", True), ("pinned_source_modified", True),
+    ("pageable_non_blocking", False)])
+def test_the_emulated_device_shows_the_hazards_the_detection_finds(gpu_device, kind, observed):
+    """The detection works: on the emulated device, whose pinned non_blocking copies run on a
+    worker thread after the call returns (held 2 ms here to widen the window), the same code
+    that measures a GPU finds the first two hazards; a pageable non_blocking copy is
+    synchronous there, as in CUDA, so the third finds none."""
+    from xferbench.devices import is_emulated
+
+    if not is_emulated(gpu_device):
+        pytest.skip("emulated device only: a real GPU's rate is its own figure, 0% included")
+    import emu
+
+    with emu.copy_delay(0.002):
+        r = run_hazard(kind, 64 * KiB, gpu_device, TRIALS)
+    if observed:
+        assert r.wrong > 0, f"{kind}: no wrong trial in {r.trials}: the detection missed it"
+    else:
+        assert r.wrong == 0, f"{kind}: {r.wrong} wrong trials where the copy is synchronous"
+
+
 # -- the table the README and `xferbench run` show -----------------------------------------------
 
 def _hazard(kind: str, size: str, value: float, date_ms: int = 0) -> Result:

@@ -115,6 +115,14 @@ BRANCHES = {
                                       {"read": "device_accumulate"}),
     "forward, masks moved every call": ("bench_creation.CreatedInForward.track_forward_s",
                                         {"mode": "host_then_move"}),
+    "pipeline, pinned + prefetch, 2 workers": (
+        "bench_pipeline.Pipeline.track_step_s",
+        {"size": "small", "host_memory": "pinned", "workers": "2", "move": "prefetch"}),
+    "pipeline, starvation share": (
+        "bench_pipeline.Pipeline.track_starvation_share",
+        {"size": "small", "host_memory": "pageable", "workers": "0", "move": "blocking"}),
+    "hazard: d2h read before sync": ("bench_hazards.Hazards.track_wrong_fraction",
+                                     {"hazard": "d2h_read_before_sync"}),
 }
 
 

@@ -41,7 +41,7 @@ from ..devices import (
 )
 from ..errors import XferbenchError
 from ..units import KiB, MiB, size_label
-from . import VerificationError, sweep
+from . import SMOKE_NBYTES, VerificationError, sweep
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -53,7 +53,7 @@ FULL_SIZES = tuple(4**k * KiB for k in range(0, 10))  # 1 KiB .. 256 MiB
 
 
 def hazard_sizes() -> tuple[int, ...]:
-    return FULL_SIZES if sweep() == "full" else DEFAULT_SIZES
+    return {"full": FULL_SIZES, "smoke": (SMOKE_NBYTES,)}.get(sweep(), DEFAULT_SIZES)
 
 
 def hazard_skip_reason(kind: str, caps: Capabilities) -> str | None:

@@ -129,6 +129,9 @@ def pipeline_skip_reason(case: PipelineCase, caps: Capabilities) -> str | None:
         if case.move == "prefetch":
             return "prefetch needs side streams: only an accelerator has them"
         return None
+    if case.size == "large" and caps.emulated:
+        return (f"the large model is sized to keep an accelerator busy (70 GFLOP a step): on "
+                f"{caps.device}, emulated on the host, its kernels run on the CPU for minutes")
     if case.host_memory == "pinned" and not caps.pinned_memory:
         return f"pinned host memory is not available on {caps.device}: {caps.reason}"
     if case.move == "prefetch" and not caps.side_streams:
