@@ -102,7 +102,7 @@ def measure(
         warmup_s, min_time_s, max_time_s = (
             warmup_s * QUICK_SCALE, min_time_s * QUICK_SCALE, max_time_s * QUICK_SCALE
         )
-        min_samples = max(MIN_SAMPLES, min_samples // 2)
+        min_samples = MIN_SAMPLES
     runner = _measure_accelerator if dev.is_accelerator else _measure_cpu
     return runner(
         fn, dev, nbytes=nbytes, warmup_s=warmup_s, min_time_s=min_time_s,
