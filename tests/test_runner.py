@@ -205,3 +205,18 @@ def test_run_format_json_prints_a_summary_on_stdout_and_progress_on_stderr(tmp_p
     assert Path(summary["results"]).is_file() and Path(summary["metadata"]).is_file()
     assert "item_per_epoch" in summary["headlines"]
     assert "Loop(item_every_batch, 256): step_s" in proc.stderr  # the progress
+
+
+def test_an_unfinished_asv_call_leaves_the_results_file_as_it_was(tmp_path):
+    """asv marks a class whose process died as failed and saves: the run puts the file back."""
+    path = tmp_path / "r.json"
+    path.write_text('{"results": {"x": 1}}')
+    backup = labels.backup_path(str(path))
+    labels.protect(str(path), backup)
+    path.write_text('{"results": {"x": null}}')  # what the interrupted call saved
+    labels.discard(str(path), backup)
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
+    fresh = tmp_path / "new.json"  # a file the interrupted call created: no trace left
+    fresh.write_text("{}")
+    labels.discard(str(fresh), labels.backup_path(str(fresh)))
+    assert not fresh.exists()

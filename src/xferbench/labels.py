@@ -62,6 +62,16 @@ def protect(path: str, backup: str) -> None:
         shutil.copy2(path, backup)
 
 
+def discard(path: str, backup: str) -> None:
+    """Put the results file back as it was before an asv call that did not finish (an
+    interrupt, a kill, a class run by another interpreter): from its backup, or, where there
+    was none, no file at all. Whatever that call saved was a class cut short."""
+    if os.path.exists(backup):
+        os.replace(backup, path)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
 def settle(path: str, backup: str) -> None:
     """After asv: a truncated file is replaced by its backup; the backup then goes."""
     if os.path.exists(backup):

@@ -51,6 +51,7 @@ from ...labels import (
     backup_path,
     check_output_folder,
     clean_stale,
+    discard,
     label_results,
     protect,
     record_run,
@@ -292,12 +293,17 @@ def _run(args: argparse.Namespace, opts: Options, out: Any, lock_fd: int, work: 
             backup = backup_path(out_path)
             before = _digest(out_path)
             protect(out_path, backup)
+            finished = False
             try:
                 codes.append(run_asv(cmd, cwd=repo, env=env, lock_fd=lock_fd,
                                      results_file=out_path, stdout=out))
+                finished = True
             finally:
-                if progress.mismatch:  # numbers from another interpreter: never labelled
-                    _discard(out_path, backup)
+                # an interrupted call may still have saved (asv marks a class whose process
+                # died as failed, then saves): the file goes back as it was before the call;
+                # numbers from another interpreter are never labelled either
+                if progress.mismatch or not finished:
+                    discard(out_path, backup)
                 settle(out_path, backup)
             if progress.mismatch:
                 raise XferbenchError(progress.mismatch + "; this class's results were discarded")
@@ -324,14 +330,6 @@ def _run(args: argparse.Namespace, opts: Options, out: Any, lock_fd: int, work: 
     return _finish(args, out, opts, out_path=out_path, machine=machine,
                    torch_version=torch_version, commit=commit, progress=progress, codes=codes,
                    seconds=time.monotonic() - started, emulated=bool(meta.get("emulated")))
-
-
-def _discard(out_path: str, backup: str) -> None:
-    """Put the results file back as it was before this asv call."""
-    if os.path.exists(backup):
-        os.replace(backup, out_path)
-    elif os.path.exists(out_path):
-        os.remove(out_path)
 
 
 def _finish(args: argparse.Namespace, out: Any, opts: Options, *, out_path: str, machine: str,

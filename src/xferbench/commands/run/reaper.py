@@ -4,9 +4,10 @@ Each asv call runs under this small process: ``python -m xferbench.commands.run.
 PARENT RESULTS_FILE -- asv run ...``. On Linux it makes itself the subreaper of everything
 below it (asv, its fork server, the benchmark processes: orphans are re-parented here, not to
 init) and asks the kernel for SIGTERM when ``xferbench run`` dies, however it dies (a
-``kill -9`` included). Then it kills every process below it, restores the results file from
-its backup if asv was cut off while writing it, and exits. It holds the results folder's
-lock (handed down as an open file), so a second run is refused until all of this is over.
+``kill -9`` included). Then it kills every process below it, puts the results file back as
+it was before this asv call (the class in progress never finished), and exits. It holds the
+results folder's lock (handed down as an open file), so a second run is refused until all of
+this is over.
 
 Signals: SIGINT is left to asv (a Ctrl-C reaches the whole foreground process group);
 SIGUSR1 asks asv to stop as Ctrl-C would (``xferbench run`` sends it when it was terminated
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from ...labels import backup_path, settle
+from ...labels import backup_path, discard
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -115,13 +116,13 @@ def main(argv: list[str]) -> int:
             code = child.wait(timeout=0.2)
             break
         except subprocess.TimeoutExpired:
-            if orphaned:
+            if orphaned:  # the class in progress never finished: it leaves no trace
                 kill_below(os.getpid(), grace_s=0.5)
-                settle(results_file, backup_path(results_file))
+                discard(results_file, backup_path(results_file))
                 return 137
     kill_below(os.getpid())  # what asv left behind: its fork server, a stuck benchmark
     if orphaned:
-        settle(results_file, backup_path(results_file))
+        discard(results_file, backup_path(results_file))
     return code
 
 
