@@ -152,3 +152,20 @@ def test_env_json_names_the_accelerator(gpu_device, capsys):
     # by its name too: "emu" on the emulated device, a PrivateUse1 backend like any other
     code, out, _ = _exit_code(["env", "--json", "--device", gpu_device.type], capsys)
     assert code == 0 and json.loads(out)["device"] == gpu_device.name
+
+
+def test_env_format_json_is_the_same_as_json(capsys):
+    code, out, err = _exit_code(["env", "--format", "json", "--device", "cpu"], capsys)
+    code2, out2, _ = _exit_code(["env", "--json", "--device", "cpu"], capsys)
+    assert (code, code2, err) == (0, 0, "")
+    assert json.loads(out).keys() == json.loads(out2).keys()
+
+
+def test_every_command_has_a_description_and_the_exit_codes_are_in_help(capsys):
+    code, out, _ = _exit_code(["--help"], capsys)
+    assert code == 0 and "exit status: 0 ok; 1 a regression found" in " ".join(out.split())
+    for command in ("env", "run", "list", "publish", "compare", "cite"):
+        code, out, _ = _exit_code([command, "--help"], capsys)
+        usage, _, rest = out.partition("\n\n")
+        assert code == 0 and rest.strip() and not rest.lstrip().startswith("positional") \
+            and not rest.lstrip().startswith("options"), f"{command} has no description"

@@ -138,6 +138,7 @@ def test_interrupted_run_keeps_earlier_results_loadable(cpu_run, tmp_path):
     shutil.copytree(results, copy)
     (copy / asvrepo.LOCK_NAME).unlink(missing_ok=True)
     before = {r.key: r.value for r in load(str(copy))}
+    sidecars = {p: p.read_bytes() for p in copy.rglob("*.metadata")}
     proc = _run(copy, start_new_session=True)
     deadline = time.monotonic() + 120
     seen = ""
@@ -154,6 +155,8 @@ def test_interrupted_run_keeps_earlier_results_loadable(cpu_run, tmp_path):
     assert all(after[k] == before[k] or (after[k] != after[k] and before[k] != before[k])
                for k in before)
     assert not list(copy.rglob("*.xferbench-bak"))
+    # a run that saved nothing leaves the complete run's record alone
+    assert {p: p.read_bytes() for p in copy.rglob("*.metadata")} == sidecars
 
 
 @pytest.mark.slow
