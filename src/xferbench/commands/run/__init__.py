@@ -262,7 +262,7 @@ def _run(args: argparse.Namespace, opts: Options, out: Any, lock_fd: int, work: 
     total = sum(c.measured for g in groups for c in g.classes)
     run_info: dict[str, Any] = {
         "commit": commit, "machine": machine, "device": dev.name, "sweep": opts.sweep,
-        "quick": opts.quick, "bench": opts.bench, "threads": threads,
+        "quick": opts.quick, "bench": opts.bench,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "complete": False, "files": [], "outcomes": {}}
     if meta.get("emulated"):

@@ -36,11 +36,6 @@ class SuiteClass:
     def full_name(self) -> str:
         return f"{self.file}.{self.name}"
 
-    @property
-    def bench_regex(self) -> str:
-        """asv's --bench for this class alone (``Copy`` but not ``CopyHost``)."""
-        return rf"^{re.escape(self.file)}\.{re.escape(self.name)}\."
-
     def benchmarks(self) -> list[str]:
         return [f"{self.full_name}.{m}" for m in self.methods]
 
