@@ -17,9 +17,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "xferbench"
 BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
 LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
 TOP_LEVEL = {
-    **dict.fromkeys(("errors", "units", "version"), BASE),
+    **dict.fromkeys(("errors", "flags", "units", "version"), BASE),
     **dict.fromkeys(("devices", "device_memory", "stream_hold", "timing", "measurement",
-                     "metadata"), CORE),
+                     "metadata", "spec"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
                      "headline", "sitemap", "citation", "provenance", "outcomes"), RESULTS),

@@ -25,14 +25,14 @@ blocked_autorange).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from .devices import Device, current_stream, new_event, resolve_device, synchronize
 from .errors import XferbenchError
-from .measurement import CLOCKS, Measurement, Stats
+from .measurement import Measurement, Stats
+from .spec import DEFAULT_SPEC, MIN_SAMPLES, MeasureSpec
 from .stream_hold import MAX_HOLD_S, calibrate_spin, can_hold_stream, hold_stream
 
 #: Timer overhead may cost at most this share of one CPU sample. 1e-4 as blocked_autorange:
@@ -45,82 +45,44 @@ MAX_TIMER_OVERHEAD = 1e-4
 #: (after recalibrating the spin); one still unheld is kept and counted.
 MAX_REDO = 3
 
-#: No figure rests on fewer samples than this: a call slower than the budget allows is
-#: sampled this often anyway (a spread of one sample is no spread), up to SLOW_CALL_CAP times
-#: the budget.
-MIN_SAMPLES = 3
+#: A call slower than its budget allows is still sampled MIN_SAMPLES times (a spread of one
+#: sample is no spread), up to SLOW_CALL_CAP times the budget.
 SLOW_CALL_CAP = 5
 
-#: Quick mode (XFERBENCH_QUICK=1, `xferbench run --quick`) scales every budget by this factor:
-#: a smoke run of the whole grid, not numbers to publish.
-QUICK_SCALE = 0.1
 
-
-def quick_mode() -> bool:
-    return os.environ.get("XFERBENCH_QUICK", "") not in ("", "0")
-
-
-def measure(
-    fn: Callable[[], Any],
-    *,
-    device: str | Device = "auto",
-    nbytes: int | None = None,
-    warmup_s: float = 0.05,
-    min_time_s: float = 0.2,
-    max_time_s: float = 2.0,
-    target_cv: float = 0.02,
-    min_samples: int = 10,
-    batch: int = 10,
-    label: str = "",
-    clock: str | None = None,
-) -> Measurement:
-    """Time ``fn`` on ``device`` and return its raw samples as a Measurement.
+def measure(fn: Callable[[], Any], spec: MeasureSpec | None = None, *,
+            device: str | Device = "auto", **changes: Any) -> Measurement:
+    """Time ``fn`` on ``device`` as ``spec`` says and return its raw samples as a Measurement.
 
     ``fn`` takes no arguments and queues its work; it must not synchronise itself (measure
-    does, before reading any wall clock that follows device work). Warm-up and run length
-    are time budgets in seconds. Sampling stops when the coefficient of variation of the
-    primary clock is at or below ``target_cv`` after ``min_time_s`` and ``min_samples``
-    samples, or at ``max_time_s``; a measurement that stopped noisy says so in its warnings.
-    ``clock`` names the clock the figure is read from (and the stop rule watches):
-    "device_s" (the default on an accelerator), "completion_s" or "enqueue_s".
+    does, before reading any wall clock that follows device work). ``spec`` (default:
+    DEFAULT_SPEC) holds the label, bytes per call, clock and budgets; keyword ``changes``
+    replace its fields (``measure(fn, device="cuda", nbytes=n)``). Warm-up and run length are
+    time budgets in seconds. Sampling stops when the coefficient of variation of the primary
+    clock is at or below ``spec.target_cv`` after ``spec.min_time_s`` and ``spec.min_samples``
+    samples, or at ``spec.max_time_s``; a measurement that stopped noisy says so in its
+    warnings. ``spec.clock`` names the clock the figure is read from (and the stop rule
+    watches): "device_s" (the default on an accelerator), "completion_s" or "enqueue_s".
+    Quick mode is the caller's to resolve (``spec.for_quick()``): measure reads no environment.
     """
+    spec = (spec or DEFAULT_SPEC).replace(**changes) if changes else (spec or DEFAULT_SPEC)
     dev = resolve_device(device)
-    if nbytes is not None and nbytes <= 0:
-        raise XferbenchError(f"nbytes {nbytes} is not a size: give a positive byte count")
-    if not (0 < min_time_s <= max_time_s):
+    if spec.clock not in (None, "completion_s") and not dev.is_accelerator:
         raise XferbenchError(
-            f"min_time_s {min_time_s} and max_time_s {max_time_s} are not a budget: "
-            "need 0 < min_time_s <= max_time_s"
-        )
-    if warmup_s < 0 or target_cv <= 0:
-        raise XferbenchError("warmup_s must be >= 0 and target_cv > 0")
-    if clock is not None and clock not in CLOCKS:
-        raise XferbenchError(f"clock {clock!r} is not a clock: use one of {', '.join(CLOCKS)}")
-    if clock not in (None, "completion_s") and not dev.is_accelerator:
-        raise XferbenchError(f"clock {clock!r} needs an accelerator: the CPU has completion_s")
-    if quick_mode():
-        warmup_s, min_time_s, max_time_s = (
-            warmup_s * QUICK_SCALE, min_time_s * QUICK_SCALE, max_time_s * QUICK_SCALE
-        )
-        min_samples = MIN_SAMPLES
+            f"clock {spec.clock!r} needs an accelerator: the CPU has completion_s")
     runner = _measure_accelerator if dev.is_accelerator else _measure_cpu
-    return runner(
-        fn, dev, nbytes=nbytes, warmup_s=warmup_s, min_time_s=min_time_s,
-        max_time_s=max_time_s, target_cv=target_cv, min_samples=min_samples,
-        batch=max(1, batch), label=label, clock=clock,
-    )
+    return runner(fn, dev, spec)
 
 
 class _Stopper:
     """Decides when sampling ends; the noise is re-checked only after the sample count has
     grown by a tenth, so the bookkeeping stays linear in the number of samples."""
 
-    def __init__(self, min_time_s: float, max_time_s: float, target_cv: float,
-                 min_samples: int) -> None:
+    def __init__(self, spec: MeasureSpec) -> None:
         self.started = time.perf_counter()
-        self.min_time_s, self.max_time_s = min_time_s, max_time_s
-        self.target_cv, self.min_samples = target_cv, min_samples
-        self.next_check = min_samples
+        self.min_time_s, self.max_time_s = spec.min_time_s, spec.max_time_s
+        self.target_cv, self.min_samples = spec.target_cv, spec.min_samples
+        self.next_check = spec.min_samples
 
     def __call__(self, samples: list[float]) -> str | None:
         elapsed = time.perf_counter() - self.started
@@ -172,40 +134,38 @@ def _calibrate(fn: Callable[[], Any], overhead_s: float) -> tuple[int, float]:
             number *= 10
 
 
-def _measure_cpu(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
-                 min_samples, batch, label, clock) -> Measurement:
+def _measure_cpu(fn: Callable[[], Any], dev: Device, spec: MeasureSpec) -> Measurement:
     warm_start = time.perf_counter()
     fn()
-    while time.perf_counter() - warm_start < warmup_s:
+    while time.perf_counter() - warm_start < spec.warmup_s:
         fn()
     warm = time.perf_counter() - warm_start
     number, first = _calibrate(fn, timer_overhead_s())
     samples: list[float] = [first / number]  # the calibrating block, timed like the others
-    done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
+    done = _Stopper(spec)
     while True:
         samples.append(_time_block(fn, number) / number)
         stop = done(samples)
         if stop:
             break
     return Measurement(
-        device=dev.name, completion_s=tuple(samples), calls_per_sample=number,
-        nbytes=nbytes, warmup_s=warm, total_s=time.perf_counter() - done.started, stop=stop,
-        target_cv=target_cv, label=label, clock=clock,
+        device=dev.name, completion_s=tuple(samples), spec=spec, calls_per_sample=number,
+        warmup_s=warm, total_s=time.perf_counter() - done.started, stop=stop,
     )
 
 
-def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
-                         min_samples, batch, label, clock) -> Measurement:
+def _measure_accelerator(fn: Callable[[], Any], dev: Device, spec: MeasureSpec) -> Measurement:
     # Warm up: first calls pay for allocator growth, kernel loading and page faults.
     warm_start = time.perf_counter()
     fn()
     synchronize(dev)
-    while time.perf_counter() - warm_start < warmup_s:
+    while time.perf_counter() - warm_start < spec.warmup_s:
         fn()
         synchronize(dev)
     warm = time.perf_counter() - warm_start
 
     stream = current_stream(dev)
+    batch, clock = spec.batch, spec.clock
     starts = [new_event(dev) for _ in range(batch)]
     ends = [new_event(dev) for _ in range(batch)]
     guard = new_event(dev, timing=False)
@@ -233,7 +193,7 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
     enqueue_s: list[float] = []
     watched = {"device_s": device_s, "completion_s": completion_s, "enqueue_s": enqueue_s}[
         clock or "device_s"]
-    done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
+    done = _Stopper(spec)
     perf = time.perf_counter
     held = redone = unheld = 0
     while True:
@@ -278,9 +238,8 @@ def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, t
         extra["unheld_batches"] = unheld
     return Measurement(
         device=dev.name, completion_s=tuple(completion_s), device_s=tuple(device_s),
-        enqueue_s=tuple(enqueue_s), calls_per_sample=1, nbytes=nbytes, warmup_s=warm,
-        total_s=time.perf_counter() - done.started, stop=stop, target_cv=target_cv, label=label,
-        clock=clock, extra=extra,
+        enqueue_s=tuple(enqueue_s), spec=spec, calls_per_sample=1, warmup_s=warm,
+        total_s=time.perf_counter() - done.started, stop=stop, extra=extra,
     )
 
 
