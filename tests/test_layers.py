@@ -19,7 +19,7 @@ LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry 
 TOP_LEVEL = {
     **dict.fromkeys(("errors", "flags", "units", "version"), BASE),
     **dict.fromkeys(("devices", "device_memory", "stream_hold", "timing", "measurement",
-                     "metadata", "spec"), CORE),
+                     "metadata", "spec", "telemetry", "event_batches"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
                      "headline", "sitemap", "citation", "provenance", "outcomes"), RESULTS),

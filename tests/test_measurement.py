@@ -77,8 +77,8 @@ def _m(**kw):
 
 
 def with_spec(**kw):
-    """A Measurement whose spec fields (nbytes, clock, label, target_cv) are given flat."""
-    spec = {k: kw.pop(k) for k in ("nbytes", "clock", "label", "target_cv") if k in kw}
+    """A Measurement whose spec fields (nbytes, clock, label, target_iqr) are given flat."""
+    spec = {k: kw.pop(k) for k in ("nbytes", "clock", "label", "target_iqr") if k in kw}
     return Measurement(**kw, spec=MeasureSpec(**spec))
 
 
@@ -127,9 +127,10 @@ def test_few_samples_warn():
 
 
 def test_stopping_noisy_at_max_time_warns_but_stopping_quiet_does_not():
-    noisy = (1.0, 1.1, 1.2, 1.1, 1.0, 1.05)  # CV about 7.5%
-    m = with_spec(device="cpu", completion_s=noisy, stop="max_time_s", target_cv=0.02)
-    assert any(w.startswith("stopped at max_time_s with CV 7.") for w in m.warnings)
+    noisy = (1.0, 1.1, 1.2, 1.1, 1.0, 1.05)  # IQR 0.0875 over a median of 1.075: 8.1%
+    m = with_spec(device="cpu", completion_s=noisy, stop="max_time_s", target_iqr=0.02)
+    assert any(w.startswith("stopped at max_time_s with IQR 8.1% of the median (target 2.0%)")
+               for w in m.warnings)
     quiet = Measurement(device="cpu", completion_s=(1.0,) * 6, stop="max_time_s")
     assert quiet.warnings == ()
 
@@ -141,7 +142,7 @@ def test_measurement_is_frozen():
 
 def test_dict_round_trip_through_json_keeps_every_field():
     m = _m(calls_per_sample=10, warmup_s=0.05, total_s=1.5, stop="max_time_s",
-           target_cv=0.01, label="h2d pinned non_blocking one 64MiB", extra={"k": [1, 2]})
+           target_iqr=0.01, label="h2d pinned non_blocking one 64MiB", extra={"k": [1, 2]})
     data = json.loads(json.dumps(m.to_dict()))
     assert data["schema_version"] == SCHEMA_VERSION
     back = Measurement.from_dict(data)

@@ -88,7 +88,7 @@ def test_a_version_1_record_is_upgraded_on_load():
           "target_cv": 0.05, "device_s": [], "completion_s": [1e-6, 2e-6], "enqueue_s": [],
           "extra": {}}
     m = Measurement.from_dict(v1)
-    assert m.spec == MeasureSpec(label="h2d", nbytes=8, target_cv=0.05)
+    assert m.spec == MeasureSpec(label="h2d", nbytes=8)  # a CV rule is not an IQR rule
     assert m.calls_per_sample == 4 and m.completion_s == (1e-6, 2e-6)
     assert Measurement.from_dict(m.to_dict()) == m
 

@@ -158,18 +158,18 @@ def test_measure_reports_seconds_per_call_of_a_busy_wait(seconds, no_quick):
     assert m.primary_clock == "completion_s"
 
 
-def test_measure_stops_at_target_cv_once_min_time_and_samples_are_reached(no_quick):
+def test_measure_stops_at_target_iqr_once_min_time_and_samples_are_reached(no_quick):
     # a target every run meets (a CV cannot exceed sqrt(n)): this tests when sampling stops
     m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.05, max_time_s=1.0,
-                target_cv=1e3, min_samples=10)
-    assert m.stop == "target_cv"
+                target_iqr=1e3, min_samples=10)
+    assert m.stop == "target_iqr"
     assert len(m.completion_s) >= 10
     assert 0.05 <= m.total_s < 0.05 + 0.1
 
 
 def test_measure_stops_at_max_time_when_the_target_is_unreachable(no_quick):
     m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.05, max_time_s=0.15,
-                target_cv=1e-12)
+                target_iqr=1e-12)
     assert m.stop == "max_time_s"
     assert 0.15 <= m.total_s < 0.15 + 0.05
 
@@ -183,7 +183,7 @@ def test_measure_carries_label_bytes_and_warmup(no_quick):
 
 
 def test_a_quick_spec_scales_the_budget_down():
-    spec = MeasureSpec(warmup_s=0.0, min_time_s=0.5, max_time_s=0.5, target_cv=1e-12)
+    spec = MeasureSpec(warmup_s=0.0, min_time_s=0.5, max_time_s=0.5, target_iqr=1e-12)
     m = measure(_busy(200e-6), spec.for_quick(), device="cpu")
     assert m.stop == "max_time_s" and m.spec.quick
     assert m.total_s < 0.5 * QUICK_SCALE + 0.05
@@ -194,7 +194,7 @@ def test_measure_reads_no_quick_mode_from_the_environment(monkeypatch):
     itself times what its spec says whatever XFERBENCH_QUICK holds."""
     monkeypatch.setenv("XFERBENCH_QUICK", "1")
     m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.2, max_time_s=0.2,
-                target_cv=1e-12)
+                target_iqr=1e-12)
     assert m.total_s >= 0.2 and not m.spec.quick
 
 
@@ -206,7 +206,7 @@ def test_measure_reads_no_quick_mode_from_the_environment(monkeypatch):
         ({"min_time_s": 0.0}, "not a budget"),
         ({"min_time_s": 2.0, "max_time_s": 1.0}, "not a budget"),
         ({"warmup_s": -1.0}, "warmup_s must be >= 0"),
-        ({"target_cv": 0.0}, "target_cv > 0"),
+        ({"target_iqr": 0.0}, "target_iqr > 0"),
         ({"device": "tpu"}, "device 'tpu' is not a device type"),
     ],
 )

@@ -16,8 +16,9 @@ from .units import format_seconds, gbps
 # Schema of Measurement.to_dict(). Changelog:
 #   1: first version (device_s, completion_s, enqueue_s, calls_per_sample, warmup_s, stop,
 #      clock: the clock the figure is read from, null for the default).
-#   2: label, nbytes, clock and target_cv move into "spec" (MeasureSpec.to_dict(): the budgets
-#      and stop rule the samples were taken under). Version 1 is upgraded on load
+#   2: label, nbytes and clock move into "spec" (MeasureSpec.to_dict(): the budgets and stop
+#      rule the samples were taken under); the stop rule is IQR/median ("target_iqr"), and
+#      version 1's target_cv (a CV rule) is dropped. Version 1 is upgraded on load
 #      (_upgrade), the only place that knows it.
 SCHEMA_VERSION = 2
 
@@ -122,7 +123,7 @@ class Measurement:
     calls_per_sample: int = 1
     warmup_s: float = 0.0
     total_s: float = 0.0
-    stop: str = "target_cv"  # "target_cv" | "max_time_s"
+    stop: str = "target_iqr"  # "target_iqr" | "max_time_s"
     extra: Mapping[str, Any] = field(default_factory=FrozenDict, compare=False)
 
     def __post_init__(self) -> None:
@@ -147,8 +148,8 @@ class Measurement:
         return self.spec.clock
 
     @property
-    def target_cv(self) -> float:
-        return self.spec.target_cv
+    def target_iqr(self) -> float:
+        return self.spec.target_iqr
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -217,14 +218,31 @@ class Measurement:
             out.append(f"only {st.n} samples")
         if st.iqr_rel > IQR_WARN:
             out.append(f"IQR is {st.iqr_rel:.0%} of the median")
-        if self.extra.get("unheld_batches"):
-            out.append(f"{self.extra['unheld_batches']} event batches ran without the stream "
-                       "hold: launch gaps may be counted as device time")
-        if self.stop == "max_time_s" and not (st.cv <= self.target_cv):
-            out.append(
-                f"stopped at max_time_s with CV {st.cv:.1%} (target {self.target_cv:.1%})"
-            )
+        out.extend(self._clock_warnings())
+        if self.stop == "max_time_s" and not (st.iqr_rel <= self.target_iqr):
+            out.append(f"stopped at max_time_s with IQR {st.iqr_rel:.1%} of the median "
+                       f"(target {self.target_iqr:.1%})")
         return tuple(out)
+
+    def _clock_warnings(self) -> list[str]:
+        """What the event batches say about the figure's device time (see timing.measure)."""
+        extra, out = self.extra, []
+        if extra.get("device_clock_unavailable"):
+            out.append(f"no device time: {extra['device_clock_unavailable']}")
+        if self.primary_clock != "device_s":
+            return out
+        if extra.get("device_clock") == "host-inclusive":
+            out.append("device time includes the host: the call waits for the device itself "
+                       "(a blocking copy), so its calls could not be queued back to back")
+        elif extra.get("device_clock") == "unheld" and extra.get("unheld_batches"):
+            out.append(f"{extra['unheld_batches']} event batches ran without a stream hold: "
+                       "launch gaps may be counted as device time")
+        if extra.get("discarded_batches"):
+            kept = "none kept: every sample is from" if extra.get("all_discarded") else \
+                "discarded, taken on"
+            out.append(f"{extra['discarded_batches']} event batches {kept} a slowed device "
+                       f"({'; '.join(extra.get('slowed', []))})")
+        return out
 
     # -- persistence ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -255,7 +273,7 @@ class Measurement:
                 calls_per_sample=int(data.get("calls_per_sample", 1)),
                 warmup_s=float(data.get("warmup_s", 0.0)),
                 total_s=float(data.get("total_s", 0.0)),
-                stop=str(data.get("stop", "target_cv")),
+                stop=str(data.get("stop", "target_iqr")),
                 extra=dict(data.get("extra", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -279,9 +297,10 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     if version == 1:
         data = dict(data)
         spec: dict[str, Any] = {}
-        for key in ("label", "nbytes", "clock", "target_cv"):
+        for key in ("label", "nbytes", "clock"):
             if key in data:
                 spec[key] = data.pop(key)
+        data.pop("target_cv", None)
         spec["label"] = str(spec.get("label") or "")
         spec["clock"] = spec.get("clock") or None
         data["spec"] = spec

@@ -83,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xfer-min-time", metavar="SECONDS", type=_seconds, default=MIN_TIME_S,
         help=f"least sampling time per xfer_benchmark; sampling stops after it once the "
-             f"median is stable (CV 2%%). Default: {MIN_TIME_S}",
+             f"median is stable (IQR 3%% of the median). Default: {MIN_TIME_S}",
     )
     group.addoption(
         "--xfer-max-time", metavar="SECONDS", type=_seconds, default=MAX_TIME_S,
@@ -341,7 +341,7 @@ def result_options(m: Measurement) -> dict[str, Any]:
         "timer": f"xferbench.measure:{m.primary_clock}",
         "min_time_s": m.spec.min_time_s,
         "max_time_s": m.spec.max_time_s,
-        "target_cv": m.target_cv,
+        "target_iqr": m.target_iqr,
         "warmup_s": m.warmup_s,
         "quick": m.spec.quick,
     }

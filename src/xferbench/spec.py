@@ -31,11 +31,18 @@ QUICK_SCALE = 0.1
 
 @dataclass(frozen=True)
 class MeasureSpec:
-    """What is measured (``label``, ``nbytes`` per call, the ``clock`` its figure is read from:
-    None for the device's default) and how: warm-up and sampling budgets in seconds, the stop
-    rule (``target_cv`` after ``min_time_s`` and ``min_samples``, else ``max_time_s``), and the
-    calls per event batch (``batch``). ``quick`` says the budgets were scaled down for a smoke
-    run. Invalid values raise XferbenchError with one sentence."""
+    """What is measured and how.
+
+    What: ``label``; ``nbytes`` moved per call (for GB/s); ``clock``, the clock the figure is
+    read from: None samples every clock and reads device time where it exists, a named clock
+    samples that clock alone ("device_s": event batches; "completion_s" and "enqueue_s": host
+    batches, which give both); ``ops_per_call``, the operations one call queues on the stream
+    (1,000 for a call that copies 1,000 tensors), which bounds how many calls are queued
+    behind one stream hold (the launch queue holds about 1,000).
+    How: warm-up and sampling budgets in seconds; the stop rule (IQR/median of the figure's
+    clock at or below ``target_iqr`` after ``min_time_s`` and ``min_samples``, else
+    ``max_time_s``); ``batch``, the calls per batch. ``quick`` says the budgets were scaled
+    down for a smoke run. Invalid values raise XferbenchError with one sentence."""
 
     label: str = ""
     nbytes: int | None = None
@@ -43,9 +50,10 @@ class MeasureSpec:
     warmup_s: float = 0.05
     min_time_s: float = 0.2
     max_time_s: float = 1.0
-    target_cv: float = 0.02
-    min_samples: int = 10
+    target_iqr: float = 0.03
+    min_samples: int = 6
     batch: int = 10
+    ops_per_call: int = 1
     quick: bool = False
 
     def __post_init__(self) -> None:
@@ -56,14 +64,15 @@ class MeasureSpec:
                 f"min_time_s {self.min_time_s} and max_time_s {self.max_time_s} are not a "
                 "budget: need 0 < min_time_s <= max_time_s, both finite"
             )
-        if not (0 <= self.warmup_s < math.inf) or not self.target_cv > 0:
-            raise XferbenchError("warmup_s must be >= 0 and finite, and target_cv > 0")
+        if not (0 <= self.warmup_s < math.inf) or not self.target_iqr > 0:
+            raise XferbenchError("warmup_s must be >= 0 and finite, and target_iqr > 0")
         if self.clock is not None and self.clock not in CLOCKS:
             raise XferbenchError(
                 f"clock {self.clock!r} is not a clock: use one of {', '.join(CLOCKS)}")
-        if self.min_samples < 1 or self.batch < 1:
+        if min(self.min_samples, self.batch, self.ops_per_call) < 1:
             raise XferbenchError(
-                f"min_samples {self.min_samples} and batch {self.batch} must be at least 1")
+                f"min_samples {self.min_samples}, batch {self.batch} and ops_per_call "
+                f"{self.ops_per_call} must be at least 1")
 
     def replace(self, **changes: Any) -> MeasureSpec:
         """A copy with ``changes`` applied (and checked)."""
