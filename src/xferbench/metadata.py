@@ -12,6 +12,7 @@ import socket
 import sys
 from typing import Any
 
+from . import telemetry
 from .devices import Device, capabilities, resolve_device
 from .version import __version__
 
@@ -170,8 +171,11 @@ def collect_numa(pci_bus_id: str | None) -> dict[str, Any]:
         return {"gpu_numa_node": None}
 
 
-def collect(device: str | Device = "auto") -> dict[str, Any]:
+def collect(device: str | Device = "auto", *, under_load: bool = False) -> dict[str, Any]:
     """Everything known about this machine and ``device``; unknown fields are None/"unknown".
+    With ``under_load``, also the SM clock, throttle reasons and PCIe link read while the
+    device copies and computes for a moment (``telemetry.under_load``: an idle link and clock
+    read low), as a run records them.
 
     Raises XferbenchError only when ``device`` itself does not exist.
     """
@@ -189,6 +193,8 @@ def collect(device: str | Device = "auto") -> dict[str, Any]:
     # NVML's "max" is what this device and slot can train to; the current link often drops
     # to a lower generation while the GPU idles, so the share-of-peak figures use the max.
     meta["pcie_theoretical_bytes_per_s"] = peak or now
+    if under_load and dev.is_accelerator:
+        meta.update(telemetry.under_load(dev))
     caps = capabilities(dev)
     meta["capabilities"] = caps.to_dict()
     # Results made on an emulated device must never pass for measurements: said at the top.

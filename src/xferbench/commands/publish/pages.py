@@ -12,7 +12,7 @@ from typing import Any
 
 from ...asvrepo import slug
 from ...citation import Citation, command, sentence
-from ...provenance import Provenance, banner
+from ...provenance import Provenance, banner, cautions
 from ...sitemap import headline_figure_path
 from ...stats import NO_DIFFERENCE, Verdict
 from ...units import GBPS, format_seconds, format_value
@@ -126,16 +126,23 @@ def banner_html(series: list[Provenance]) -> list[str]:
     """The "not for citation" banner, from the metadata; empty when every series may be
     cited."""
     reasons = banner(series)
-    if not reasons:
-        return []
-    out = ['<div class="banner" id="not-for-citation" role="note">',
-           "<p><strong>Not for citation.</strong> What the metadata says about these "
-           "results:</p><ul>"]
-    for reason, hit in reasons:
-        who = ("every series" if len(hit) == len(series)
-               else ", ".join(p.label for p in hit))
-        out.append(f"<li>{e(who)}: {e(reason)}.</li>")
-    out += ["</ul></div>"]
+    out = []
+    if reasons:
+        out += ['<div class="banner" id="not-for-citation" role="note">',
+                "<p><strong>Not for citation.</strong> What the metadata says about these "
+                "results:</p><ul>"]
+        for reason, hit in reasons:
+            who = ("every series" if len(hit) == len(series)
+                   else ", ".join(p.label for p in hit))
+            out.append(f"<li>{e(who)}: {e(reason)}.</li>")
+        out += ["</ul></div>"]
+    warned = cautions(series)
+    if warned:
+        out += ['<div class="banner caution" id="caution" role="note">',
+                "<p><strong>Caution.</strong> These series may be cited with this said:</p>"
+                "<ul>"]
+        out += [f"<li>{e(p.label)}: {e(text)}.</li>" for text, p in warned]
+        out += ["</ul></div>"]
     return out
 
 
@@ -223,14 +230,16 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
 
 # -- the copy table ----------------------------------------------------------------------------
 
-COPY_HEADERS = ["copy", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
+COPY_HEADERS = ["copy", "clock", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
 
 
 def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[str]:
     body = ['<section id="copies">', f"<h2>Copies of {e(size)}</h2>",
             f"<p>Every measured copy at {e(size)}, per series: {GBPS}, bytes over the "
-            "median time; the share of the PCIe link's theoretical rate where the link is "
-            "known. The newest release of each machine is open.</p>"]
+            "median time on the clock the row names (completion: host, from the call until "
+            "the copy is done; device: events around calls queued back to back); the share "
+            "of the PCIe link's theoretical rate where the link is known. The newest release "
+            "of each machine is open.</p>"]
     newest = {s.machine: s.torch for s, _ in tables}
     for s, rows in tables:
         ident = anchor("copies", s.machine, s.torch)
@@ -243,14 +252,15 @@ def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[
         out = []
         for row in rows:
             r = row.result
-            ident = anchor("copy", s.machine, s.torch, *(str(v) for k, v in r.params
-                                                         if k != "size"))
+            ident = anchor("copy", s.machine, s.torch, row.clock,
+                           *(str(v) for k, v in r.params if k != "size"))
             what = ", ".join(str(v) for k, v in r.params if k != "size")
             share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
             spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
-                f"{self_link(ident)} {e(what)}", f"{r.gbps:.2f}" if r.gbps else "n/a",
+                f"{self_link(ident)} {e(what)}", e(row.clock),
+                f"{r.gbps:.2f}" if r.gbps else "n/a",
                 e(format_value(r.value, r.unit)), spread, share, samples(n)]) + "</tr>")
             out.append(f'<tr class="cite-row"><td colspan="{len(COPY_HEADERS)}">'
                        f"{cite_block([row.cite])}</td></tr>")

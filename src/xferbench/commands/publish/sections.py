@@ -111,13 +111,17 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
 def bandwidth_section(panels: list[BandwidthPanel]) -> list[str]:
     body = ['<section id="bandwidth">', "<h2>Bandwidth against size</h2>",
             f"<p>Copies, {GBPS} against size, for each machine's newest release (the trends "
-            "below show every release): both axes logarithmic, the band is the IQR.</p>"]
+            "below show every release): both axes logarithmic, the band is the IQR. Each "
+            "figure names its clock: the completion clock (host, from the call until the copy "
+            "is done: every copy, blocking and non_blocking alike) or device time (events "
+            "around calls queued back to back: the pinned non_blocking and d2d copies "
+            "alone).</p>"]
     if not panels:
         body.append('<p class="na">No copy was measured.</p>')
     body.append('<div class="figures">')
     for p in panels:
-        body += figure(p.path, f"{p.direction} copies, layout {p.layout}: torch {p.torch} on "
-                               f"{p.machine}")
+        body += figure(p.path, f"{p.direction} copies, layout {p.layout}, {p.clock} clock: "
+                               f"torch {p.torch} on {p.machine}")
     body += ["</div>", "</section>"]
     return body
 
