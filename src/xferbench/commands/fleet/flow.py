@@ -161,9 +161,11 @@ def _follow_and_merge(plan: dict[str, Any], live: dict[str, Any], poll_s: float)
         final = follow(plan, live, poll_s)
     except KeyboardInterrupt:
         folder = plan["folder"]
-        print(f"\nxferbench fleet: interrupted; the jobs go on: 'xferbench fleet status "
-              f"{folder}' follows them, 'xferbench fleet merge {folder}' merges what "
-              "finished", file=sys.stderr)
+        jobs = "the jobs go on" if plan["executor"] == "slurm" else \
+            "local tasks started from this terminal stopped with it"
+        print(f"\nxferbench fleet: interrupted; {jobs}: 'xferbench fleet status {folder}' "
+              f"says where they are, 'xferbench fleet merge {folder}' merges what finished, "
+              f"'xferbench fleet run --resume {folder}' runs the rest again", file=sys.stderr)
         return EXIT_INTERRUPTED
     done, failed = merge_job_tasks(plan, final, plan["results"], strict=False)
     for line in format_merged(done):

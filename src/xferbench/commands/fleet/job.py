@@ -67,11 +67,17 @@ def is_job_folder(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, PLAN))
 
 
-def stage_folder(plan: dict[str, Any], job_id: str) -> str | None:
-    """The staging folder task ``job_id`` made (named after the job and its node), if any."""
-    found = sorted(glob.glob(os.path.join(glob.escape(plan["folder"]), "stage",
+def stage_folders(folder: str, job_id: str, index: int) -> list[str]:
+    """The staging folders task ``index`` made as job ``job_id`` (named after the job and
+    its node; one, unless Slurm requeued the job onto another node mid-run)."""
+    found = sorted(glob.glob(os.path.join(glob.escape(folder), "stage",
                                           f"{glob.escape(job_id)}-*")))
-    return found[0] if found else None
+    return [f for f in found if (read_marker(f, STARTED) or {}).get("task") == index]
+
+
+def stage_folder(plan: dict[str, Any], job_id: str, index: int) -> str | None:
+    found = stage_folders(plan["folder"], job_id, index)
+    return found[-1] if found else None
 
 
 def node_key(plan: dict[str, Any], index: int) -> str:
@@ -112,7 +118,7 @@ def task_state(plan: dict[str, Any], index: int, scheduler: str | None,
     job_id = jobs[-1] if jobs else None
     if job_id is None:
         return TaskState(index, None, FAILED_STATE, reason="never submitted")
-    stage = stage_folder(plan, job_id)
+    stage = stage_folder(plan, job_id, index)
     started = read_marker(stage, STARTED) if stage else None
     node = (started or {}).get("node")
     merged = plan.get("merged", {}).get(str(index))

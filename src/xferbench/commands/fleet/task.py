@@ -22,7 +22,7 @@ from ...asvrepo import slug
 from ...errors import XferbenchError
 from ...merging import FAILED, FINISHED, STARTED, write_marker
 from ...results import load
-from .job import now
+from .job import now, stage_folders
 
 # submitit loads inside the functions that need it: it is an optional extra.
 
@@ -59,9 +59,11 @@ def current_job_id() -> str:
 def run_task(spec: TaskSpec) -> dict[str, Any]:
     job_id = spec.job_id or current_job_id()
     node = node_name()
+    for old in stage_folders(spec.job_folder, job_id, spec.index):
+        shutil.rmtree(old)  # Slurm requeued this job (a preemption), maybe elsewhere: anew
     stage = os.path.join(spec.job_folder, "stage", f"{job_id}-{slug(node)}")
-    if os.path.exists(stage):  # Slurm requeued this job (a preemption): start over
-        shutil.rmtree(stage)
+    if os.path.exists(stage):  # another task's, under a reused id (a local process id)
+        stage += f"-task{spec.index}"
     os.makedirs(stage)
     record: dict[str, Any] = {"task": spec.index, "job_id": job_id, "node": node,
                               "node_key": spec.node_key,
