@@ -248,6 +248,19 @@ def test_a_job_folder_merges_its_finished_tasks_and_names_the_others(tmp_path, c
     assert "merged" in fleet(capsys, "status", str(job))[1].splitlines()[2]
 
 
+def test_a_merge_is_refused_while_a_run_writes_the_results_folder(tmp_path, capsys):
+    from xferbench.asvrepo import results_lock
+
+    dest = made_elsewhere(tmp_path / "results", keep=(OLD,))
+    before = digests(dest)
+    with results_lock(str(dest)):  # an xferbench run in progress
+        code, out, err = fleet(capsys, "merge", str(fake_job(tmp_path)), "--results", str(dest))
+    assert (code, out) == (2, "")
+    assert err == (f"xferbench: another xferbench run is writing to {dest}: wait for it to "
+                   "finish or give another --results folder\n")
+    assert digests(dest) == before
+
+
 # -- the local executor, end to end ------------------------------------------------------------
 
 @pytest.mark.slow

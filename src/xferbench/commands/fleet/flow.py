@@ -167,7 +167,12 @@ def _follow_and_merge(plan: dict[str, Any], live: dict[str, Any], poll_s: float)
               f"says where they are, 'xferbench fleet merge {folder}' merges what finished, "
               f"'xferbench fleet run --resume {folder}' runs the rest again", file=sys.stderr)
         return EXIT_INTERRUPTED
-    done, failed = merge_job_tasks(plan, final, plan["results"], strict=False)
+    try:
+        done, failed = merge_job_tasks(plan, final, plan["results"], strict=False)
+    except XferbenchError as exc:  # the destination, not the tasks: their results are kept
+        raise XferbenchError(f"{exc}; the tasks' results are kept in the job folder: "
+                             f"'xferbench fleet merge {plan['folder']} --results "
+                             f"{plan['results']}' merges them") from None
     for line in format_merged(done):
         print(line)
     failed += [s for s in final if s.state == FAILED_STATE]
