@@ -165,6 +165,22 @@ def test_an_unknown_executor_is_refused_by_the_parser(capsys):
     assert err.count("\n") == 1
 
 
+def test_slurm_without_its_commands_is_one_sentence_and_leaves_no_folder(tmp_path):
+    pytest.importorskip("submitit")
+    bin_dir = tmp_path / "bin"  # git, and no srun or sbatch
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+    out = subprocess.run(
+        [sys.executable, "-m", "xferbench", "fleet", "run", "--folder",
+         str(tmp_path / "new" / "job"), "--results", str(tmp_path / "results")],
+        capture_output=True, text=True, timeout=120,
+        env={"PATH": f"{Path(sys.executable).parent}:{bin_dir}", "HOME": str(tmp_path)})
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr == ("xferbench: Slurm's srun is not on PATH: this machine cannot submit "
+                          "to Slurm (use --executor local to run the tasks here)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
 def test_without_submitit_fleet_run_says_how_to_install_it(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "submitit", None)  # import submitit raises ImportError
     code, _, err = fleet(capsys, "run", "--executor", "local")

@@ -113,5 +113,6 @@ def test_a_partition_slurm_does_not_know_is_its_own_sentence(slurm, tmp_path):
                 "--results", str(tmp_path / "results"))
     assert out.returncode == 2
     assert out.stderr == ("xferbench: Slurm refused the job: invalid partition specified: "
-                          "nope\n")
+                          "nope (Batch job submission failed: Invalid partition name "
+                          "specified)\n")
     assert not (tmp_path / "job").exists() and not (tmp_path / "results").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 from typing import Any
 
@@ -42,7 +43,11 @@ def executor(kind: str, folder: str, opts: dict[str, Any]) -> Any:
         # submitit sets CUDA_VISIBLE_DEVICES from gpus_per_node (0 would hide every GPU)
         ex.update_parameters(timeout_min=opts["time_min"], gpus_per_node=opts["gpus_per_node"])
         return ex
-    ex = submitit.SlurmExecutor(folder=folder)
+    try:
+        ex = submitit.SlurmExecutor(folder=folder)
+    except RuntimeError:  # submitit's "Could not detect srun"
+        raise XferbenchError("Slurm's srun is not on PATH: this machine cannot submit to "
+                             "Slurm (use --executor local to run the tasks here)") from None
     ex.update_parameters(
         job_name=JOB_NAME, time=opts["time_min"], nodes=1, ntasks_per_node=1,
         # a benchmark shares its node with nothing: another job's copies would share the link
@@ -69,10 +74,13 @@ def submit(ex: Any, fn: Any, specs: list[Any]) -> list[Any]:
 
 
 def _sbatch_error(text: str) -> str:
-    """sbatch's first error line, without its "sbatch: error: " prefix."""
+    """sbatch's first error and, where it differs, its last (the verdict), without their
+    "sbatch: error: " prefixes: "invalid partition specified: nope (Batch job submission
+    failed: Invalid partition name specified)"."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln.split("error:", 1)[1].strip() for ln in lines if "error:" in ln]
-    return (errors or lines or ["no message"])[0].rstrip(".")
+    said = [re.split(r"\b(?:error|fatal):", ln, maxsplit=1)[-1].strip().rstrip(".")
+            for ln in lines if re.search(r"\b(?:error|fatal):", ln)] or lines or ["no message"]
+    return said[0] if said[0] == said[-1] else f"{said[0]} ({said[-1]})"
 
 
 def log_path(folder: str, job_id: str) -> str:

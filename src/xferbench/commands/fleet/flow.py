@@ -61,7 +61,10 @@ def start(req: Request) -> int:
     if os.path.isdir(folder) and os.listdir(folder):
         raise XferbenchError(f"--folder {folder} already holds files: give a new folder, or "
                              f"--resume {folder} to resubmit its tasks that did not finish")
-    made = not os.path.exists(folder)
+    made = folder  # the outermost folder made here: a refusal takes it back
+    while not os.path.exists(os.path.dirname(made)):
+        made = os.path.dirname(made)
+    made = made if not os.path.exists(folder) else ""
     os.makedirs(folder, exist_ok=True)
     plan = new_plan(folder, executor=req.executor, repo=repo, python=req.python,
                     results=req.results or os.path.abspath("results"),
@@ -75,7 +78,7 @@ def start(req: Request) -> int:
         save(plan)
         live = _submit(plan, list(range(req.nodes)))
     except BaseException:  # a refused submission leaves no job folder behind
-        shutil.rmtree(folder) if made else _empty(folder)
+        shutil.rmtree(made) if made else _empty(folder)
         raise
     return _follow_and_merge(plan, live, req.poll_s)
 
