@@ -84,6 +84,8 @@ def test_merge_keeps_the_newer_result_of_each_benchmark(tmp_path, capsys):
     for row in data["results"].values():  # every result a day older than the destination's
         row[started] -= 86_400_000
     data["results"][LOOP][0] = [9.0] * len(data["results"][LOOP][0])
+    ready = "bench_creation.Creation.track_ready_s"
+    data["results"][ready][0] = [7.0] * len(data["results"][ready][0])  # older: not taken
     del data["results"]["bench_copies.Copy.track_device_s"]
     path.write_text(json.dumps(data))
     (dest / MACHINE / f"{OLD}.json").write_text(json.dumps(
@@ -96,6 +98,7 @@ def test_merge_keeps_the_newer_result_of_each_benchmark(tmp_path, capsys):
     assert rs.find("bench_copies.Copy.track_device_s")  # only the destination had it: kept
     loop = rs.find(LOOP)  # only the source had it: taken, its values as they were
     assert loop and all(r.value == 9.0 for r in loop)
+    assert rs.find(ready) and not any(r.value == 7.0 for r in rs.find(ready))
 
 
 def test_a_damaged_results_file_merges_nothing(tmp_path, capsys):
