@@ -22,15 +22,18 @@ TOP_LEVEL = {
                      "metadata", "spec", "telemetry", "event_batches"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
-                     "headline", "sitemap", "citation", "provenance", "outcomes"), RESULTS),
+                     "headline", "sitemap", "citation", "provenance", "outcomes", "merging"),
+                   RESULTS),
     **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
     **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
 }
 #: Modules that list what sits below them and are exempt from the direction rule: the
 #: package's lazy API (xferbench/__init__.py) and the command registry.
 REGISTRIES = {"", "commands"}
-#: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s).
-HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark"}
+#: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s), and
+#: submitit, an optional extra (``xferbench[fleet]``) that only ``fleet`` imports.
+HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark",
+         "submitit"}
 #: The comment a module with function-local heavy imports carries, once.
 LAZY_NOTE = "inside the functions"
 MAX_LINES = 400

@@ -1,4 +1,4 @@
-"""The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, list,
+"""The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, fleet, list,
 publish, compare, cite); nothing else lives here.
 
 Exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an environment error
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.error("a command is required: env, run, list, publish, compare or cite")
+        parser.error("a command is required: env, run, fleet, list, publish, compare or cite")
     try:
         return int(args.func(args) or 0)
     except XferbenchError as exc:

@@ -9,7 +9,9 @@ import json
 from ...comparison import FAILED, NOT_SIGNIFICANT, WITHIN
 from ...outcomes import Gap
 from ...provenance import Provenance
+from ...results import Result
 from ...units import GBPS, format_value, size_label
+from .machines import MachineTable, machine_tables
 from .pages import (
     anchor,
     banner_html,
@@ -32,6 +34,7 @@ from .views import (
     BandwidthPanel,
     BenchmarkView,
     CopyRow,
+    HeadlineCell,
     HeadlineRow,
     Series,
     Step,
@@ -202,6 +205,59 @@ def _picker(v: BenchmarkView, ident: str) -> list[str]:
     return out
 
 
+MACHINE_NOTE = ("One PyTorch release at a time (its builds may differ: each column names "
+                "its own), a column per machine; each machine's own rows, with intervals and "
+                "citations, are in the sections above.")
+
+
+def machines_section(tables: list[MachineTable], size: str) -> list[str]:
+    """Each release two machines or more measured: headlines, copies, every value."""
+    if not tables:
+        return []
+    body = ['<section id="machines">', "<h2>Machines side by side</h2>",
+            f"<p>{e(MACHINE_NOTE)}</p>"]
+    for i, t in enumerate(tables):
+        machines = [f"{e(s.machine)}<br><small>torch {e(s.torch)}</small>" for s in t.series]
+        opened = " open" if i == 0 else ""
+        body.append(f'<details class="release" id="{e(anchor("machines", t.release))}"'
+                    f"{opened}><summary>PyTorch {e(t.release)} on "
+                    f"{e(', '.join(s.machine for s in t.series))}</summary>")
+        if t.headlines:
+            headers = ["headline: speed-up", *machines]
+            rows = [f"<tr>{td(headers, [e(title), *[_speedup(c) for c in cells]])}</tr>"
+                    for title, cells in t.headlines]
+            body += table("machines", headers, rows)
+        if t.copies:
+            headers = [f"copy of {e(size)}: {GBPS}", *machines]
+            rows = [f"<tr>{td(headers, [e(what), *[_rate(c) for c in cells]])}</tr>"
+                    for what, cells in t.copies]
+            body += table("machines", headers, rows)
+        headers = ["benchmark (parameters)", *machines]
+        rows = [f"<tr>{td(headers, [e(label), *[_value(r) for r in cells]])}</tr>"
+                for label, cells in t.values]
+        body += [f"<details open><summary>Every measured value ({len(rows)})</summary>",
+                 *table("machines", headers, rows), "</details>", "</details>"]
+    body.append("</section>")
+    return body
+
+
+def _speedup(c: HeadlineCell | None) -> str:
+    if c is None or c.verdict is None:
+        return "n/a"
+    return f"{times(c.verdict.speedup)} {verdict_cell(c.verdict)}"
+
+
+def _rate(c: CopyRow | None) -> str:
+    if c is None or not c.result.gbps:
+        return "n/a"
+    spread = "" if c.result.spread is None else f" (±{c.result.spread:.1%})"
+    return f"{c.result.gbps:.2f}{spread}"
+
+
+def _value(r: Result | None) -> str:
+    return "" if r is None else e(format_value(r.value, r.unit))
+
+
 def render_index(all_series: list[Series], heads: list[HeadlineRow],
                  copies: list[tuple[Series, list[CopyRow]]], bw: list[BandwidthPanel],
                  steps: list[Step], views: list[BenchmarkView], *, threshold: float,
@@ -210,6 +266,8 @@ def render_index(all_series: list[Series], heads: list[HeadlineRow],
     provs = [s.provenance for s in all_series]
     machines = sorted({p.machine for p in provs})
     versions = list(dict.fromkeys(p.torch for p in provs))
+    side_by_side = machines_section(machine_tables(all_series, heads, copies),
+                                    size_label(headline_nbytes))
     body = ["<header>", "<h1>xferbench: PyTorch device-transfer practices across versions</h1>",
             *banner_html(provs),
             f"<p>{len(provs)} series: PyTorch {e(', '.join(versions))} on "
@@ -217,13 +275,16 @@ def render_index(all_series: list[Series], heads: list[HeadlineRow],
             f"stored in seconds; bandwidth is {GBPS}. Every number below links to the "
             "sentence <code>xferbench cite</code> prints for it.</p>",
             '<p class="jump"><a href="#series">series</a> <a href="#headlines">headlines</a> '
-            '<a href="#copies">copies</a> <a href="#bandwidth">bandwidth</a> '
+            '<a href="#copies">copies</a> '
+            + ('<a href="#machines">machines</a> ' if side_by_side else "")
+            + '<a href="#bandwidth">bandwidth</a> '
             '<a href="#changes">changes</a> <a href="#benchmarks">every benchmark</a></p>']
     body += [f'<p class="warning">{e(w)}</p>' for w in warnings]
     body.append("</header>")
     body += provenance_section(all_series, commit_url)
     body += headline_section(heads, alpha)
     body += copy_section(copies, size_label(headline_nbytes))
+    body += side_by_side
     body += bandwidth_section(bw)
     body += changes_section(steps, threshold, alpha)
     body += benchmark_section(views, alpha)
