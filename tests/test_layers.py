@@ -22,7 +22,7 @@ TOP_LEVEL = {
                      "metadata"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
-                     "headline", "sitemap", "citation", "provenance", "outcomes"), RESULTS),
+                     "headline", "sitemap", "citation", "provenance", "outcomes", "prices"), RESULTS),
     **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
     **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
 }
