@@ -22,15 +22,18 @@ TOP_LEVEL = {
                      "metadata"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
-                     "headline", "sitemap", "citation", "provenance", "outcomes", "prices"), RESULTS),
-    **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
+                     "headline", "sitemap", "citation", "provenance", "outcomes", "prices"),
+                    RESULTS),
+    "lint": RESULTS,  # the rule engine: findings priced from prices.py
+    **dict.fromkeys(("commands", "pytest_plugin", "quick", "flake8_plugin"), COMMANDS),
     **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
 }
 #: Modules that list what sits below them and are exempt from the direction rule: the
 #: package's lazy API (xferbench/__init__.py) and the command registry.
 REGISTRIES = {"", "commands"}
 #: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s).
-HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark"}
+HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark",
+         "libcst"}
 #: The comment a module with function-local heavy imports carries, once.
 LAZY_NOTE = "inside the functions"
 MAX_LINES = 400
