@@ -64,8 +64,11 @@ def register_cli(sub: Any) -> None:
 
 def _settings(args: argparse.Namespace) -> tuple[Config, frozenset[str], str, list[Pattern]]:
     config = load_config(find_pyproject(args.paths))
-    select = args.select if args.select is not None else list(config.select) or None
-    ignore = args.ignore if args.ignore is not None else list(config.ignore)
+    if args.select is not None:  # the command line's selection replaces the config's
+        select, ignore = args.select, args.ignore or []
+    else:
+        select = list(config.select) or None
+        ignore = args.ignore if args.ignore is not None else list(config.ignore)
     codes = choose(select, ignore)
     fail_on = args.fail_on or config.fail_on or "warning"
     at_or_above(fail_on)

@@ -147,10 +147,10 @@ class Analyzer(Walker, Exprs, Calls, Moves):
                 if not any(extra in loop.assigned for loop in loops[inner:]):
                     self.report(node, code, message)
             elif any(g > inner for g in guards):
-                self.report(node, code, f"{message} reads a device tensor on the host every N "
-                            "steps (under an `if ... % N` guard): a synchronisation on those "
-                            "steps only; fine for logging, cheaper still accumulated on the "
-                            "device", severity="info")
+                self.report(node, code, f"{message} reads a device tensor on the host on some "
+                            "steps only (under a step guard: `if step % N == 0` or `if step == "
+                            "K`): a synchronisation on those steps; fine for logging, cheaper "
+                            "still accumulated on the device", severity="info")
             else:
                 self.report(node, code, f"{message} reads a device tensor on the host inside "
                             "the batch loop: each read waits for the device to finish (a "

@@ -8,6 +8,7 @@ import ast
 
 from .facts import (
     CLOCKS,
+    COUNTER,
     DEVICE_VAL,
     FACTORIES,
     FROM_DATA,
@@ -161,7 +162,7 @@ class Calls:
             return self.sequence_of(args[0]) if args else Val(SEQ)
         if name == "enumerate":
             inner = self.element(args[0]) if args else NOTHING
-            return Val(SEQ, elem=Val(SEQ, items=(HOST_OTHER, inner)))
+            return Val(SEQ, elem=Val(SEQ, items=(COUNTER, inner)))
         if name == "zip":
             return Val(SEQ, elem=Val(SEQ, items=tuple(self.element(a) for a in args)))
         if name in PASS_ITER:
@@ -265,7 +266,9 @@ class Calls:
                 return HOST_OTHER
             pin = recv.pin if name in VIEWS else (PAGEABLE if recv.where == ON_HOST else
                                                   PIN_UNKNOWN)
-            return Val(TENSOR, recv.where, pin)
+            # torch.ones(n, n).triu(1): still made on the host for the move that follows
+            made = recv.tag if isinstance(recv.tag, Fac) and recv.where == ON_HOST else None
+            return Val(TENSOR, recv.where, pin, made)
         if recv.where == ON_HOST and recv.pin in (PAGEABLE, PAGEABLE_IF) and recv.kind == UNKNOWN:
             if name in VIEWS:
                 return recv

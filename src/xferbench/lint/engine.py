@@ -86,6 +86,10 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
     except RecursionError:
         result.problem = f"{path}: nested too deeply to analyse (not linted)"
         return result
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not end the run
+        result.problem = (f"{path}: xferbench lint failed on this file ({type(exc).__name__}: "
+                          f"{exc}); not linted - please report it")
+        return result
     silenced = noqa_lines(text, path, result)
     lines = None if text.isascii() else text.splitlines()
     seen = set()

@@ -283,7 +283,7 @@ class Exprs:
             self.test(node.operand)
             return
         v = self.ev(node)
-        if v.tensorish and v.kind != SEQ:
+        if v.tensorish and v.kind == TENSOR:  # a container's truth reads nothing
             self.host_read(node, v, "`if tensor:`")
         else:
             self.d2h_read(node, v, "truth-tested")

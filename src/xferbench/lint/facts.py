@@ -45,6 +45,8 @@ class Val:
 NOTHING = Val()
 HOST_OTHER = Val(OTHER, ON_HOST)
 NONE = Val(OTHER, ON_HOST)  # the constant None: a placeholder, neither loader nor tensor
+COUNTER_TAG = ("counter",)  # the tag of a step counter (a range() index, `step += 1`)
+COUNTER = Val(OTHER, ON_HOST, tag=COUNTER_TAG)
 
 
 def device_tensor(kind: int = TENSOR) -> Val:
@@ -103,13 +105,15 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
                           "lightning.LightningModule", "pytorch_lightning.LightningModule",
                           "lightning.pytorch.LightningModule", "transformers.PreTrainedModel"})
 
+#: A model's name: the word last (``model``, ``ddp_model``, ``model2``, ``netG``), never
+#: inside another name (``get_model_device``, ``model_output``).
 _MODEL = re.compile(r"(?:^|_)(?:model|net|network|encoder|decoder|backbone|classifier|"
                     r"generator|discriminator|critic|actor|policy|teacher|student|unet|vae)"
-                    r"(?:$|_|\d)|^net[gd]$")
+                    r"(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
 _LOSS = re.compile(r"(?:^|_)(?:criterion|loss_fn|loss_func|lossfn|loss_function|"
                    r"loss_fct|criteria)(?:$|_)")
 _OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")
-_DEVICE = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda|local_rank|device_id|gpu_id)(?:$|_|\d)")
+_DEVICE = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda|rank|local_rank|device_id|gpu_id)(?:$|_|\d)")
 
 
 def terminal(node: ast.expr) -> str | None:
@@ -143,6 +147,10 @@ def device_name(name: str) -> bool:
 
 def dotted(node: ast.expr) -> str | None:
     """``a.b.c`` for a chain of names, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"  # the common case, fast
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -151,16 +159,6 @@ def dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
-
-
-def has_mod(node: ast.expr) -> bool:
-    """Whether a test holds ``x % n`` (a step guard), not a string format."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mod) and not (
-                isinstance(sub.left, (ast.Constant, ast.JoinedStr))
-                and isinstance(getattr(sub.left, "value", None), (str, type(None)))):
-            return True
-    return False
 
 
 def kwarg(call: ast.Call, name: str) -> ast.expr | None:

@@ -27,6 +27,7 @@ from .facts import (
     dotted,
     is_true,
     kwarg,
+    model_name,
     terminal,
 )
 from .records import D2h, DictOf, Fac, Pinned
@@ -38,8 +39,21 @@ DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", 
                     "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
                     "float8_e5m2", "qint8", "quint8", "uint16", "uint32", "uint64",
                     "channels_last", "contiguous_format", "preserve_format"})
+#: Names whose ``.device`` is the device a program runs on (not a tensor's).
+SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "hparams",
+                      "accelerator", "trainer", "fabric", "settings", "training_args", "options",
+                      "FLAGS", "flags", "state", "runner", "engine", "env", "ctx", "context"})
 #: Keywords of .to() / .cuda() that --fix can drop when the copy goes away.
 DROPPABLE = frozenset({"non_blocking", "copy"})
+
+
+def chained(node: ast.expr, target: ast.AST) -> bool:
+    """Whether ``target`` is the head of the method chain ``node`` (``target.a().b()``)."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+        if node is target:
+            return True
+    return False
 
 
 class Moves:
@@ -53,7 +67,7 @@ class Moves:
             self.discarded(node, func, recv)
         if kind == "host":
             return self.to_host(node, func, recv, nb)
-        if kind != "device":
+        if kind not in ("device", "maybe"):
             return Val(recv.kind, recv.where) if recv.kind in (TENSOR, UNKNOWN) else recv
         if module:
             self.module_move(node, func)
@@ -63,11 +77,14 @@ class Moves:
             self.from_pageable(node, func, recv)
         if nb:
             self.pin_then_copy(node, func, recv)
+        kind_out = recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN
+        if kind == "maybe":  # to another tensor's device, which may be the host
+            return Val(kind_out, NOWHERE)
+        if nb:
             self.device_work()
         elif recv.where == ON_HOST:
             self.synced()  # a blocking host-to-device copy waits for the stream
         tag = recv.tag if isinstance(recv.tag, DictOf) else None
-        kind_out = recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN
         return Val(kind_out, ON_DEVICE, tag=tag, elem=Val(UNKNOWN, ON_DEVICE)
                    if recv.kind == SEQ else None)
 
@@ -105,7 +122,10 @@ class Moves:
             return self.constant_kind(node.value)
         if isinstance(node, ast.IfExp):
             kinds = {self.device_kind(node.body), self.device_kind(node.orelse)}
-            return "device" if "device" in kinds else "host" if kinds == {"host"} else "unknown"
+            for kind in ("device", "maybe"):
+                if kind in kinds:
+                    return kind
+            return "host" if kinds == {"host"} else "unknown"
         if isinstance(node, ast.Call):
             qual = self.qualname(node.func) or ""
             if qual == "torch.device":
@@ -137,20 +157,32 @@ class Moves:
         key = dotted(node)
         v = self.lookup(key) if key else None
         name = terminal(node) or ""
-        if v is not None and v.kind == DEVICE_VAL and v.where != NOWHERE:
-            return "device" if v.where == ON_DEVICE else "host"
+        if v is not None and v.kind == DEVICE_VAL:
+            return {ON_DEVICE: "device", ON_HOST: "host"}.get(v.where, "maybe")
         if v is not None and v.kind == OTHER and isinstance(v.tag, str):
             return self.constant_kind(v.tag)
         if v is not None and (v.kind == TENSOR or v.tensorish):
             return "unknown"  # .to(other): that tensor's device and dtype
         if isinstance(node, ast.Attribute) and node.attr == "device":
-            base = self.lookup(dotted(node.value) or "") if dotted(node.value) else None
-            if base is not None and base.where == ON_HOST:
-                return "host"
-            return "device"
+            return self.attribute_device_kind(node.value)
         if "dtype" in name.lower():
             return "dtype"
         return "device" if device_name(name) else "unknown"
+
+    def attribute_device_kind(self, base: ast.expr) -> str:
+        """``<base>.device``: a tensor's device is where that tensor is ("maybe" when that is
+        not known); a settings object's (self, args, a model...) names the device to use."""
+        head = base
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        key = dotted(base)
+        v = self.lookup(key) if key else None
+        if v is not None and v.where != NOWHERE:
+            return "device" if v.where == ON_DEVICE else "host"
+        if isinstance(head, ast.Name) and head.id in SETTINGS or (
+                v is not None and v.kind == MODULE) or model_name(base):
+            return "device"
+        return "maybe"
 
     def where_of(self, node: ast.expr | None) -> int:
         """Where a factory's ``device=`` puts it (no ``device=``: the host)."""
@@ -191,6 +223,9 @@ class Moves:
             fix = self.creation_fix(rec, node, func)
             self.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
                         fix=fix)
+            return True
+        if chained(func.value, rec.node):  # torch.ones(n).triu(1).to(dev)
+            self.report(rec.node, "XB102", self.created_message(rec, func, False))
             return True
         if isinstance(func.value, ast.Name) and rec.loop is self.current_loop() and not dropped:
             rec.move = node

@@ -25,7 +25,7 @@ class Frame:
     """One scope: the module, a function, a lambda or a class body."""
 
     __slots__ = ("env", "parent", "kind", "loops", "guards", "step", "calls", "d2h", "clock",
-                 "work", "devicey", "defs", "module_class", "journals")
+                 "work", "devicey", "defs", "module_class", "journals", "attrs")
 
     def __init__(self, kind: str, parent: Frame | None) -> None:
         self.env: dict[str, Val] = {}
@@ -41,6 +41,7 @@ class Frame:
         self.defs: list[Any] = []  # factory results held in names (create-then-move)
         self.module_class = False  # a class body of an nn.Module subclass
         self.journals: list[dict[str, Val | None]] = []  # per open branch: values before it
+        self.attrs: dict[str, set[str]] = {}  # name -> its attribute keys bound ("x.grad")
 
 
 def joined(a: Val, b: Val) -> Val:

@@ -11,11 +11,16 @@ from collections.abc import Callable
 from typing import Any
 
 from .facts import (
+    COUNTER,
+    COUNTER_TAG,
+    DEVICE_VAL,
     LOADER,
     MODULE,
     MODULE_BASES,
     NONE,
     NOTHING,
+    NOWHERE,
+    ON_DEVICE,
     ON_HOST,
     OTHER,
     PAGEABLE,
@@ -26,7 +31,6 @@ from .facts import (
     UNKNOWN,
     Val,
     dotted,
-    has_mod,
 )
 from .scopes import Frame, Loop, joined
 
@@ -43,6 +47,7 @@ class Walker:
         self.out: list[tuple] = []  # (line, col, code, message, severity, fix)
         self.loaders: dict[str, list[bool | None]] = {}  # key -> pageable per assignment
         self.statement_call: ast.AST | None = None  # the call an Expr statement drops
+        self.moved_back: str | None = None  # the name `x = x.to(dev)` binds again
         self.handlers: dict[type, Callable[[Any], None]] = {
             ast.FunctionDef: self.s_def, ast.AsyncFunctionDef: self.s_def,
             ast.ClassDef: self.s_class, ast.For: self.s_for, ast.AsyncFor: self.s_for,
@@ -125,8 +130,17 @@ class Walker:
             if key not in journal:
                 journal[key] = frame.env.get(key)
         frame.env[key] = v
-        for loop in frame.loops:
-            loop.assigned.add(key)
+        head = key.split(".", 1)[0]
+        if head != key:
+            frame.attrs.setdefault(head, set()).add(key)
+        elif key in frame.attrs:  # a new object: its attributes are not the old one's
+            for old in frame.attrs.pop(key):
+                for journal in frame.journals:
+                    journal.setdefault(old, frame.env.get(old))
+                frame.env.pop(old, None)
+        if key != self.moved_back:
+            for loop in frame.loops:
+                loop.assigned.add(key)
         frame.d2h.pop(key, None)
         self.bound(key, v)
         if v is not NONE and (frame.parent is None or key.startswith("self.")):
@@ -147,7 +161,7 @@ class Walker:
                 for e, item in zip(elts, v.items):
                     self.bind(e, item)
             else:
-                part = self.element(v)
+                part = self.part(v)
                 for e in elts:
                     self.bind(e.value if isinstance(e, ast.Starred) else e, part)
         elif isinstance(target, ast.Attribute):
@@ -162,17 +176,23 @@ class Walker:
             self.bind(target.value, NOTHING)
 
     def element(self, v: Val) -> Val:
-        """What unpacking or iterating ``v`` gives."""
+        """What iterating ``v`` gives."""
         if v.elem is not None:
             return v.elem
-        if v.kind == LOADER:
-            return Val(UNKNOWN, ON_HOST, PAGEABLE if v.pin == PAGEABLE else PAGEABLE_IF
-                       if v.pin == PAGEABLE_IF else PIN_UNKNOWN, v.tag)
-        if v.kind == UNKNOWN and v.where == ON_HOST and v.pin in (PAGEABLE, PAGEABLE_IF):
+        if v.kind == LOADER or v.pin == PAGEABLE_IF:
+            pin = {PAGEABLE: PAGEABLE, PAGEABLE_IF: PAGEABLE_IF}.get(v.pin, PIN_UNKNOWN)
+            return Val(UNKNOWN, ON_HOST, pin, v.tag)
+        if v.kind == UNKNOWN and v.where == ON_HOST and v.pin == PAGEABLE:
             return v  # a batch's parts come from the same loader
-        if v.on_device and v.kind in (TENSOR, UNKNOWN, SEQ):
-            return Val(UNKNOWN if v.kind == SEQ else v.kind, v.where)
-        return NOTHING
+        if v.on_device and v.kind == TENSOR:
+            return Val(TENSOR, ON_DEVICE)
+        return NOTHING  # a mapping gives its keys
+
+    def part(self, v: Val) -> Val:
+        """What unpacking ``v`` (``a, b = v``) gives."""
+        if v.on_device and v.kind == UNKNOWN and v.elem is None:
+            return Val(UNKNOWN, ON_DEVICE)  # a model's outputs (logits, hidden)
+        return self.element(v)
 
     # -- statements ------------------------------------------------------------------------------
 
@@ -180,20 +200,37 @@ class Walker:
         for d in node.decorator_list:
             self.ev(d)
         args = node.args
-        for default in [*args.defaults, *[d for d in args.kw_defaults if d is not None]]:
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
+                            args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
+        for default in defaults.values():
             self.ev(default)
         outer = self.frame
         self_val = Val(MODULE) if outer.module_class else NOTHING
+        param_vals = {a.arg: self.parameter(a, defaults.get(a.arg))
+                      for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg] if a}
         frame = self.push("function")
-        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        for i, a in enumerate([*every, args.vararg, args.kwarg]):
-            if a is not None:
-                v = self.annotation(a.annotation)
-                if i == 0 and a.arg == "self" and outer.kind == "class":
-                    v = self_val
-                frame.env[a.arg] = v
+        frame.env.update(param_vals)
+        first = positional[0].arg if positional else None
+        if first == "self" and outer.kind == "class":
+            frame.env["self"] = self_val
         self.block(node.body)
         self.finish_frame(frame, node.name, outer)
+
+    def parameter(self, arg: ast.arg, default: ast.expr | None) -> Val:
+        """A parameter: its annotation's type, or a device default (a caller may pass
+        another device: a CPU default says nothing certain)."""
+        v = self.annotation(arg.annotation)
+        if v is NOTHING and default is not None and (
+                isinstance(default, ast.Constant) and isinstance(default.value, str)
+                or isinstance(default, ast.Call) and self.qualname(default.func) == "torch.device"):
+            kind = self.device_kind(default)
+            if kind == "device":
+                return Val(DEVICE_VAL, ON_DEVICE)
+            if kind in ("host", "maybe"):
+                return Val(DEVICE_VAL, NOWHERE)
+        return v
 
     def finish_frame(self, frame: Frame, name: str | None, outer: Frame) -> None:
         self.finish_defs(frame)
@@ -233,6 +270,10 @@ class Walker:
     def s_for(self, node: ast.For | ast.AsyncFor) -> None:
         it = self.ev(node.iter)
         loop = self.enter_loop()
+        call = node.iter
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
+                call.func.id == "range" and isinstance(node.target, ast.Name):
+            it = Val(SEQ, elem=COUNTER)
         self.bind(node.target, self.element(it))
         self.block(node.body)
         self.leave_loop(loop)
@@ -249,7 +290,7 @@ class Walker:
         self.test(node.test)
         frame = self.frame
         pending, work = dict(frame.d2h), frame.work
-        guard = bool(frame.loops) and has_mod(node.test)  # guards matter in loops only
+        guard = bool(frame.loops) and self.step_guard(node.test)  # only loops have guards
         if guard:
             frame.guards.append(len(frame.loops))
         body = self.branch(node.body)
@@ -266,6 +307,19 @@ class Walker:
                 frame.d2h.values()):
             rec.live = False
         frame.work = work_body and frame.work
+
+    def step_guard(self, test: ast.expr) -> bool:
+        """``if step % N == 0`` or ``if step == K`` with a step counter: some steps only."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and not (
+                    isinstance(node.left, (ast.Constant, ast.JoinedStr))):
+                return True  # x % n, not "%d" % x
+            if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
+                for side in (node.left, *node.comparators):
+                    v = self.lookup(side.id) if isinstance(side, ast.Name) else None
+                    if v is not None and v.tag is COUNTER_TAG:
+                        return True
+        return False
 
     def branch(self, body: list[ast.stmt]) -> dict[str, tuple[Val | None, Val | None]]:
         """Walk one branch of an if; the names it bound as (before, after), and the
@@ -322,8 +376,13 @@ class Walker:
 
     def s_assign(self, node: ast.Assign) -> None:
         v = self.ev(node.value)
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+                value.func.attr in ("to", "cuda") and len(node.targets) == 1:
+            self.moved_back = dotted(value.func.value)  # x = x.to(dev): still the same x
         for target in node.targets:
             self.bind(target, v)
+        self.moved_back = None
 
     def s_annassign(self, node: ast.AnnAssign) -> None:
         v = self.ev(node.value) if node.value is not None else self.annotation(node.annotation)
@@ -336,7 +395,12 @@ class Walker:
         if isinstance(node.target, ast.Subscript):
             self.ev(node.target)
             return
-        self.bind(node.target, self.combine(old, v))
+        if isinstance(node.op, ast.Add) and isinstance(node.value, ast.Constant) and \
+                node.value.value == 1:
+            v = COUNTER  # step += 1
+        else:
+            v = self.combine(old, v)
+        self.bind(node.target, v)
 
     def s_expr(self, node: ast.Expr) -> None:
         self.statement_call = node.value
