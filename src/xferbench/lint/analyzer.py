@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
 from .facts import TIME, Val
@@ -18,7 +19,7 @@ from .walker import Frame, Loop, Walker
 Raw = tuple[int, int, str, str, str, "str | None"]
 
 
-class Analyzer(Walker, Exprs, Calls, Moves):
+class Analyzer(Walker, Branches, Exprs, Calls, Moves):
     def __init__(self) -> None:
         super().__init__()
         self.expr_dispatch = self.expr_handlers()
