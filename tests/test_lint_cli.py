@@ -257,3 +257,15 @@ def test_statistics_and_help(project, monkeypatch, capsys):
         main(["lint", "--help"])
     out = capsys.readouterr().out
     assert "exit status: 0 nothing at or above --fail-on" in out and "XB108 pin-then-copy" in out
+
+
+def test_pre_commit_hook_runs_the_command_on_the_files_it_is_given(project, monkeypatch,
+                                                                    capsys):
+    yaml = pytest.importorskip("yaml")  # PyYAML comes with asv
+    repo = Path(__file__).resolve().parents[1]
+    hooks = yaml.safe_load((repo / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "xferbench-lint")
+    assert hook["language"] == "python" and hook["types"] == ["python"]
+    assert hook["entry"].split() == ["xferbench", "lint"]  # the console script it installs
+    code, out, _ = lint(project, monkeypatch, capsys, "create.py", "discard.py")
+    assert code == 1 and "XB102" in out and "XB103" in out

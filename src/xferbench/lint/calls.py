@@ -43,6 +43,7 @@ from .facts import (
     kwarg,
     loss_name,
     model_name,
+    mover_name,
     optim_name,
 )
 from .records import DictOf, Fac, Pinned
@@ -57,6 +58,13 @@ class Calls:
     def ev_call(self, node: ast.Call) -> Val:
         dropped = self.statement_call is node
         self.statement_call = None
+        v = self.call(node, dropped)
+        first = node.args[0] if node.args else None
+        if dropped and isinstance(first, ast.Name) and mover_name(node.func):
+            self.bind_key(first.id, Val(UNKNOWN, ON_DEVICE))  # batch_to_device(batch, dev)
+        return v
+
+    def call(self, node: ast.Call, dropped: bool) -> Val:
         func = node.func
         qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
         if isinstance(func, ast.Attribute) and qual is None:
@@ -81,6 +89,8 @@ class Calls:
         if qual in PASS_ITER or qual.endswith(".tqdm"):
             return args[0] if args else NOTHING
         if not qual.startswith("torch."):
+            if mover_name(node.func) and node.args:
+                return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
             if qual.rsplit(".", 1)[-1] in self.functions_seen:
                 self.maybe_synced()
             return NOTHING
@@ -154,7 +164,8 @@ class Calls:
             return NOTHING
         if name in VALUE_BUILTINS:
             if args:
-                self.host_read(node.args[0], args[0], f"`{name}()`", at=node)
+                self.host_read(node.args[0], args[0], f"`{name}()`", at=node,
+                               strong=name in ("float", "int", "bool", "complex"))
             return HOST_OTHER
         if name in INERT_BUILTINS:
             return HOST_OTHER
@@ -180,6 +191,8 @@ class Calls:
     def other_call(self, node: ast.Call, func: ast.expr, fval: Val, values: list[Val]) -> Val:
         """A call of a local name: a model's forward, a loss, a function of this module."""
         device = any(v.tensorish for v in values)
+        if mover_name(func) and node.args:
+            return Val(UNKNOWN, ON_DEVICE)  # batch_to_device(batch, device)
         if self.module_like(func, fval):
             self.step_op()
             if device:
@@ -213,7 +226,7 @@ class Calls:
         if self.module_like(func.value, recv):
             return self.module_method(name, args + kws)
         if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
-            self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func))
+            self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func), strong=True)
             return HOST_OTHER
         if name == "pin_memory":
             return Val(recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN, ON_HOST, PINNED,
@@ -228,6 +241,8 @@ class Calls:
     def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val,
                      args: list[Val]) -> Val:
         name = func.attr
+        if mover_name(func) and node.args and recv.kind != TENSOR:
+            return Val(UNKNOWN, ON_DEVICE)  # utils.batch_to_device(batch, device)
         if name in ("step", "zero_grad") and (
                 recv.kind == OPTIM or optim_name(func.value) or (
                     name == "step" and node.args and optim_name(node.args[0]))):

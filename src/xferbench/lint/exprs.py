@@ -288,14 +288,19 @@ class Exprs:
         else:
             self.d2h_read(node, v, "truth-tested")
 
-    def host_read(self, node: ast.AST, v: Val, what: str, at: ast.AST | None = None) -> None:
+    def host_read(self, node: ast.AST, v: Val, what: str, at: ast.AST | None = None,
+                  strong: bool = False) -> None:
         """``v``'s value is read on the host at ``node``: a synchronisation if it is on the
-        device (a finding inside a batch loop), a hazard if it is an unsynchronised copy."""
+        device (a finding inside a batch loop), a hazard if it is an unsynchronised copy.
+        ``strong``: a read that needs a tensor (.item(), float()); of a value whose place is
+        not known it may synchronise, so the timing and copy rules stay quiet after it."""
         if v.tensorish:
             self.sync_read(at or node, what)
             self.synced()
-        else:
-            self.d2h_read(node, v, "read")
+            return
+        self.d2h_read(node, v, "read")
+        if strong and v.where != ON_HOST and v.kind in (UNKNOWN, TENSOR, SEQ):
+            self.synced()
 
     def d2h_read(self, node: ast.AST, v: Val, how: str) -> None:
         rec = v.tag

@@ -125,6 +125,15 @@ def terminal(node: ast.expr) -> str | None:
     return None
 
 
+#: A helper that moves its argument to a device: batch_to_device, send_to_device, to_cuda.
+_MOVER = re.compile(r"(?:^|_)to_(?:device|cuda|gpu|accelerator)$")
+
+
+def mover_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_MOVER.search(name.lower()))  # type: ignore[union-attr]
+
+
 def model_name(node: ast.expr) -> bool:
     name = terminal(node)
     return bool(name) and bool(_MODEL.search(name.lower()))  # type: ignore[union-attr]

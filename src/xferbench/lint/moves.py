@@ -101,7 +101,7 @@ class Moves:
                 what = f"the `.{func.attr}(..., non_blocking=True)` copy"
             return Val(kind, ON_HOST, PAGEABLE, D2h(node, what))
         call = "`.cpu()`" if func.attr == "cpu" else "`.to('cpu')`"
-        self.host_read(node, recv, call, at=self.method_at(func))
+        self.host_read(node, recv, call, at=self.method_at(func), strong=True)
         return Val(kind, ON_HOST, PAGEABLE if recv.on_device else recv.pin)
 
     # -- the target ------------------------------------------------------------------------------

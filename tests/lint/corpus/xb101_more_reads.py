@@ -81,3 +81,17 @@ def regularise(layer, cov):
         if error < 0.05:
             return fixed
         damp *= 2
+
+
+def with_a_mover(model, loader, optimizer, device):
+    from accelerate.utils import send_to_device
+    from torchtune.training import batch_to_device
+
+    for batch in loader:
+        batch_to_device(batch, device)  # moves the dict's tensors in place
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        print(loss.item())  # expect: XB101
+        moved = send_to_device(batch, device)
+        print(moved["labels"].sum().item())  # expect: XB101

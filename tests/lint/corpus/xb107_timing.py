@@ -45,3 +45,13 @@ def host_work(data):
     start = time.time()
     total = sum(data)
     return total, time.time() - start  # ok: no device work
+
+
+def time_with_an_unknown_item(model, loader, optimizer, loss_step, device):
+    t0 = time.perf_counter()
+    for batch in loader:
+        model(batch.to(device)).sum().backward()
+        optimizer.step()
+        loss = loss_step(batch)
+        print(loss.item())  # an unknown value's .item() may wait for the device
+    return time.perf_counter() - t0  # ok: that .item() may have synchronised
