@@ -192,3 +192,9 @@ def test_deep_nesting_does_not_crash():
     src = "import torch\nx = " + " + ".join(["torch.zeros(1).to('cuda')"] * 3000) + "\n"
     result = lint_text(src, "deep.py")
     assert result.problem is None and len(result.findings) == 3000
+
+
+def test_docs_quote_the_corpus_table_as_it_is():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "lint.md").read_text()
+    for line in table(score()):
+        assert line in docs.splitlines(), f"docs/lint.md lacks: {line}"
