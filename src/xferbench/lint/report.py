@@ -115,6 +115,7 @@ def as_sarif(findings: list[Finding], notes: list[str]) -> str:
                             "rules": [_rule(r) for r in RULES]}},
         "originalUriBaseIds": {"%SRCROOT%": {
             "uri": "file://" + quote(os.getcwd().replace(os.sep, "/").rstrip("/") + "/")}},
+        "columnKind": "unicodeCodePoints",
         "results": results,
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
             {"level": "warning", "message": {"text": n}} for n in notes]}],
