@@ -144,10 +144,11 @@ class Analyzer(Walker, Branches, Exprs, Calls, Moves):
                           if not loops[i].comprehension and batch(loops[i])), None)
             if inner is None:
                 continue
-            if code == "XB104":
-                if not any(extra in loop.assigned for loop in loops[inner:]):
+            guarded = any(g > inner for g in guards)
+            if code == "XB104":  # the same model every step, not only on some steps
+                if not guarded and not any(extra in loop.assigned for loop in loops[inner:]):
                     self.report(node, code, message)
-            elif any(g > inner for g in guards):
+            elif guarded:
                 self.report(node, code, f"{message} reads a device tensor on the host on some "
                             "steps only (under a step guard: `if step % N == 0` or `if step == "
                             "K`): a synchronisation on those steps; fine for logging, cheaper "

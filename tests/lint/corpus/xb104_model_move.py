@@ -41,3 +41,12 @@ class Trainer:
             loss = self.model(batch.to(self.device)).mean()
             loss.backward()
             optimizer.step()
+
+
+def first_step_only(model, loader, optimizer, device):
+    for step, (x, y) in enumerate(loader):
+        if step == 0:
+            model.to(device)  # ok: on the first step only
+        loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
