@@ -22,9 +22,10 @@ TOP_LEVEL = {
                      "metadata", "spec", "telemetry", "event_batches"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
-                     "headline", "sitemap", "citation", "provenance", "outcomes", "merging"),
-                   RESULTS),
-    **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
+                     "headline", "sitemap", "citation", "provenance", "outcomes", "merging",
+                     "prices"), RESULTS),
+    "lint": RESULTS,  # the rule engine: findings priced from prices.py
+    **dict.fromkeys(("commands", "pytest_plugin", "quick", "flake8_plugin"), COMMANDS),
     **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
 }
 #: Modules that list what sits below them and are exempt from the direction rule: the
@@ -33,7 +34,7 @@ REGISTRIES = {"", "commands"}
 #: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s), and
 #: submitit, an optional extra (``xferbench[fleet]``) that only ``fleet`` imports.
 HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark",
-         "submitit"}
+         "submitit", "libcst"}
 #: The comment a module with function-local heavy imports carries, once.
 LAZY_NOTE = "inside the functions"
 MAX_LINES = 400
