@@ -247,7 +247,8 @@ TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFallthrough());
 }
 
-// Test knobs, reached from Python as torch.ops.xferbench_emu.<name>.
+// Test knobs, reached from Python as torch.ops.xferbench_emu.<name> (clock.cpp and
+// pinned.cpp add theirs to the same library).
 TORCH_LIBRARY(xferbench_emu, m) {
   m.def("device_count() -> int", [] { return static_cast<int64_t>(device_count()); });
   m.def("set_copy_delay(float seconds) -> ()", [](double seconds) { set_copy_delay(seconds); });
@@ -256,6 +257,8 @@ TORCH_LIBRARY(xferbench_emu, m) {
     return pending_jobs(static_cast<c10::DeviceIndex>(device));
   });
   m.def("set_memory_total(int nbytes) -> ()", [](int64_t nbytes) { set_memory_total(nbytes); });
+  m.def("set_queue_depth(int depth) -> ()", [](int64_t depth) { set_queue_depth(depth); });
+  m.def("queue_depth() -> int", [] { return queue_depth(); });
 }
 
 } // namespace emu
