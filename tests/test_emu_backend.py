@@ -423,10 +423,12 @@ def test_frees_never_wait_for_room_in_a_full_queue(dev):
     emu.set_queue_depth(2)
     src = torch.ones(1024).pin_memory()
     on_dev = torch.zeros(1024, device=dev)
+    # Made first: filling an emu tensor is a kernel, which waits for the queue to drain.
+    doomed = [torch.ones(64, device=dev), torch.ones(64).pin_memory()]
     emu.set_copy_delay(0.2)
     on_dev.copy_(src, non_blocking=True)
     on_dev.copy_(src, non_blocking=True)  # the stream now holds its 2 jobs
-    doomed = [torch.ones(64, device=dev), torch.ones(64).pin_memory()]
+    assert emu.pending(0) == 2
     started = time.perf_counter()
     del doomed
     assert time.perf_counter() - started < 0.1, "a free waited for room in the full queue"
