@@ -15,7 +15,6 @@
 #include "emu.h"
 
 #include <c10/util/Exception.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,7 +22,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 namespace emu {
@@ -102,40 +100,6 @@ void spin(c10::DeviceIndex index, int64_t cycles) {
   }
 }
 
-void set_clock(std::optional<double> mhz) {
-  TORCH_CHECK(
-      !mhz.has_value() || *mhz > 0, "emu: a pinned SM clock must be > 0 MHz, got ",
-      mhz.value_or(0.0));
-  g_pinned_mhz.store(mhz.value_or(0.0));
-}
-
-void set_throttle(std::vector<std::string> reasons) {
-  std::lock_guard<std::mutex> lock(g_throttle_mu);
-  g_throttle = std::move(reasons);
-  g_throttled.store(std::any_of(g_throttle.begin(), g_throttle.end(), is_slowdown));
-}
-
-void set_clock_model(double ramp_s, double cooldown_s) {
-  TORCH_CHECK(
-      ramp_s >= 0 && cooldown_s >= 0, "emu: the ramp and the cool-down must be >= 0 s, got ",
-      ramp_s, " and ", cooldown_s);
-  g_ramp_s.store(ramp_s);
-  g_cooldown_s.store(cooldown_s);
-}
-
-// (current MHz, maximum MHz, throttle reasons), as torch.emu.clock_info reports them.
-std::tuple<double, double, std::vector<std::string>> clock_info(int64_t device) {
-  const auto index = resolve_index(static_cast<c10::DeviceIndex>(device));
-  std::lock_guard<std::mutex> lock(g_throttle_mu);
-  return {sm_clock_mhz(index), kMaxMHz, g_throttle};
-}
-
-// torch.emu._sleep: a spin queued on the current stream of the current device.
-void queue_sleep(int64_t cycles) {
-  const auto index = current_device();
-  enqueue(current_stream(index), [index, cycles] { spin(index, cycles); }, JobKind::kWork);
-}
-
 } // namespace
 
 void device_busy(c10::DeviceIndex index, bool busy) {
@@ -158,6 +122,41 @@ void device_busy(c10::DeviceIndex index, bool busy) {
   }
 }
 
+void set_clock(std::optional<double> mhz) {
+  TORCH_CHECK(
+      !mhz.has_value() || *mhz > 0, "emu: a pinned SM clock must be > 0 MHz, got ",
+      mhz.value_or(0.0));
+  g_pinned_mhz.store(mhz.value_or(0.0));
+}
+
+void set_throttle(std::vector<std::string> reasons) {
+  std::lock_guard<std::mutex> lock(g_throttle_mu);
+  g_throttle = std::move(reasons);
+  g_throttled.store(std::any_of(g_throttle.begin(), g_throttle.end(), is_slowdown));
+}
+
+void set_clock_model(double ramp_s, double cooldown_s) {
+  TORCH_CHECK(
+      ramp_s >= 0 && cooldown_s >= 0, "emu: the ramp and the cool-down must be >= 0 s, got ",
+      ramp_s, " and ", cooldown_s);
+  g_ramp_s.store(ramp_s);
+  g_cooldown_s.store(cooldown_s);
+}
+
+std::vector<std::string> throttle_reasons() {
+  std::lock_guard<std::mutex> lock(g_throttle_mu);
+  return g_throttle;
+}
+
+std::pair<double, double> clock_model() {
+  return {g_ramp_s.load(), g_cooldown_s.load()};
+}
+
+void queue_sleep(int64_t cycles) {
+  const auto index = current_device();
+  enqueue(current_stream(index), [index, cycles] { spin(index, cycles); }, JobKind::kWork);
+}
+
 double sm_clock_mhz(c10::DeviceIndex index) {
   const double pinned = g_pinned_mhz.load();
   double mhz = pinned > 0 ? pinned : model_mhz(index);
@@ -165,17 +164,6 @@ double sm_clock_mhz(c10::DeviceIndex index) {
     mhz = std::min(mhz, kThrottleShare * kMaxMHz);
   }
   return mhz;
-}
-
-TORCH_LIBRARY_FRAGMENT(xferbench_emu, m) {
-  m.def("_sleep(int cycles) -> ()", &queue_sleep);
-  m.def("clock_info(int device) -> (float, float, str[])", &clock_info);
-  m.def("set_clock(float? mhz) -> ()", &set_clock);
-  m.def("set_throttle(str[] reasons) -> ()", &set_throttle);
-  m.def("set_clock_model(float ramp_s, float cooldown_s) -> ()", &set_clock_model);
-  m.def("clock_model() -> (float, float)", [] {
-    return std::make_tuple(g_ramp_s.load(), g_cooldown_s.load());
-  });
 }
 
 } // namespace emu

@@ -100,6 +100,17 @@ constexpr double kThrottleShare = 0.5;
 void device_busy(c10::DeviceIndex index, bool busy);
 // The clock `index` runs at now, in MHz (the model, a pinned value, the throttle's cap).
 double sm_clock_mhz(c10::DeviceIndex index);
+// torch.emu._sleep: queue on the current stream of the current device a spin that ends once
+// `cycles` cycles of the clock have passed.
+void queue_sleep(int64_t cycles);
+// Test knobs, for every device: a pinned clock (nullopt: the model), throttle reasons
+// (thermal, power and hw_slowdown cap the clock at kThrottleShare of kMaxMHz), the model's
+// ramp and cool-down in seconds.
+void set_clock(std::optional<double> mhz);
+void set_throttle(std::vector<std::string> reasons);
+std::vector<std::string> throttle_reasons();
+void set_clock_model(double ramp_s, double cooldown_s);
+std::pair<double, double> clock_model();
 
 // ---- memory (memory.cpp, pinned.cpp)
 constexpr size_t kAlignment = 64; // as torch's CPU allocator: vectorised kernels expect it
@@ -130,5 +141,12 @@ bool is_pinned_ptr(const void* ptr);
 // The emulated device whose memory holds `ptr`, if any.
 std::optional<c10::DeviceIndex> device_of_ptr(const void* ptr);
 void set_memory_total(int64_t bytes);
+// The pinned host allocator's statistics under torch.cuda.host_memory_stats()'s flat keys.
+std::vector<std::pair<std::string, int64_t>> host_stats();
+void empty_host_cache();
+void reset_host_stats(bool accumulated);
+// What a fresh pinned block costs the host, in microseconds: base + per MiB of its size.
+void set_pin_cost(double base_us, double us_per_mib);
+std::pair<double, double> pin_cost();
 
 } // namespace emu

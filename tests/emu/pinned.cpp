@@ -12,7 +12,6 @@
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/util/Exception.h>
-#include <torch/library.h>
 
 #include <atomic>
 #include <chrono>
@@ -262,43 +261,6 @@ struct Register {
 };
 Register register_allocator;
 
-void set_pin_cost(double base_us, double us_per_mib) {
-  TORCH_CHECK(
-      base_us >= 0 && us_per_mib >= 0, "emu: the pin cost must be >= 0 microseconds, got ",
-      base_us, " + ", us_per_mib, " per MiB");
-  pin_cost_us(); // read the environment first, so it cannot overwrite this later
-  g_pin_us_per_mib.store(us_per_mib);
-  g_pin_base_us.store(base_us);
-}
-
-// torch.cuda.host_memory_stats()'s flat keys, read through torch's HostAllocator interface.
-c10::Dict<std::string, int64_t> host_stats() {
-  const at::HostStats s = at::getHostAllocator(c10::DeviceType::PrivateUse1)->get_stats();
-  c10::Dict<std::string, int64_t> out;
-  auto stat = [&](const std::string& name, const Stat& value) {
-    out.insert(name + ".current", value.current);
-    out.insert(name + ".peak", value.peak);
-    out.insert(name + ".allocated", value.allocated);
-    out.insert(name + ".freed", value.freed);
-  };
-  auto duration = [&](const std::string& name, const c10::CachingAllocator::DurationStat& d) {
-    out.insert(name + ".total", d.total);
-    out.insert(name + ".max", d.max);
-    out.insert(name + ".min", d.min);
-    out.insert(name + ".count", d.count);
-    out.insert(name + ".avg", d.count == 0 ? 0 : d.total / d.count);
-  };
-  stat("active_requests", s.active_requests);
-  stat("active_bytes", s.active_bytes);
-  stat("allocations", s.allocations);
-  stat("allocated_bytes", s.allocated_bytes);
-  duration("host_alloc_time", s.host_alloc_time);
-  duration("host_free_time", s.host_free_time);
-  out.insert("num_host_alloc", s.num_host_alloc);
-  out.insert("num_host_free", s.num_host_free);
-  return out;
-}
-
 } // namespace
 
 c10::Allocator* host_allocator() {
@@ -309,21 +271,55 @@ bool is_pinned_ptr(const void* ptr) {
   return PinnedMemory::instance().in_use(ptr);
 }
 
-// Test knobs and torch.emu's host-memory functions: torch.ops.xferbench_emu.<name>.
-TORCH_LIBRARY_FRAGMENT(xferbench_emu, m) {
-  m.def("host_stats() -> Dict(str, int)", [] { return host_stats(); });
-  m.def("empty_host_cache() -> ()", [] {
-    at::getHostAllocator(c10::DeviceType::PrivateUse1)->empty_cache();
-  });
-  m.def("reset_host_stats(bool accumulated) -> ()", [](bool accumulated) {
-    auto* allocator = at::getHostAllocator(c10::DeviceType::PrivateUse1);
-    accumulated ? allocator->reset_accumulated_stats() : allocator->reset_peak_stats();
-  });
-  m.def("set_pin_cost(float base_us, float us_per_mib) -> ()", &set_pin_cost);
-  m.def("pin_cost() -> (float, float)", [] {
-    const auto [base, per_mib] = pin_cost_us();
-    return std::make_tuple(base, per_mib);
-  });
+void set_pin_cost(double base_us, double us_per_mib) {
+  TORCH_CHECK(
+      base_us >= 0 && us_per_mib >= 0, "emu: the pin cost must be >= 0 microseconds, got ",
+      base_us, " + ", us_per_mib, " per MiB");
+  pin_cost_us(); // read the environment first, so it cannot overwrite this later
+  g_pin_us_per_mib.store(us_per_mib);
+  g_pin_base_us.store(base_us);
+}
+
+// Read through torch's HostAllocator interface, as torch.cuda.host_memory_stats() reads
+// CUDA's.
+std::vector<std::pair<std::string, int64_t>> host_stats() {
+  const at::HostStats s = at::getHostAllocator(c10::DeviceType::PrivateUse1)->get_stats();
+  std::vector<std::pair<std::string, int64_t>> out;
+  auto stat = [&](const std::string& name, const Stat& value) {
+    out.emplace_back(name + ".current", value.current);
+    out.emplace_back(name + ".peak", value.peak);
+    out.emplace_back(name + ".allocated", value.allocated);
+    out.emplace_back(name + ".freed", value.freed);
+  };
+  auto duration = [&](const std::string& name, const c10::CachingAllocator::DurationStat& d) {
+    out.emplace_back(name + ".total", d.total);
+    out.emplace_back(name + ".max", d.max);
+    out.emplace_back(name + ".min", d.min);
+    out.emplace_back(name + ".count", d.count);
+    out.emplace_back(name + ".avg", d.count == 0 ? 0 : d.total / d.count);
+  };
+  stat("active_requests", s.active_requests);
+  stat("active_bytes", s.active_bytes);
+  stat("allocations", s.allocations);
+  stat("allocated_bytes", s.allocated_bytes);
+  duration("host_alloc_time", s.host_alloc_time);
+  duration("host_free_time", s.host_free_time);
+  out.emplace_back("num_host_alloc", s.num_host_alloc);
+  out.emplace_back("num_host_free", s.num_host_free);
+  return out;
+}
+
+void empty_host_cache() {
+  at::getHostAllocator(c10::DeviceType::PrivateUse1)->empty_cache();
+}
+
+void reset_host_stats(bool accumulated) {
+  auto* allocator = at::getHostAllocator(c10::DeviceType::PrivateUse1);
+  accumulated ? allocator->reset_accumulated_stats() : allocator->reset_peak_stats();
+}
+
+std::pair<double, double> pin_cost() {
+  return pin_cost_us();
 }
 
 } // namespace emu
