@@ -371,15 +371,16 @@ def _queue_copies(dst: torch.Tensor, src: torch.Tensor, n: int) -> float:
 
 
 def test_the_host_blocks_once_a_stream_holds_queue_depth_jobs(dev):
-    """Each copy is held 5 ms. Under the default depth (1024) 14 copies queue at once; with
-    depth 8 set at run time, queueing 8 + 6 of them waits for 6 to finish: at least 30 ms."""
+    """Under the default depth (1024) 14 copies held 10 ms each queue at once; with depth 8
+    set at run time, queueing 8 + 6 copies held 5 ms waits for 6 to finish: at least 30 ms."""
     assert emu.queue_depth() == 1024
     src = torch.ones(256).pin_memory()
     dst = torch.empty(256, device=dev)
-    emu.set_copy_delay(0.005)
+    emu.set_copy_delay(0.01)
     _queue_copies(dst, src, 14)
     assert emu.pending(0) >= 10, "the default depth blocked the host at 14 copies"
     torch.accelerator.synchronize()
+    emu.set_copy_delay(0.005)
     emu.set_queue_depth(8)
     assert emu.queue_depth() == 8
     took = _queue_copies(dst, src, 8 + 6)
@@ -563,10 +564,10 @@ def test_a_spin_counts_cycles_of_a_clock_that_ramps_up_under_load(dev):
     info = torch.emu.clock_info(0)
     assert info == {"sm_clock_mhz": MAX_MHZ, "max_sm_clock_mhz": MAX_MHZ,
                     "throttle_reasons": []}
-    warm = [_spin_ms(CYCLES, dev) for _ in range(5)]
+    warm = [_spin_ms(CYCLES, dev) for _ in range(7)]  # the least delayed by a loaded host
     assert min(cold) >= 2.2, cold  # the clock cannot have run faster than the ramp
     assert min(warm) >= CYCLES / MAX_MHZ / 1e3 * 0.99, warm  # nor faster than its maximum
-    assert min(cold) / min(warm) > 3.0, (cold, warm)  # the model's ratio: 4.5
+    assert min(cold) / min(warm) > 2.5, (cold, warm)  # the model's ratio: 4.5
     _cool_down()
     assert torch.emu.clock_info(dev)["sm_clock_mhz"] == IDLE_MHZ
 
@@ -600,13 +601,13 @@ def test_clock_info_reports_the_ramp_while_the_device_works(dev):
 
 
 def test_set_clock_pins_the_clock_and_a_throttle_caps_it(dev):
-    emu.set_clock(100.0)  # 1M cycles: 10 ms
-    assert torch.emu.clock_info()["sm_clock_mhz"] == 100.0
-    pinned_slow = _spin_ms(CYCLES, dev)
+    emu.set_clock(400.0)  # 10M cycles: 25 ms; at 1980 MHz, 5.1 ms
+    assert torch.emu.clock_info()["sm_clock_mhz"] == 400.0
+    pinned_slow = _spin_ms(10 * CYCLES, dev)
     emu.set_clock(MAX_MHZ)
-    pinned_fast = min(_spin_ms(CYCLES, dev) for _ in range(3))
-    assert pinned_slow >= 10.0 * 0.99 and pinned_slow / pinned_fast > 5, (pinned_slow,
-                                                                          pinned_fast)
+    pinned_fast = min(_spin_ms(10 * CYCLES, dev) for _ in range(3))
+    assert pinned_slow >= 25.0 * 0.99, pinned_slow  # a lower bound: load only adds to it
+    assert pinned_slow / pinned_fast > 2.5, (pinned_slow, pinned_fast)  # 4.95 unloaded
     emu.set_throttle(["thermal"])
     info = torch.emu.clock_info()
     assert info["throttle_reasons"] == ["thermal"]

@@ -2,8 +2,9 @@
 //
 // Device memory is host memory behind our own allocator; each stream is a worker thread
 // with a bounded FIFO queue; events are jobs on that queue that take a timestamp. This
-// header is what the six translation units share:
-//   streams.cpp  worker-thread streams (the bounded launch queue) and events
+// header is what the seven translation units share:
+//   streams.cpp  worker-thread streams (the bounded launch queue), deferred frees
+//   events.cpp   events: queue entries that take a timestamp
 //   clock.cpp    the SM clock that ramps up under load, and the spin (_sleep) that counts it
 //   memory.cpp   the device allocator and its statistics
 //   pinned.cpp   the caching pinned host allocator and its statistics
@@ -55,6 +56,12 @@ enum class JobKind { kWork, kSync, kMarker };
 // once a stream has about a thousand pending operations.
 void enqueue(const c10::Stream& stream, std::function<void()> job,
              JobKind kind = JobKind::kWork);
+// As enqueue, the job being what `make()` returns, called under the stream's queue lock once
+// there is room: what it decides (an event's version) is in the queue in the same instant.
+void enqueue_made(
+    const c10::Stream& stream,
+    const std::function<std::function<void()>()>& make,
+    JobKind kind);
 // The launch queue's bound per stream: set_queue_depth, else XFERBENCH_EMU_QUEUE_DEPTH,
 // else kDefaultQueueDepth. A smaller bound set while jobs wait applies to the next push.
 constexpr int64_t kDefaultQueueDepth = 1024;
@@ -72,7 +79,7 @@ void after_queued_work(std::function<void()> fn);
 // Jobs queued on `index`'s streams and not finished yet.
 int64_t pending_jobs(c10::DeviceIndex index);
 
-// Events: the opaque void* that c10::Event holds.
+// ---- events (events.cpp): the opaque void* that c10::Event holds.
 void record_event(void** event, const c10::Stream& stream, bool timing);
 void block_on_event(void* event, const c10::Stream& stream);
 bool query_event(void* event);
