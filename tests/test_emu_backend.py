@@ -8,9 +8,12 @@ other session one test runs this file again in a fresh interpreter.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import emu
@@ -45,11 +48,17 @@ def _emu_loaded(request: pytest.FixtureRequest) -> torch.device:
 
 @pytest.fixture
 def dev(_emu_loaded: torch.device):
-    """emu:0, idle and with no copy hold, before and after the test."""
+    """emu:0, idle, with no copy hold and every hardware knob at its default, before and
+    after the test."""
     torch.accelerator.synchronize(_emu_loaded)
     yield _emu_loaded
     emu.set_copy_delay(0)
     torch.accelerator.synchronize(_emu_loaded)
+    emu.set_queue_depth(emu.DEFAULT_QUEUE_DEPTH)
+    emu.set_pin_cost(20.0, 16.0)
+    emu.set_clock(None)
+    emu.set_throttle([])
+    emu.set_clock_model()
 
 
 def _side_stream_read(t: torch.Tensor, side: torch.Stream) -> torch.Tensor:
@@ -350,6 +359,271 @@ def test_get_memory_info_reports_the_configured_total(dev):
         emu.set_memory_total(previous_total)
 
 
+# --- the launch queue (a CUDA stream takes about 1,000 pending operations, then the host blocks)
+
+
+def _queue_copies(dst: torch.Tensor, src: torch.Tensor, n: int) -> float:
+    """Seconds the host spends queueing ``n`` non_blocking copies of ``src`` into ``dst``."""
+    started = time.perf_counter()
+    for _ in range(n):
+        dst.copy_(src, non_blocking=True)
+    return time.perf_counter() - started
+
+
+def test_the_host_blocks_once_a_stream_holds_queue_depth_jobs(dev):
+    """Under the default depth (1024) 14 copies held 10 ms each queue at once; with depth 8
+    set at run time, queueing 8 + 6 copies held 5 ms waits for 6 to finish: at least 30 ms."""
+    assert emu.queue_depth() == 1024
+    src = torch.ones(256).pin_memory()
+    dst = torch.empty(256, device=dev)
+    emu.set_copy_delay(0.01)
+    _queue_copies(dst, src, 14)
+    assert emu.pending(0) >= 10, "the default depth blocked the host at 14 copies"
+    torch.accelerator.synchronize()
+    emu.set_copy_delay(0.005)
+    emu.set_queue_depth(8)
+    assert emu.queue_depth() == 8
+    took = _queue_copies(dst, src, 8 + 6)
+    assert emu.pending(0) <= 8  # never more than the depth pending
+    assert took >= 6 * 0.005, f"queueing 14 copies at depth 8 took {took * 1e3:.1f} ms"
+    torch.accelerator.synchronize()
+    assert torch.equal(dst.cpu(), src)
+    with pytest.raises(RuntimeError, match="queue depth must be >= 1"):
+        emu.set_queue_depth(0)
+
+
+def test_a_larger_depth_frees_a_host_blocked_on_the_queue(dev):
+    """A thread blocked on a full queue (depth 1, a copy held 300 ms) queues its copy as soon
+    as the depth grows, long before the held copy ends."""
+    src = torch.ones(256).pin_memory()
+    dst = torch.empty(256, device=dev)
+    emu.set_queue_depth(1)
+    emu.set_copy_delay(0.3)
+    dst.copy_(src, non_blocking=True)
+    queued = threading.Event()
+
+    def second_copy() -> None:
+        dst.copy_(src, non_blocking=True)
+        queued.set()
+
+    thread = threading.Thread(target=second_copy, daemon=True)
+    started = time.perf_counter()
+    thread.start()
+    assert not queued.wait(0.05), "the second copy was queued past a depth of 1"
+    emu.set_queue_depth(4)
+    assert queued.wait(10)
+    assert time.perf_counter() - started < 0.25, "it waited for the held copy to finish"
+    thread.join()
+    torch.accelerator.synchronize()
+
+
+def test_frees_never_wait_for_room_in_a_full_queue(dev):
+    """Frees queue an internal marker on every busy stream (memory goes back only after the
+    work queued before it). On a full queue that marker must not block: a free that waited
+    for a 200 ms copy would stall the host, and one from a worker thread would deadlock."""
+    emu.set_queue_depth(2)
+    src = torch.ones(1024).pin_memory()
+    on_dev = torch.zeros(1024, device=dev)
+    # Made first: filling an emu tensor is a kernel, which waits for the queue to drain.
+    doomed = [torch.ones(64, device=dev), torch.ones(64).pin_memory()]
+    emu.set_copy_delay(0.2)
+    on_dev.copy_(src, non_blocking=True)
+    on_dev.copy_(src, non_blocking=True)  # the stream now holds its 2 jobs
+    assert emu.pending(0) == 2
+    started = time.perf_counter()
+    del doomed
+    assert time.perf_counter() - started < 0.1, "a free waited for room in the full queue"
+    # Every other path through a full queue finishes once the work drains, none deadlocks.
+    side = torch.Stream(device=dev)
+    event = torch.Event(device=dev)
+    event.record()  # waits for room, then queues
+    side.wait_event(event)
+    event.synchronize()
+    torch.accelerator.synchronize()
+    assert emu.pending(0) == 0 and torch.equal(on_dev.cpu(), src)
+
+
+# --- the caching pinned host allocator (torch's CachingHostAllocator)
+
+
+def _is_pinned_at(ptr: int, nbytes: int) -> bool:
+    """is_pinned() of a tensor that does not own ``ptr``'s memory (so it keeps no block)."""
+    return torch.frombuffer((ctypes.c_char * nbytes).from_address(ptr),
+                            dtype=torch.uint8).is_pinned()
+
+
+def test_a_freed_pinned_block_is_cached_and_handed_out_again(dev):
+    """4000 and 4096 bytes both round up to 4096: the second request gets the first's block
+    (no new allocation); 6000 bytes round up to 8192, a miss. Emptying the cache frees both."""
+    torch.emu.empty_host_cache()
+    before = torch.emu.host_memory_stats()
+    first = torch.empty(1000, dtype=torch.float32, pin_memory=True)  # 4000 B
+    ptr = first.data_ptr()
+    stats = torch.emu.host_memory_stats()
+    assert stats["num_host_alloc"] == before["num_host_alloc"] + 1
+    assert stats["allocated_bytes.current"] == before["allocated_bytes.current"] + 4096
+    assert stats["active_requests.current"] == before["active_requests.current"] + 1
+    assert first.is_pinned() and _is_pinned_at(ptr, 4096)
+    del first
+    stats = torch.emu.host_memory_stats()
+    assert stats["active_requests.current"] == before["active_requests.current"]
+    assert stats["allocations.current"] == before["allocations.current"] + 1  # cached
+    assert not _is_pinned_at(ptr, 4096), "a block back in the cache still reads as pinned"
+    again = torch.empty(4096, dtype=torch.uint8, pin_memory=True)
+    assert again.data_ptr() == ptr and again.is_pinned()
+    assert torch.emu.host_memory_stats()["num_host_alloc"] == before["num_host_alloc"] + 1
+    larger = torch.empty(6000, dtype=torch.uint8, pin_memory=True)
+    stats = torch.emu.host_memory_stats()
+    assert larger.data_ptr() != ptr
+    assert stats["num_host_alloc"] == before["num_host_alloc"] + 2
+    assert stats["allocated_bytes.current"] == before["allocated_bytes.current"] + 4096 + 8192
+    del again, larger
+    torch.accelerator.empty_host_cache()  # torch's own call reaches the same cache
+    stats = torch.emu.host_memory_stats()
+    assert stats["num_host_free"] == before["num_host_free"] + 2
+    assert stats["allocations.current"] == before["allocations.current"]
+    assert stats["allocated_bytes.current"] == before["allocated_bytes.current"]
+    fresh = torch.empty(4096, dtype=torch.uint8, pin_memory=True)
+    assert torch.emu.host_memory_stats()["num_host_alloc"] == before["num_host_alloc"] + 3
+    assert fresh.is_pinned() and not torch.empty(4096, dtype=torch.uint8).is_pinned()
+
+
+def test_a_cold_pin_pays_the_pinning_cost_and_a_warm_one_does_not(dev):
+    """Timed without pin_memory()'s copy: on a loaded machine torch's threaded CPU copy alone
+    can take milliseconds."""
+    assert emu.pin_cost() == (20.0, 16.0)
+    emu.set_pin_cost(5000, 0)  # 5 ms per fresh block: far above a cached block's cost
+    torch.emu.empty_host_cache()
+    before = torch.emu.host_memory_stats()
+
+    def pin_s() -> float:
+        started = time.perf_counter()
+        block = torch.empty(1 << 16, pin_memory=True)
+        took = time.perf_counter() - started
+        assert block.is_pinned()
+        return took
+
+    cold_s = pin_s()
+    warm_s = sorted(pin_s() for _ in range(5))
+    stats = torch.emu.host_memory_stats()
+    assert cold_s >= 0.005, f"a fresh block took {cold_s * 1e3:.2f} ms, less than its cost"
+    assert warm_s[2] < 0.0025, f"cached blocks took {warm_s} s"
+    assert stats["num_host_alloc"] == before["num_host_alloc"] + 1
+    assert stats["host_alloc_time.total"] - before["host_alloc_time.total"] >= 5000  # us
+    assert stats["host_alloc_time.count"] == before["host_alloc_time.count"] + 1
+    with pytest.raises(RuntimeError, match="pin cost must be >= 0"):
+        emu.set_pin_cost(-1)
+
+
+def test_a_pinned_block_is_not_reused_while_a_queued_copy_still_reads_it(dev):
+    emu.set_copy_delay(0.05)
+    dst = torch.zeros(1024, device=dev)
+    src = torch.full((1024,), 7.0).pin_memory()
+    ptr = src.data_ptr()
+    dst.copy_(src, non_blocking=True)  # reads src 50 ms from now
+    del src
+    other = torch.full((1024,), -1.0).pin_memory()  # same rounded size
+    assert other.data_ptr() != ptr, "a block still read by a queued copy was handed out"
+    torch.accelerator.synchronize()
+    assert torch.equal(dst.cpu(), torch.full((1024,), 7.0))
+    assert torch.empty(1024, pin_memory=True).data_ptr() == ptr  # cached once the copy ran
+
+
+# --- the SM clock: idle at 345 MHz, 1980 under load (an H200's), and the spin that counts it
+
+IDLE_MHZ, MAX_MHZ = 345.0, 1980.0
+CYCLES = 1_000_000  # 2.9 ms at the idle clock, 0.51 ms at the maximum
+
+
+def _spin_ms(cycles: int, dev: torch.device) -> float:
+    """Device time of one ``torch.emu._sleep(cycles)``, between events on its stream."""
+    start = torch.Event(device=dev, enable_timing=True)
+    end = torch.Event(device=dev, enable_timing=True)
+    start.record()
+    torch.emu._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _cool_down() -> None:
+    time.sleep(emu.clock_model()[1] + 0.01)
+
+
+def test_a_spin_counts_cycles_of_a_clock_that_ramps_up_under_load(dev):
+    """Cold, 1M cycles take 2.28 ms (the clock rises from 345 MHz at 1635 MHz per 20 ms while
+    the spin runs); after 50 ms of spinning the clock is at 1980 and they take 0.51 ms."""
+    cold = []
+    for _ in range(2):
+        _cool_down()
+        assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ
+        cold.append(_spin_ms(CYCLES, dev))
+    for _ in range(8):
+        torch.emu._sleep(10_000_000)  # about 50 ms of continuous load
+    torch.accelerator.synchronize()
+    info = torch.emu.clock_info(0)
+    assert info == {"sm_clock_mhz": MAX_MHZ, "max_sm_clock_mhz": MAX_MHZ,
+                    "throttle_reasons": []}
+    warm = [_spin_ms(CYCLES, dev) for _ in range(7)]  # the least delayed by a loaded host
+    assert min(cold) >= 2.2, cold  # the clock cannot have run faster than the ramp
+    assert min(warm) >= CYCLES / MAX_MHZ / 1e3 * 0.99, warm  # nor faster than its maximum
+    assert min(cold) / min(warm) > 2.5, (cold, warm)  # the model's ratio: 4.5
+    _cool_down()
+    assert torch.emu.clock_info(dev)["sm_clock_mhz"] == IDLE_MHZ
+
+
+def test_clock_info_reports_the_ramp_while_the_device_works(dev):
+    """With a 200 ms ramp a 100M-cycle spin runs about 120 ms and ends below the maximum. Read
+    while it runs, the clock rises, by no more than the ramp allows in the time passed; idle,
+    it holds its value until the cool-down, then it is back at 345 MHz."""
+    emu.set_clock_model(ramp_s=0.2, cooldown_s=0.005)
+    time.sleep(0.01)  # whatever ran before has cooled
+    assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ
+    queued = time.perf_counter()
+    torch.emu._sleep(100_000_000)
+    readings = []
+    for _ in range(2):
+        time.sleep(0.01)
+        readings.append(torch.emu.clock_info()["sm_clock_mhz"])
+        readings.append(time.perf_counter() - queued)
+    torch.accelerator.synchronize()
+    # The model is evaluated when read, so a longer cool-down applies to the idle time so far.
+    emu.set_clock_model(ramp_s=0.2, cooldown_s=1.0)
+    first, _, second, second_at = readings
+    assert IDLE_MHZ <= first <= second and second > IDLE_MHZ, readings
+    assert second <= IDLE_MHZ + (MAX_MHZ - IDLE_MHZ) * second_at / 0.2, readings
+    held = torch.emu.clock_info()["sm_clock_mhz"]
+    assert second <= held < MAX_MHZ
+    time.sleep(0.02)
+    assert torch.emu.clock_info()["sm_clock_mhz"] == held  # idle, within the cool-down
+    emu.set_clock_model(ramp_s=0.2, cooldown_s=0.01)
+    assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ  # idle past the cool-down
+
+
+def test_set_clock_pins_the_clock_and_a_throttle_caps_it(dev):
+    emu.set_clock(400.0)  # 10M cycles: 25 ms; at 1980 MHz, 5.1 ms
+    assert torch.emu.clock_info()["sm_clock_mhz"] == 400.0
+    pinned_slow = _spin_ms(10 * CYCLES, dev)
+    emu.set_clock(MAX_MHZ)
+    pinned_fast = min(_spin_ms(10 * CYCLES, dev) for _ in range(3))
+    assert pinned_slow >= 25.0 * 0.99, pinned_slow  # a lower bound: load only adds to it
+    assert pinned_slow / pinned_fast > 2.5, (pinned_slow, pinned_fast)  # 4.95 unloaded
+    emu.set_throttle(["thermal"])
+    info = torch.emu.clock_info()
+    assert info["throttle_reasons"] == ["thermal"]
+    assert info["sm_clock_mhz"] == MAX_MHZ / 2  # capped at half the maximum
+    assert _spin_ms(CYCLES, dev) >= CYCLES / (MAX_MHZ / 2) / 1e3 * 0.99
+    emu.set_throttle(["sync_boost"])  # reported, and not a slowdown
+    assert torch.emu.clock_info() == {"sm_clock_mhz": MAX_MHZ, "max_sm_clock_mhz": MAX_MHZ,
+                                      "throttle_reasons": ["sync_boost"]}
+    emu.set_throttle([])
+    emu.set_clock(None)
+    _cool_down()
+    assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ  # the model again
+    with pytest.raises(RuntimeError, match="must be > 0 MHz"):
+        emu.set_clock(0)
+
+
 # --- everything else runs on the CPU
 
 
@@ -385,7 +659,7 @@ def test_a_kernel_waits_for_copies_queued_on_its_stream(dev):
 # --- builds and devices
 
 
-def test_two_devices_when_asked_for(_emu_loaded, run_python):
+def test_two_devices_and_the_hardware_settings_from_the_environment(_emu_loaded, run_python):
     script = """
 import sys, json
 sys.path.insert(0, "tests")
@@ -403,16 +677,34 @@ with torch.accelerator.device_index(1):
     event = torch.Event(device="emu:1", enable_timing=True)
     event.record()
     event.synchronize()
+    clock = torch.emu.clock_info()["sm_clock_mhz"]
 print(json.dumps({"count": torch.accelerator.device_count(), "x": str(x.device),
                   "y": y.cpu().tolist(), "missing": missing,
-                  "stream": str(stream.device), "done": event.query()}))
+                  "stream": str(stream.device), "done": event.query(),
+                  "depth": emu.queue_depth(), "pin_cost": emu.pin_cost(), "clock": clock}))
 """
-    done = run_python("-c", script, env={"XFERBENCH_EMU_DEVICES": "2"})
+    env = {"XFERBENCH_EMU_DEVICES": "2", "XFERBENCH_EMU_QUEUE_DEPTH": "16",
+           "XFERBENCH_EMU_PIN_COST_US": "100,0.5"}
+    done = run_python("-c", script, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["count"] == 2 and seen["x"] == "emu:1" and seen["stream"] == "emu:1"
     assert seen["y"] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and seen["done"]
     assert "emu:2 not found" in seen["missing"]
+    assert seen["depth"] == 16 and seen["pin_cost"] == [100.0, 0.5]
+    assert seen["clock"] == 345.0  # each device has its own clock, idle at first
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("XFERBENCH_EMU_QUEUE_DEPTH", "0", "is not a queue depth"),
+    ("XFERBENCH_EMU_QUEUE_DEPTH", "lots", "is not a queue depth"),
+    ("XFERBENCH_EMU_PIN_COST_US", "20,16,3", "is not a cost in microseconds"),
+    ("XFERBENCH_EMU_PIN_COST_US", "-5", "is not a cost in microseconds"),
+])
+def test_a_bad_hardware_setting_is_one_clear_error(monkeypatch, name, value, message):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=f"{name}='{value}' {message}"):
+        emu._check_environment()
 
 
 def test_a_build_for_another_torch_is_not_used(monkeypatch, tmp_path):

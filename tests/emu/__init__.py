@@ -11,10 +11,18 @@ process: load it only in a process meant to run on the emulated device.
 
 Test knobs: ``set_copy_delay(seconds)`` (or ``with copy_delay(seconds):``) holds every queued
 copy that long before it runs, so the window between a non_blocking call returning and its
-data landing is wide enough to observe; ``pending(device)`` counts queued jobs.
+data landing is wide enough to observe; ``pending(device)`` counts queued jobs;
+``set_queue_depth(n)`` bounds each stream's launch queue (the host blocks at ``n`` pending
+jobs, default 1024); ``set_pin_cost(us, us_per_mib)`` is what a fresh pinned block costs;
+``set_clock(mhz)`` pins the SM clock (None: the ramp model again), ``set_throttle(reasons)``
+reports throttle reasons and caps the clock, ``set_clock_model(ramp_s, cooldown_s)`` changes
+the ramp. README.md says what each emulates.
 Environment: XFERBENCH_EMU_DEVICES (number of devices, 1..8, default 1),
 XFERBENCH_EMU_MEMORY_BYTES (each device's total for get_memory_info, default half the RAM),
-XFERBENCH_EMU_CACHE (where builds are kept, default <venv>/xferbench-emu).
+XFERBENCH_EMU_QUEUE_DEPTH (the launch queue's bound per stream, default 1024),
+XFERBENCH_EMU_PIN_COST_US (a fresh pinned block's cost: "BASE" or "BASE,PER_MIB" in
+microseconds, default "20,16"), XFERBENCH_EMU_CACHE (where builds are kept, default
+<venv>/xferbench-emu).
 """
 
 from __future__ import annotations
@@ -25,13 +33,18 @@ from collections.abc import Iterator
 
 from ._build import BuildUnavailable, build, built_library
 
-__all__ = ["DEVICE_TYPE", "BuildUnavailable", "build", "built_library", "copy_delay",
-           "is_loaded", "load", "pending", "set_copy_delay", "set_memory_total"]
+__all__ = ["DEVICE_TYPE", "BuildUnavailable", "build", "built_library", "clock_model",
+           "copy_delay", "is_loaded", "load", "pending", "pin_cost", "queue_depth",
+           "set_clock", "set_clock_model", "set_copy_delay", "set_memory_total",
+           "set_pin_cost", "set_queue_depth", "set_throttle"]
 
 #: The device type the backend registers as: torch.device("emu"), "emu:0".
 DEVICE_TYPE = "emu"
 
 MAX_DEVICES = 8  # emu.h's kMaxDevices
+DEFAULT_QUEUE_DEPTH = 1024  # emu.h's kDefaultQueueDepth
+IDLE_SM_CLOCK_MHZ = 345.0  # emu.h's kIdleMHz: an H200 at idle
+MAX_SM_CLOCK_MHZ = 1980.0  # emu.h's kMaxMHz: an H200 under load
 
 _loaded = False
 
@@ -49,6 +62,25 @@ def _check_environment() -> None:
     if text is not None and not (text.isdigit() and int(text) > 0):
         raise ValueError(
             f"XFERBENCH_EMU_MEMORY_BYTES='{text}' is not a positive number of bytes")
+    text = os.environ.get("XFERBENCH_EMU_QUEUE_DEPTH")
+    if text is not None and not (text.isdigit() and int(text) >= 1):
+        raise ValueError(
+            f"XFERBENCH_EMU_QUEUE_DEPTH='{text}' is not a queue depth: use a whole number of "
+            f"operations >= 1 (default {DEFAULT_QUEUE_DEPTH})")
+    text = os.environ.get("XFERBENCH_EMU_PIN_COST_US")
+    if text is not None and not _is_pin_cost(text):
+        raise ValueError(
+            f"XFERBENCH_EMU_PIN_COST_US='{text}' is not a cost in microseconds: BASE or "
+            "BASE,PER_MIB, each >= 0 (as 20,16)")
+
+
+def _is_pin_cost(text: str) -> bool:
+    parts = text.split(",")
+    try:
+        values = [float(part) for part in parts]
+    except ValueError:
+        return False
+    return len(parts) <= 2 and all(value >= 0 and value != float("inf") for value in values)
 
 
 def load() -> None:
@@ -103,3 +135,67 @@ def set_memory_total(nbytes: int) -> None:
     import torch
 
     torch.ops.xferbench_emu.set_memory_total(int(nbytes))
+
+
+def set_queue_depth(depth: int) -> None:
+    """Each stream's launch queue holds at most ``depth`` jobs (queued or running); a call that
+    would queue one more blocks the host until one finishes, as CUDA's launch queue does."""
+    import torch
+
+    torch.ops.xferbench_emu.set_queue_depth(int(depth))
+
+
+def queue_depth() -> int:
+    """The launch queue's bound per stream (XFERBENCH_EMU_QUEUE_DEPTH, default 1024)."""
+    import torch
+
+    return int(torch.ops.xferbench_emu.queue_depth())
+
+
+def set_pin_cost(base_us: float, us_per_mib: float = 16.0) -> None:
+    """What a fresh pinned host block (a cache miss) costs the host: ``base_us`` plus
+    ``us_per_mib`` per MiB of its rounded size, in microseconds (page-locking's stand-in)."""
+    import torch
+
+    torch.ops.xferbench_emu.set_pin_cost(float(base_us), float(us_per_mib))
+
+
+def pin_cost() -> tuple[float, float]:
+    """(base_us, us_per_mib): see set_pin_cost; default (20.0, 16.0)."""
+    import torch
+
+    base, per_mib = torch.ops.xferbench_emu.pin_cost()
+    return float(base), float(per_mib)
+
+
+def set_clock(mhz: float | None) -> None:
+    """Pin every device's SM clock to ``mhz``; None gives the clock back to its model (idle at
+    345 MHz, ramping to 1980 under load)."""
+    import torch
+
+    torch.ops.xferbench_emu.set_clock(None if mhz is None else float(mhz))
+
+
+def set_throttle(reasons: list[str]) -> None:
+    """Throttle reasons every device reports in ``torch.emu.clock_info()`` (empty: none). While
+    "thermal", "power" or "hw_slowdown" is among them the SM clock is capped at half its
+    maximum; other names are reported only."""
+    import torch
+
+    torch.ops.xferbench_emu.set_throttle([str(reason) for reason in reasons])
+
+
+def set_clock_model(ramp_s: float = 0.02, cooldown_s: float = 0.05) -> None:
+    """The clock's ramp (idle to maximum under continuous load) and cool-down (idle this long:
+    back at the idle clock), in seconds; the defaults are the model's."""
+    import torch
+
+    torch.ops.xferbench_emu.set_clock_model(float(ramp_s), float(cooldown_s))
+
+
+def clock_model() -> tuple[float, float]:
+    """(ramp_s, cooldown_s): see set_clock_model."""
+    import torch
+
+    ramp, cooldown = torch.ops.xferbench_emu.clock_model()
+    return float(ramp), float(cooldown)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent
 LIBRARY_NAME = "libxferbench_emu.so"
-SOURCES = ("CMakeLists.txt", "emu.h", "streams.cpp", "memory.cpp", "device.cpp", "ops.cpp")
+SOURCES = ("CMakeLists.txt", "emu.h", "streams.cpp", "events.cpp", "clock.cpp", "memory.cpp",
+           "pinned.cpp", "device.cpp", "ops.cpp")
 
 
 class BuildUnavailable(RuntimeError):

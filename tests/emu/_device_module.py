@@ -159,3 +159,46 @@ def empty_cache() -> None:
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     return torch.accelerator.get_memory_info(device)
+
+
+def host_memory_stats() -> dict[str, int]:
+    """The pinned host allocator's statistics under ``torch.cuda.host_memory_stats()``'s flat
+    keys: ``num_host_alloc``/``num_host_free`` (fresh blocks allocated, cached blocks
+    returned), ``allocations.*`` and ``allocated_bytes.*`` (blocks owned: in use and cached),
+    ``active_requests.*`` and ``active_bytes.*`` (blocks in use), each ``.current``,
+    ``.peak``, ``.allocated``, ``.freed``; ``host_alloc_time.*``/``host_free_time.*`` in
+    microseconds (``.total``, ``.max``, ``.min``, ``.count``, ``.avg``). Bytes are the
+    power-of-two sizes blocks are rounded up to."""
+    return dict(sorted(torch.ops.xferbench_emu.host_stats().items()))
+
+
+def empty_host_cache() -> None:
+    """Return every cached pinned block (``num_host_free`` grows); the next pin of that size
+    allocates afresh and pays the pinning cost. ``torch.accelerator.empty_host_cache()`` does
+    the same."""
+    torch.ops.xferbench_emu.empty_host_cache()
+
+
+def reset_peak_host_memory_stats() -> None:
+    torch.ops.xferbench_emu.reset_host_stats(False)
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    torch.ops.xferbench_emu.reset_host_stats(True)
+
+
+def _sleep(cycles: int) -> None:
+    """As ``torch.cuda._sleep``: queue on the current stream of the current device a spin that
+    ends once ``cycles`` cycles of the device's SM clock have passed. The clock idles at
+    345 MHz and ramps to 1980 under load, so the same cycles take up to 5.7x less time on a
+    warm device than on an idle one."""
+    torch.ops.xferbench_emu._sleep(int(cycles))
+
+
+def clock_info(device: Any = None) -> dict[str, Any]:
+    """The SM clock now: ``{"sm_clock_mhz": ..., "max_sm_clock_mhz": 1980.0,
+    "throttle_reasons": [...]}`` (reasons as emu.set_throttle set them; none by default)."""
+    index = torch.accelerator._utils._get_device_index(device, optional=True)
+    mhz, max_mhz, reasons = torch.ops.xferbench_emu.clock_info(index)
+    return {"sm_clock_mhz": float(mhz), "max_sm_clock_mhz": float(max_mhz),
+            "throttle_reasons": list(reasons)}

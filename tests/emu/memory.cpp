@@ -1,9 +1,8 @@
-// Device memory and pinned host memory. Both are ordinary host memory; what makes them
-// "device" or "pinned" is which allocator handed them out, which is exactly what torch
-// asks (is_pinned(), memory_allocated(), get_memory_info()).
+// Device memory: ordinary host memory; what makes it "device" memory is that this allocator
+// handed it out, which is exactly what torch asks (memory_allocated(), get_memory_info()).
+// The pinned host allocator is pinned.cpp.
 #include "emu.h"
 
-#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 
@@ -22,45 +21,12 @@ using c10::CachingAllocator::Stat;
 using c10::CachingAllocator::StatType;
 using c10::CachingDeviceAllocator::DeviceStats;
 
-// torch's own CPU allocator aligns to 64 bytes; vectorised CPU kernels (which run our ops
-// through the fallback) expect no less.
-constexpr size_t kAlignment = 64;
 // CUDA's caching allocator calls blocks under 1 MiB "small"; the statistics keep its split.
 constexpr size_t kSmallBlock = 1 << 20;
 
-void* aligned_alloc_or_throw(size_t nbytes, const char* what) {
-  void* ptr = nullptr;
-  if (posix_memalign(&ptr, kAlignment, nbytes) != 0) {
-    TORCH_CHECK_WITH(
-        OutOfMemoryError, false, "emu: the host could not allocate ", nbytes, " bytes of ",
-        what);
-  }
-  return ptr;
-}
-
-// Blocks keyed by start address, so "does ptr lie inside a block?" is one lookup.
-struct BlockMap {
-  struct Block {
-    size_t size;
-    c10::DeviceIndex device;
-  };
-  std::map<uintptr_t, Block> blocks;
-
-  const Block* find(const void* ptr, uintptr_t* base) const {
-    const auto p = reinterpret_cast<uintptr_t>(ptr);
-    auto it = blocks.upper_bound(p);
-    if (it == blocks.begin()) {
-      return nullptr;
-    }
-    --it;
-    if (p >= it->first + it->second.size) {
-      return nullptr;
-    }
-    if (base != nullptr) {
-      *base = it->first;
-    }
-    return &it->second;
-  }
+struct DeviceBlock {
+  size_t size;
+  c10::DeviceIndex device;
 };
 
 int64_t default_total_bytes() {
@@ -193,7 +159,7 @@ class DeviceMemory final : public c10::DeviceAllocator {
 
   std::optional<c10::DeviceIndex> device_of(const void* ptr) {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto* block = blocks_.find(ptr, nullptr);
+    const auto* block = blocks_.find(ptr);
     if (block == nullptr) {
       return std::nullopt;
     }
@@ -244,7 +210,7 @@ class DeviceMemory final : public c10::DeviceAllocator {
   }
 
   std::mutex mu_;
-  BlockMap blocks_;
+  BlockMap<DeviceBlock> blocks_;
   DeviceStats stats_[kMaxDevices];
   int64_t total_bytes_ = -1; // unset until first use
 };
@@ -255,134 +221,28 @@ DeviceMemory& DeviceMemory::instance() {
   return *memory;
 }
 
-// Pinned host memory: page-locking means nothing here, so "pinned" is "came from this
-// allocator". What matters is the behaviour it buys: copies from or to it may be queued.
-class PinnedMemory final : public at::HostAllocator {
- public:
-  c10::DataPtr allocate(size_t nbytes) override {
-    const c10::Device where(c10::DeviceType::CPU);
-    if (nbytes == 0) {
-      return {nullptr, nullptr, &release, where};
-    }
-    void* ptr = aligned_alloc_or_throw(nbytes, "pinned host memory");
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      blocks_.blocks[reinterpret_cast<uintptr_t>(ptr)] = {nbytes, -1};
-      account(nbytes, +1);
-    }
-    return {ptr, ptr, &release, where};
-  }
-
-  static void release(void* ptr) {
-    if (ptr == nullptr) {
-      return;
-    }
-    instance().forget(ptr);
-    // A queued non_blocking copy may still read or write this block: free it after.
-    after_queued_work([ptr] { std::free(ptr); });
-  }
-
-  c10::DeleterFnPtr raw_deleter() const override {
-    return &release;
-  }
-
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
-
-  bool record_event(void* /*ptr*/, void* /*ctx*/, c10::Stream /*stream*/) override {
-    return true; // frees wait for queued work already
-  }
-
-  void empty_cache() override {} // nothing is cached
-
-  at::HostStats get_stats() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
-  }
-
-  void reset_accumulated_stats() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Stat* stat : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations,
-                       &stats_.allocated_bytes}) {
-      stat->reset_accumulated();
-    }
-    stats_.num_host_alloc = 0;
-    stats_.num_host_free = 0;
-  }
-
-  void reset_peak_stats() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Stat* stat : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations,
-                       &stats_.allocated_bytes}) {
-      stat->reset_peak();
-    }
-  }
-
-  bool contains(const void* ptr) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return blocks_.find(ptr, nullptr) != nullptr;
-  }
-
-  static PinnedMemory& instance();
-
- private:
-  void forget(void* ptr) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = blocks_.blocks.find(reinterpret_cast<uintptr_t>(ptr));
-    TORCH_INTERNAL_ASSERT(it != blocks_.blocks.end(), "emu: freeing unknown pinned memory");
-    account(it->second.size, -1);
-    blocks_.blocks.erase(it);
-  }
-
-  void account(size_t nbytes, int sign) {
-    if (sign > 0) {
-      stats_.active_requests.increase(1);
-      stats_.allocations.increase(1);
-      stats_.active_bytes.increase(nbytes);
-      stats_.allocated_bytes.increase(nbytes);
-      stats_.num_host_alloc += 1;
-    } else {
-      stats_.active_requests.decrease(1);
-      stats_.allocations.decrease(1);
-      stats_.active_bytes.decrease(nbytes);
-      stats_.allocated_bytes.decrease(nbytes);
-      stats_.num_host_free += 1;
-    }
-  }
-
-  std::mutex mu_;
-  BlockMap blocks_;
-  at::HostStats stats_;
-};
-
-PinnedMemory& PinnedMemory::instance() {
-  static PinnedMemory* memory = new PinnedMemory();
-  return *memory;
-}
-
-// Registered at load time: torch.empty(..., device="emu") allocates through the first,
-// pin_memory() and non_blocking D2H destinations through the second.
+// Registered at load time: torch.empty(..., device="emu") allocates through it.
 struct Register {
   Register() {
     c10::SetAllocator(c10::DeviceType::PrivateUse1, &DeviceMemory::instance());
-    at::setHostAllocator(c10::DeviceType::PrivateUse1, &PinnedMemory::instance());
   }
 };
 Register register_allocators;
 
 } // namespace
 
+void* aligned_alloc_or_throw(size_t nbytes, const char* what) {
+  void* ptr = nullptr;
+  if (posix_memalign(&ptr, kAlignment, nbytes) != 0) {
+    TORCH_CHECK_WITH(
+        OutOfMemoryError, false, "emu: the host could not allocate ", nbytes, " bytes of ",
+        what);
+  }
+  return ptr;
+}
+
 c10::Allocator* device_allocator() {
   return &DeviceMemory::instance();
-}
-
-c10::Allocator* host_allocator() {
-  return &PinnedMemory::instance();
-}
-
-bool is_pinned_ptr(const void* ptr) {
-  return PinnedMemory::instance().contains(ptr);
 }
 
 std::optional<c10::DeviceIndex> device_of_ptr(const void* ptr) {

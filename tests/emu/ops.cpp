@@ -247,7 +247,9 @@ TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFallthrough());
 }
 
-// Test knobs, reached from Python as torch.ops.xferbench_emu.<name>.
+// Test knobs and what torch.emu needs beyond torch's interfaces, reached from Python as
+// torch.ops.xferbench_emu.<name>. All registered here: torch/library.h is the costliest
+// header to compile, so only this file includes it.
 TORCH_LIBRARY(xferbench_emu, m) {
   m.def("device_count() -> int", [] { return static_cast<int64_t>(device_count()); });
   m.def("set_copy_delay(float seconds) -> ()", [](double seconds) { set_copy_delay(seconds); });
@@ -256,6 +258,44 @@ TORCH_LIBRARY(xferbench_emu, m) {
     return pending_jobs(static_cast<c10::DeviceIndex>(device));
   });
   m.def("set_memory_total(int nbytes) -> ()", [](int64_t nbytes) { set_memory_total(nbytes); });
+  m.def("set_queue_depth(int depth) -> ()", [](int64_t depth) { set_queue_depth(depth); });
+  m.def("queue_depth() -> int", [] { return queue_depth(); });
+  // the SM clock (clock.cpp)
+  m.def("_sleep(int cycles) -> ()", [](int64_t cycles) { queue_sleep(cycles); });
+  m.def("clock_info(int device) -> (float, float, str[])", [](int64_t device) {
+    const double mhz = sm_clock_mhz(resolve_index(static_cast<c10::DeviceIndex>(device)));
+    return std::make_tuple(mhz, kMaxMHz, throttle_reasons());
+  });
+  m.def("set_clock(float? mhz) -> ()", [](std::optional<double> mhz) { set_clock(mhz); });
+  m.def("set_throttle(str[] reasons) -> ()", [](std::vector<std::string> reasons) {
+    set_throttle(std::move(reasons));
+  });
+  m.def("set_clock_model(float ramp_s, float cooldown_s) -> ()", [](double ramp, double cool) {
+    set_clock_model(ramp, cool);
+  });
+  m.def("clock_model() -> (float, float)", [] {
+    const auto [ramp, cooldown] = clock_model();
+    return std::make_tuple(ramp, cooldown);
+  });
+  // pinned host memory (pinned.cpp)
+  m.def("host_stats() -> Dict(str, int)", [] {
+    c10::Dict<std::string, int64_t> out;
+    for (const auto& [name, value] : host_stats()) {
+      out.insert(name, value);
+    }
+    return out;
+  });
+  m.def("empty_host_cache() -> ()", [] { empty_host_cache(); });
+  m.def("reset_host_stats(bool accumulated) -> ()", [](bool accumulated) {
+    reset_host_stats(accumulated);
+  });
+  m.def("set_pin_cost(float base_us, float us_per_mib) -> ()", [](double base, double per_mib) {
+    set_pin_cost(base, per_mib);
+  });
+  m.def("pin_cost() -> (float, float)", [] {
+    const auto [base, per_mib] = pin_cost();
+    return std::make_tuple(base, per_mib);
+  });
 }
 
 } // namespace emu

@@ -1,6 +1,7 @@
-// Streams are worker threads with FIFO queues; events are queue entries that take a
-// timestamp when the worker reaches them. This is the part that makes "returns at once,
-// lands later" real: the host thread only ever enqueues, the worker does the work.
+// Streams are worker threads with bounded FIFO queues (events, queue entries that take a
+// timestamp when the worker reaches them, are events.cpp). This is the part that makes
+// "returns at once, lands later" real: the host thread only ever enqueues, the worker does
+// the work.
 #include "emu.h"
 
 #include <c10/util/Exception.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -22,20 +24,49 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+class Worker;
+Worker* workers();
+constexpr int kStreamsPerDevice = 1 + kSideStreams;
+
+// The launch queue's bound; 0 until first read (XFERBENCH_EMU_QUEUE_DEPTH or the default).
+std::atomic<int64_t> g_queue_depth{0};
+
 // One stream. Two counters, not the queue, answer "has everything queued before now run?":
 // a job that was popped but is still running counts as pending, so a synchronise never
 // returns while the last copy is still writing.
 class Worker {
  public:
-  void push(std::function<void()> job) {
+  void push(std::function<void()> job, JobKind kind) {
+    push_made([&job] { return std::move(job); }, kind);
+  }
+
+  // Push the job `make()` returns, made under the queue's lock once there is room: what it
+  // decides (an event's version) is then in the queue in the same instant.
+  template <class Make>
+  void push_made(Make&& make, JobKind kind) {
     check_same_process();
+    const bool bounded = kind != JobKind::kMarker;
+    if (bounded) {
+      queue_depth(); // a bad XFERBENCH_EMU_QUEUE_DEPTH raises here, before any lock
+    }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (bounded) { // the launch queue: block while the stream already holds `depth` jobs
+        done_cv_.wait(lock, [&] {
+          return static_cast<int64_t>(enqueued_ - done_) < queue_depth();
+        });
+      }
       start_locked();
-      queue_.push_back(std::move(job));
+      queue_.push_back({make(), kind});
       ++enqueued_;
     }
     work_cv_.notify_one();
+  }
+
+  // A new depth applies to callers already waiting for room.
+  void wake_waiters() {
+    std::lock_guard<std::mutex> lock(mu_); // not lost between a waiter's check and its wait
+    done_cv_.notify_all();
   }
 
   // Block the caller until every job queued before this call has run.
@@ -90,20 +121,28 @@ class Worker {
       return;
     }
     owner_pid_.store(getpid());
-    std::thread([this] { run(); }).detach();
+    const auto device = static_cast<c10::DeviceIndex>((this - workers()) / kStreamsPerDevice);
+    std::thread([this, device] { run(device); }).detach();
     started_.store(true);
   }
 
-  void run() {
+  void run(c10::DeviceIndex device) {
     for (;;) {
-      std::function<void()> job;
+      Job job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         work_cv_.wait(lock, [&] { return !queue_.empty(); });
         job = std::move(queue_.front());
         queue_.pop_front();
       }
-      job();
+      const bool busy = job.kind == JobKind::kWork;
+      if (busy) {
+        device_busy(device, true);
+      }
+      job.fn();
+      if (busy) {
+        device_busy(device, false);
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++done_;
@@ -112,17 +151,20 @@ class Worker {
     }
   }
 
+  struct Job {
+    std::function<void()> fn;
+    JobKind kind = JobKind::kWork;
+  };
+
   std::mutex mu_;
   std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  std::deque<std::function<void()>> queue_;
+  std::condition_variable done_cv_; // a job finished: for synchronize and for room to push
+  std::deque<Job> queue_;
   uint64_t enqueued_ = 0;
   uint64_t done_ = 0;
   std::atomic<bool> started_{false};
   std::atomic<pid_t> owner_pid_{0};
 };
-
-constexpr int kStreamsPerDevice = 1 + kSideStreams;
 
 // Leaked on purpose: detached worker threads and frees during interpreter shutdown may
 // still reach them after static destructors would have run.
@@ -153,26 +195,6 @@ std::atomic<uint32_t> next_side_stream[kMaxDevices];
 
 std::atomic<double> g_copy_delay_s{0.0};
 
-// What an event handle points to. Queued record/wait jobs hold their own reference, so an
-// event destroyed from Python while its record is still queued stays valid until it runs.
-struct EventState {
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t recorded = 0; // versions handed out by record()
-  uint64_t completed = 0; // highest version a worker has reached
-  Clock::time_point when; // when the worker reached `completed`
-  bool timing = false;
-  c10::DeviceIndex device = -1;
-};
-
-struct EventHandle {
-  std::shared_ptr<EventState> state;
-};
-
-std::shared_ptr<EventState> state_of(void* event) {
-  return static_cast<EventHandle*>(event)->state;
-}
-
 } // namespace
 
 c10::Stream current_stream(c10::DeviceIndex index) {
@@ -194,8 +216,43 @@ c10::Stream new_stream(c10::DeviceIndex index) {
   return make_stream(index, 1 + static_cast<c10::StreamId>(n % kSideStreams));
 }
 
-void enqueue(const c10::Stream& stream, std::function<void()> job) {
-  worker_for(stream).push(std::move(job));
+void enqueue(const c10::Stream& stream, std::function<void()> job, JobKind kind) {
+  worker_for(stream).push(std::move(job), kind);
+}
+
+void enqueue_made(
+    const c10::Stream& stream,
+    const std::function<std::function<void()>()>& make,
+    JobKind kind) {
+  worker_for(stream).push_made(make, kind);
+}
+
+int64_t queue_depth() {
+  const int64_t depth = g_queue_depth.load();
+  if (depth > 0) {
+    return depth;
+  }
+  int64_t value = kDefaultQueueDepth;
+  if (const char* text = std::getenv("XFERBENCH_EMU_QUEUE_DEPTH")) {
+    char* end = nullptr;
+    const long long parsed = std::strtoll(text, &end, 10);
+    TORCH_CHECK(
+        end != text && *end == '\0' && parsed >= 1, "emu: XFERBENCH_EMU_QUEUE_DEPTH='", text,
+        "' is not a queue depth: use a whole number of operations >= 1 (default ",
+        kDefaultQueueDepth, ")");
+    value = parsed;
+  }
+  int64_t unset = 0;
+  g_queue_depth.compare_exchange_strong(unset, value); // set_queue_depth may have won
+  return g_queue_depth.load();
+}
+
+void set_queue_depth(int64_t depth) {
+  TORCH_CHECK(depth >= 1, "emu: the queue depth must be >= 1 operation, got ", depth);
+  g_queue_depth.store(depth);
+  for (int i = 0; i < kMaxDevices * kStreamsPerDevice; ++i) {
+    workers()[i].wake_waiters();
+  }
 }
 
 void synchronize_stream(const c10::Stream& stream) {
@@ -242,102 +299,15 @@ void after_queued_work(std::function<void()> fn) {
   // The last busy stream to reach its marker runs fn: by then all earlier work has run.
   auto remaining = std::make_shared<std::atomic<size_t>>(busy.size());
   auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
-  for (Worker* w : busy) {
-    w->push([remaining, shared_fn] {
-      if (remaining->fetch_sub(1) == 1) {
-        (*shared_fn)();
-      }
-    });
+  for (Worker* w : busy) { // markers never wait for room: see JobKind
+    w->push(
+        [remaining, shared_fn] {
+          if (remaining->fetch_sub(1) == 1) {
+            (*shared_fn)();
+          }
+        },
+        JobKind::kMarker);
   }
-}
-
-void record_event(void** event, const c10::Stream& stream, bool timing) {
-  if (*event == nullptr) {
-    auto state = std::make_shared<EventState>();
-    state->timing = timing;
-    state->device = stream.device_index();
-    *event = new EventHandle{std::move(state)};
-  }
-  auto state = state_of(*event);
-  TORCH_CHECK(
-      state->device == stream.device_index(),
-      "emu: event on emu:", state->device, " recorded on a stream of ", stream.device());
-  uint64_t version;
-  {
-    std::lock_guard<std::mutex> lock(state->mu);
-    version = ++state->recorded;
-  }
-  enqueue(stream, [state, version] {
-    {
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (version > state->completed) {
-        state->completed = version;
-        state->when = Clock::now();
-      }
-    }
-    state->cv.notify_all();
-  });
-}
-
-void block_on_event(void* event, const c10::Stream& stream) {
-  if (event == nullptr) {
-    return; // never recorded: nothing to wait for, as in CUDA
-  }
-  auto state = state_of(event);
-  uint64_t version;
-  {
-    std::lock_guard<std::mutex> lock(state->mu);
-    version = state->recorded;
-  }
-  // The waiting stream's worker blocks here, so work queued after this on that stream
-  // runs only once the other stream has reached the event.
-  enqueue(stream, [state, version] {
-    std::unique_lock<std::mutex> lock(state->mu);
-    state->cv.wait(lock, [&] { return state->completed >= version; });
-  });
-}
-
-bool query_event(void* event) {
-  if (event == nullptr) {
-    return true;
-  }
-  auto state = state_of(event);
-  std::lock_guard<std::mutex> lock(state->mu);
-  return state->completed >= state->recorded;
-}
-
-void synchronize_event(void* event) {
-  if (event == nullptr) {
-    return;
-  }
-  auto state = state_of(event);
-  std::unique_lock<std::mutex> lock(state->mu);
-  const uint64_t target = state->recorded;
-  state->cv.wait(lock, [&] { return state->completed >= target; });
-}
-
-void destroy_event(void* event) noexcept {
-  delete static_cast<EventHandle*>(event);
-}
-
-double elapsed_ms(void* start, void* end) {
-  TORCH_CHECK(
-      start != nullptr && end != nullptr,
-      "emu: both events must be recorded before calculating elapsed time");
-  auto a = state_of(start);
-  auto b = state_of(end);
-  if (a == b) {
-    return 0.0; // one event against itself; locking its mutex twice would deadlock
-  }
-  TORCH_CHECK(
-      a->timing && b->timing,
-      "emu: both events must be created with enable_timing=True to measure elapsed time");
-  std::scoped_lock lock(a->mu, b->mu);
-  // CUDA answers cudaErrorNotReady here; the caller synchronises first.
-  TORCH_CHECK(
-      a->completed >= a->recorded && b->completed >= b->recorded,
-      "emu: elapsed_time needs both events to have completed; synchronize first");
-  return std::chrono::duration<double, std::milli>(b->when - a->when).count();
 }
 
 void set_copy_delay(double seconds) {
