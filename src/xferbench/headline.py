@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .devices import Capabilities
-from .errors import XferbenchError
+from .errors import ExitCode, XferbenchError
 from .practices import HEADLINE_NBYTES
 from .practices.copies import DIRECTIONS, HOST_MEMORY, SYNCS, CopyCase, copy_skip_reason
 from .practices.hazards import HAZARDS, TRIALS, hazard_skip_reason
@@ -132,10 +132,10 @@ class HeadlineValue:
 
 def _caps(rs: ResultSet) -> Capabilities | None:
     """The capability probe recorded with the runs in ``rs`` (the first one found)."""
-    for path in dict.fromkeys(r.path for r in rs):
-        caps = rs.metadata.get(path, {}).get("metadata", {}).get("capabilities")
+    for r in rs:
+        caps = rs.metadata_for(r).capabilities
         if caps:
-            return Capabilities(**caps)
+            return caps
     return None
 
 
@@ -203,12 +203,11 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
                               host_memory=host_memory, sync=sync, layout=layout, size=size)
                 if r is None:
                     continue
-                peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
                 rate = gbps(nbytes, r.value)  # type: ignore[arg-type]
+                share = rs.metadata_for(r).share_of_link(rate) if direction != "d2d" else None
                 rows.append({
                     "direction": direction, "host_memory": host_memory, "sync": sync,
-                    "gbps": rate, "noise": r.spread,
-                    "share_of_pcie": (rate * 1e9 / peak) if (peak and direction != "d2d") else None,
+                    "gbps": rate, "noise": r.spread, "share_of_pcie": share,
                 })
     return rows
 
@@ -263,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         rs = load(args[0] if args else "results")
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     for machine in rs.machines():
         for torch_version in rs.filter(machine=machine).torch_versions():
             series = rs.filter(machine=machine, torch=torch_version)
@@ -274,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print("\n".join(hazard_table(series)))
             print()
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(int(main()))

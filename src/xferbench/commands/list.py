@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from ..options import add_format, add_results
 from ..results import ResultSet, load
 
 
@@ -17,10 +18,8 @@ def register_cli(sub: Any) -> None:
         description="Every benchmark in the results folder with its unit, its parameters and "
                     "their values (as cite's --params takes them), and per series (machine, "
                     "PyTorch) how many combinations have a number.")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="results folder (default: results)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text (default) or JSON")
+    add_results(p)
+    add_format(p, help="text (default) or JSON")
     p.set_defaults(func=cmd_list)
 
 
