@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from ...labels import backup_path, discard
+from ...protected import backup_path, discard
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
