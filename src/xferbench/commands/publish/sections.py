@@ -1,25 +1,24 @@
-"""The site's pages, continued: the changes between consecutive PyTorch versions, bandwidth
-against size, every benchmark (its trends and what was not measured, with why), the index
-page as a whole and asv.html (formatting only, no arithmetic)."""
+"""The sections of the site's index page, top to bottom: the banner, each series'
+provenance, the headlines, the copy table, bandwidth against size, the changes between
+consecutive PyTorch versions and every benchmark (its trends and what was not measured, with
+why). Formatting only, no arithmetic: the numbers come from ``views``."""
 
 from __future__ import annotations
 
 import json
 
-from ...comparison import FAILED, NOT_SIGNIFICANT, WITHIN
+from ...comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
 from ...outcomes import Gap
-from ...provenance import Provenance
-from ...units import GBPS, format_value, size_label
-from .pages import (
+from ...provenance import Provenance, banner
+from ...sitemap import headline_figure_path
+from ...units import GBPS, format_seconds, format_value
+from .markup import (
     anchor,
-    banner_html,
-    copy_section,
+    cells,
+    cite_block,
     e,
     figure,
-    headline_section,
     interval,
-    page,
-    provenance_section,
     row_class,
     samples,
     self_link,
@@ -27,7 +26,6 @@ from .pages import (
     times,
     verdict_cell,
 )
-from .pages import cells as td
 from .views import (
     BandwidthPanel,
     BenchmarkView,
@@ -37,6 +35,145 @@ from .views import (
     Step,
     StepRow,
 )
+
+
+def banner_html(series: list[Provenance]) -> list[str]:
+    """The "not for citation" banner, from the metadata; empty when every series may be
+    cited."""
+    reasons = banner(series)
+    if not reasons:
+        return []
+    out = ['<div class="banner" id="not-for-citation" role="note">',
+           "<p><strong>Not for citation.</strong> What the metadata says about these "
+           "results:</p><ul>"]
+    for reason, hit in reasons:
+        who = ("every series" if len(hit) == len(series)
+               else ", ".join(p.label for p in hit))
+        out.append(f"<li>{e(who)}: {e(reason)}.</li>")
+    out += ["</ul></div>"]
+    return out
+
+
+def commit_link(commit: str, commit_url: str | None) -> str:
+    if not commit_url:
+        return f"<code>{e(commit[:8])}</code>"
+    return f'<a class="commit" href="{e(commit_url + commit)}"><code>{e(commit[:8])}</code></a>'
+
+
+PROVENANCE_HEADERS = ["series", "measured", "suite commit", "device", "driver", "CUDA",
+                      "torch build", "threads", "Python", "OS", "run"]
+
+
+def provenance_section(series: list[Series], commit_url: str | None) -> list[str]:
+    rows = []
+    for s in series:
+        p = s.provenance
+        build = p.torch + (f" (git {p.torch_git[:8]})" if p.torch_git else "")
+        run = ("quick" if p.quick else "full") + (", cut short" if p.complete is False else "")
+        values = [f'<span class="series" data-machine="{e(p.machine)}" data-torch='
+                  f'"{e(p.torch)}">{e(p.label)}</span>', e(p.date),
+                  ", ".join(commit_link(c, commit_url) for c in p.commits or (p.commit,)),
+                  e(p.hardware + (f" ({p.device})" if p.device != "unknown" else "")),
+                  e(p.driver or "none"),
+                  e(p.cuda + (" (the build's; unused on a CPU)" if p.cpu_only else "")
+                    if p.cuda else "none (CPU build)"), e(build),
+                  e(p.threads if p.threads is not None else "not recorded"),
+                  e(p.python or "unknown"), e(p.os or "unknown"), e(run)]
+        rows.append(f'<tr id="{e(anchor("series", p.machine, p.torch))}">'
+                    f"{cells(PROVENANCE_HEADERS, values)}</tr>")
+    return ['<section id="series">', "<h2>Series</h2>",
+            "<p>One series per machine and PyTorch build: where and how its numbers were "
+            "measured (threads: torch's intra-op threads in the benchmark processes).</p>",
+            *table("provenance", PROVENANCE_HEADERS, rows), "</section>"]
+
+
+# -- headlines ---------------------------------------------------------------------------------
+
+HEADLINE_HEADERS = ["series", "speed-up", "interval", "samples<br><small>practice / baseline"
+                    "</small>", "verdict", "medians"]
+
+
+def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
+    body = ['<section id="headlines">', "<h2>Headlines</h2>",
+            "<p>Speed-up of each practice over its baseline: baseline time / practice time "
+            "(above 1: the practice is faster). The interval is every speed-up the "
+            f"Mann-Whitney U test on the samples does not reject at {1 - alpha:.0%} (the test "
+            "<code>xferbench compare</code> runs); the verdict is that test's. Rows the test "
+            "cannot tell from 1 are grey, and the figures draw points, never a trend.</p>"]
+    for row in heads:
+        ident = anchor("headline", row.key)
+        body += [f'<section class="headline" id="{e(ident)}">',
+                 f"<h3>{e(row.title)} {self_link(ident)}</h3>"]
+        if not row.measured:
+            notes = sorted({c.value.note for c in row.cells if c.value.note})
+            body += [f'<p class="na">Not measured: {e("; ".join(notes) or "no results")}.</p>',
+                     "</section>"]
+            continue
+        body += ['<div class="figures">',
+                 *figure(headline_figure_path(row.key), row.title + ": speed-up per version"),
+                 "</div>"]
+        rows = []
+        for c in row.cells:
+            h = c.value.headline
+            ident = anchor("headline", row.key, c.series.machine, c.series.torch)
+            label = f"{self_link(ident)} {e(c.series.provenance.label)}"
+            v = c.verdict
+            if v is None:
+                rows.append(f'<tr id="{e(ident)}" class="ns">' + cells(HEADLINE_HEADERS, [
+                    label, "n/a", "", "", "not measured", e(c.value.note)]) + "</tr>")
+                continue
+            practice, base = c.value.practice, c.value.baseline
+            medians = (f"{e(h.practice_name)} {e(format_seconds(practice.value))} vs "  # type: ignore[union-attr,arg-type]
+                       f"{e(h.baseline_name)} {e(format_seconds(base.value))}")  # type: ignore[union-attr,arg-type]
+            rows.append(f'<tr id="{e(ident)}"{row_class(v)}>' + cells(HEADLINE_HEADERS, [
+                label, times(v.speedup), e(interval(v.speedup_interval, alpha, v.test)),
+                samples(v.n_b, v.n_a), verdict_cell(v), medians]) + "</tr>")
+            rows.append(f'<tr class="cite-row"><td colspan="{len(HEADLINE_HEADERS)}">'
+                        f"{cite_block(c.cites)}</td></tr>")
+        body += table("headlines", HEADLINE_HEADERS, rows)
+        body.append("</section>")
+    body.append("</section>")
+    return body
+
+
+# -- the copy table ----------------------------------------------------------------------------
+
+COPY_HEADERS = ["copy", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
+
+
+def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[str]:
+    body = ['<section id="copies">', f"<h2>Copies of {e(size)}</h2>",
+            f"<p>Every measured copy at {e(size)}, per series: {GBPS}, bytes over the "
+            "median time; the share of the PCIe link's theoretical rate where the link is "
+            "known. The newest release of each machine is open.</p>"]
+    newest = {s.machine: s.torch for s, _ in tables}
+    for s, rows in tables:
+        ident = anchor("copies", s.machine, s.torch)
+        opened = " open" if newest[s.machine] == s.torch else ""
+        body.append(f'<details class="series-block" id="{e(ident)}"{opened}><summary>'
+                    f"{e(s.provenance.label)}: {len(rows)} copies</summary>")
+        if not rows:
+            body += ['<p class="na">No copy was measured at this size.</p>', "</details>"]
+            continue
+        out = []
+        for row in rows:
+            r = row.result
+            ident = anchor("copy", s.machine, s.torch, *(str(v) for k, v in r.params
+                                                         if k != "size"))
+            what = ", ".join(str(v) for k, v in r.params if k != "size")
+            share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
+            spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
+            n = len(r.samples) if r.samples else None
+            out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
+                f"{self_link(ident)} {e(what)}", f"{r.gbps:.2f}" if r.gbps else "n/a",
+                e(format_value(r.value, r.unit)), spread, share, samples(n)]) + "</tr>")
+            out.append(f'<tr class="cite-row"><td colspan="{len(COPY_HEADERS)}">'
+                       f"{cite_block([row.cite])}</td></tr>")
+        body += table("copies", COPY_HEADERS, out)
+        body.append("</details>")
+    body.append("</section>")
+    return body
+
 
 STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",
                 "verdict"]
@@ -53,11 +190,11 @@ def _step_rows(rows: list[StepRow], alpha: float) -> list[str]:
         a = format_value(r.a.value if r.a else None, r.unit)
         b = format_value(r.b.value if r.b else None, r.unit)
         if v is None:
-            out.append('<tr class="ns">' + td(STEP_HEADERS, [
+            out.append('<tr class="ns">' + cells(STEP_HEADERS, [
                 e(r.label()), e(a), e(b), "", "", "", e(r.mark if not r.note else r.note)])
                 + "</tr>")
             continue
-        out.append(f"<tr{row_class(v)}>" + td(STEP_HEADERS, [
+        out.append(f"<tr{row_class(v)}>" + cells(STEP_HEADERS, [
             e(r.label()), e(a), e(b), times(v.ratio) + ("†" if v.ratio_outside else ""),
             e(interval(v.interval, alpha, v.test)), samples(v.n_a, v.n_b), verdict_cell(v)])
             + "</tr>")
@@ -97,8 +234,8 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
                 body += table("steps", STEP_HEADERS, _step_rows(rows, alpha))
             else:
                 body.append(f'<p class="na">No {title.lower()} beyond {threshold:.0%}.</p>')
-        failed = step.count(FAILED)
-        one_side = [r for r in step.rows if r.verdict is None and r.row.mark != FAILED]
+        failed = step.count(FAILED_IN_B)
+        one_side = [r for r in step.rows if r.verdict is None and r.row.mark != FAILED_IN_B]
         body.append(f"<details><summary>Every compared row ({len(step.compared)}); "
                     f"{failed} failed in B, {len(one_side)} measured on one side only"
                     "</summary>")
@@ -196,41 +333,3 @@ def _picker(v: BenchmarkView, ident: str) -> list[str]:
                    "</label>")
     out += ['<output class="count"></output>', "</form>"]
     return out
-
-
-def render_index(all_series: list[Series], heads: list[HeadlineRow],
-                 copies: list[tuple[Series, list[CopyRow]]], bw: list[BandwidthPanel],
-                 steps: list[Step], views: list[BenchmarkView], *, threshold: float,
-                 alpha: float, warnings: list[str], commit_url: str | None,
-                 headline_nbytes: int) -> str:
-    provs = [s.provenance for s in all_series]
-    machines = sorted({p.machine for p in provs})
-    versions = list(dict.fromkeys(p.torch for p in provs))
-    body = ["<header>", "<h1>xferbench: PyTorch device-transfer practices across versions</h1>",
-            *banner_html(provs),
-            f"<p>{len(provs)} series: PyTorch {e(', '.join(versions))} on "
-            f"{e(', '.join(machines))}. Values are medians of the recorded samples; times are "
-            f"stored in seconds; bandwidth is {GBPS}. Every number below links to the "
-            "sentence <code>xferbench cite</code> prints for it.</p>",
-            '<p class="jump"><a href="#series">series</a> <a href="#headlines">headlines</a> '
-            '<a href="#copies">copies</a> <a href="#bandwidth">bandwidth</a> '
-            '<a href="#changes">changes</a> <a href="#benchmarks">every benchmark</a></p>']
-    body += [f'<p class="warning">{e(w)}</p>' for w in warnings]
-    body.append("</header>")
-    body += provenance_section(all_series, commit_url)
-    body += headline_section(heads, alpha)
-    body += copy_section(copies, size_label(headline_nbytes))
-    body += bandwidth_section(bw)
-    body += changes_section(steps, threshold, alpha)
-    body += benchmark_section(views, alpha)
-    return page("xferbench results", body, scripts=["site.js"])
-
-
-def render_asv_page(series: list[Provenance]) -> str:
-    body = ["<h1>asv data</h1>", *banner_html(series),
-            "<p>What <code>asv publish</code> wrote (raw files under <code>asv/</code>), read by "
-            "this page without any library: one column per series, the value at its newest "
-            "commit. asv's own dashboard is not shipped: it loads its scripts from CDNs.</p>",
-            '<p><label>benchmark <select id="benchmark"></select></label></p>',
-            '<div id="asv-view"><p>loading…</p></div>']
-    return page("xferbench: asv data", body, scripts=["asv-data.js", "asv.js"])

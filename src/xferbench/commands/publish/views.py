@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...citation import Citation, citation
-from ...comparison import BETTER, FAILED, WORSE, Row, compare_results
+from ...comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
 from ...headline import HEADLINES, HeadlineValue, headlines
 from ...outcomes import Gap, gaps, unmeasured
 from ...practices import HEADLINE_NBYTES
@@ -100,12 +100,12 @@ def copy_table(rs: ResultSet, s: Series) -> list[CopyRow]:
     order = param_order(rs, BANDWIDTH_BENCHMARK)
     found = [r for r in s.results.find(BANDWIDTH_BENCHMARK, size=size) if r.ok]
     found.sort(key=lambda r: [order.get((k, str(v)), 99) for k, v in r.params])
-    peak = rs.metadata_for(found[0]).get("pcie_theoretical_bytes_per_s") if found else None
+    meta = rs.metadata_for(found[0]) if found else None
     rows = []
     for r in found:
         share = None
-        if peak and r.gbps is not None and r.param_dict.get("direction") != "d2d":
-            share = r.gbps * 1e9 / float(peak)
+        if meta and r.param_dict.get("direction") != "d2d":
+            share = meta.share_of_link(r.gbps)
         rows.append(CopyRow(r, share, cite_of(rs, r)))
     return rows
 
@@ -170,7 +170,7 @@ def param_order(rs: ResultSet, benchmark: str) -> dict[tuple[str, str], int]:
 
 def peak_gbps(rs: ResultSet, s: Series) -> float | None:
     for r in s.results:
-        peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
+        peak = rs.metadata_for(r).pcie_theoretical_bytes_per_s
         if peak:
             return float(peak) / 1e9
     return None
@@ -199,7 +199,7 @@ class Step:
 
     @property
     def regressions(self) -> list[StepRow]:
-        return self.marked(WORSE, FAILED)
+        return self.marked(WORSE, FAILED_IN_B)
 
     @property
     def improvements(self) -> list[StepRow]:
