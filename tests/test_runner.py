@@ -223,11 +223,14 @@ def test_an_unfinished_asv_call_leaves_the_results_file_as_it_was(tmp_path):
     backup = protected.backup_path(str(path))
     protected.protect(str(path), backup)
     path.write_text('{"results": {"x": null}}')  # what the interrupted call saved
-    protected.discard(str(path), backup)
+    protected.discard(str(path), backup, existed=True)
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
+    # a second discard (the reaper put the file back already) leaves it as it is
+    protected.discard(str(path), backup, existed=True)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     fresh = tmp_path / "new.json"  # a file the interrupted call created: no trace left
     fresh.write_text("{}")
-    protected.discard(str(fresh), protected.backup_path(str(fresh)))
+    protected.discard(str(fresh), protected.backup_path(str(fresh)), existed=False)
     assert not fresh.exists()
 
 
@@ -240,6 +243,19 @@ def test_a_protected_call_that_raises_leaves_the_file_as_it_was(tmp_path):
             raise KeyboardInterrupt
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     assert not os.path.exists(protected.backup_path(str(path)))
+
+
+def test_a_protected_call_stopped_after_the_reaper_put_the_file_back_keeps_it(tmp_path):
+    """asv slow to stop: the run terminates the reaper, which restores the file from its
+    backup (the backup is gone), then the run's own discard must not remove the file."""
+    path = tmp_path / "r.json"
+    path.write_text('{"results": {"x": 1}}')
+    with pytest.raises(KeyboardInterrupt):
+        with protected.protected(str(path)):
+            path.write_text('{"results": {"x": null}}')
+            protected.discard(str(path), protected.backup_path(str(path)), existed=True)
+            raise KeyboardInterrupt
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
 
 
 def test_a_protected_call_keeps_what_asv_saved_unless_told_to_discard_it(tmp_path):

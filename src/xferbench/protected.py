@@ -35,13 +35,15 @@ def protect(path: str, backup: str) -> None:
         shutil.copy2(path, backup)
 
 
-def discard(path: str, backup: str) -> None:
+def discard(path: str, backup: str, *, existed: bool) -> None:
     """Put the results file back as it was before an asv call that did not finish (an
     interrupt, a kill, a class run by another interpreter): from its backup, or, where there
-    was none, no file at all. Whatever that call saved was a class cut short."""
+    was no file before the call (``existed`` False), no file at all. Whatever that call saved
+    was a class cut short. A file that existed and has no backup any more was put back
+    already (by the reaper, when this process stopped it): it is left as it is."""
     if os.path.exists(backup):
         os.replace(backup, path)
-    elif os.path.exists(path):
+    elif not existed and os.path.exists(path):
         os.remove(path)
 
 
@@ -68,7 +70,7 @@ class ProtectedCall:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.before = digest(path)
+        self.before = digest(path)  # None: there was no file before the call
         self.discarded = False
 
     def discard(self) -> None:
@@ -97,7 +99,7 @@ def protected(path: str) -> Iterator[ProtectedCall]:
         # an interrupted call may still have saved (asv marks a class whose process died as
         # failed, then saves): the file goes back as it was before the call
         if call.discarded or not finished:
-            discard(path, backup)
+            discard(path, backup, existed=call.before is not None)
         settle(path, backup)
 
 

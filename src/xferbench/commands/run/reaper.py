@@ -103,6 +103,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # asv has it already, from the terminal
     if os.getppid() != parent:  # xferbench run died before we could watch it
         return 1
+    existed = os.path.exists(results_file)  # before asv starts: as the call found it
     child = subprocess.Popen(cmd, preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                    signal.SIG_DFL))
 
@@ -118,11 +119,11 @@ def main(argv: list[str]) -> int:
         except subprocess.TimeoutExpired:
             if orphaned:  # the class in progress never finished: it leaves no trace
                 kill_below(os.getpid(), grace_s=0.5)
-                discard(results_file, backup_path(results_file))
+                discard(results_file, backup_path(results_file), existed=existed)
                 return 137
     kill_below(os.getpid())  # what asv left behind: its fork server, a stuck benchmark
     if orphaned:
-        discard(results_file, backup_path(results_file))
+        discard(results_file, backup_path(results_file), existed=existed)
     return code
 
 
