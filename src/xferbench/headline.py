@@ -255,6 +255,16 @@ def hazard_table(rs: ResultSet) -> list[str]:
     return out
 
 
+def series_tables(rs: ResultSet) -> list[str]:
+    """The copy table, the headlines and the hazards of one series, a blank line between:
+    what ``xferbench run`` prints at its end and this module's command line for each series."""
+    blocks = (format_copy_rows(copy_rows(rs)), format_headlines(headlines(rs)), hazard_table(rs))
+    out: list[str] = []
+    for block in blocks:
+        out += ["", "\n".join(block)]  # an empty block is an empty line
+    return out[1:]
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
     args = sys.argv[1:] if argv is None else argv
@@ -267,11 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         for torch_version in rs.filter(machine=machine).torch_versions():
             series = rs.filter(machine=machine, torch=torch_version)
             print(f"#### {machine}, torch {torch_version}\n")
-            print("\n".join(format_copy_rows(copy_rows(series))))
-            print()
-            print("\n".join(format_headlines(headlines(series))))
-            print()
-            print("\n".join(hazard_table(series)))
+            print("\n".join(series_tables(series)))
             print()
     return ExitCode.OK
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from .metadata import MachineMetadata
 from .results import Result, ResultSet, version_key
+from .runrecords import ISO_FORMAT
 
 QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
@@ -89,7 +90,7 @@ class Provenance:
 
 def _iso_ms(text: Any) -> int | None:
     try:
-        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")) * 1000
+        return calendar.timegm(time.strptime(str(text), ISO_FORMAT)) * 1000
     except (ValueError, OverflowError):
         return None
 

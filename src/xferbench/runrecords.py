@@ -17,9 +17,12 @@ FAILED = "failed"
 MEASURED = "measured"
 
 
+#: How a run record writes its times: ISO 8601, UTC, to the second.
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def iso_now() -> str:
-    """Now, as a run record writes its times: ISO 8601, UTC, to the second."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(ISO_FORMAT, time.gmtime())
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -63,9 +63,9 @@ FILL_VALUE = 3.14159
 #: alone would take hundreds of MB and seconds to build, which no one does to move data.
 TENSOR_LIST_MAX_NBYTES = 4 * MiB
 
-#: The budget the asv benchmarks use: each combination runs in its own process, so a short
-#: run per combination keeps a GPU check within minutes; measure() still stops early once
-#: the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
+#: The budget the asv benchmarks use: a class measures its whole grid in one process, so a
+#: short run per combination keeps a GPU check within minutes; measure() still stops early
+#: once the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
 BENCH_BUDGET = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)
 
 #: The short default grid: a latency-bound size and the headline size.

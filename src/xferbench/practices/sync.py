@@ -48,9 +48,9 @@ DEFAULT_BATCH = 256
 DEFAULT_WIDTH = 256
 FULL_WIDTHS = (256, 1024, 2048)
 
-#: The budget the asv benchmarks use: each combination runs in its own process, so a short
-#: run per combination keeps a GPU check within minutes; measure() still stops early once
-#: the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
+#: The budget the asv benchmarks use: a class measures its whole grid in one process, so a
+#: short run per combination keeps a GPU check within minutes; measure() still stops early
+#: once the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
 BENCH_BUDGET = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)
 
 #: The message torch emits per synchronising call under set_sync_debug_mode("warn")

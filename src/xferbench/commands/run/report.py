@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ExitCode
-from ...headline import copy_rows, format_copy_rows, format_headlines, hazard_table, headlines
+from ...headline import headlines, series_tables
 from ...results import ResultSet, load
 from ...runrecords import FAILED, Outcome
 from ...sidecar import metadata_path
@@ -73,9 +73,7 @@ class RunReport:
         if plan.options.sweep == "smoke":
             lines.append("smoke sweep: every branch ran at one size; it quotes no headline")
         else:
-            for block in (format_copy_rows(copy_rows(rs)), format_headlines(headlines(rs)),
-                          hazard_table(rs)):
-                lines += ["", "\n".join(block)]  # an empty block is an empty line
+            lines += ["", *series_tables(rs)]
         if plan.meta.emulated:
             lines.append("the device is emulated: these times are host threads', not measurements")
         results = "" if plan.options.results_dir == os.path.abspath("results") else \
