@@ -37,7 +37,9 @@ from asv_runner.benchmarks.mark import skip_for_params
 
 from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
+from xferbench.practices import quick
 from xferbench.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
+from xferbench.spec import DEFAULT_SPEC, MeasureSpec
 
 #: A combination that takes longer than this (seconds) is recorded as failed; the class goes on.
 COMBINATION_TIMEOUT_S = 150
@@ -112,6 +114,15 @@ def _probe() -> tuple[str, Capabilities]:
 
 #: The device every benchmark runs on (XFERBENCH_DEVICE, default "auto") and what it can do.
 DEVICE, CAPS = _probe()
+#: Quick mode (`xferbench run --quick`), resolved once for this process at its edge: every
+#: benchmark hands its practice ``spec(...)``, and nothing below reads the environment for it.
+QUICK = quick()
+
+
+def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
+    """``base`` as this process measures it: scaled down in quick mode."""
+    return base.for_quick() if QUICK else base
+
 
 
 def skipped(params: Sequence[Sequence[Any]], reason: Callable[..., str | None]) -> list[tuple]:

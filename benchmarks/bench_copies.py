@@ -1,6 +1,6 @@
 """Host<->device copies: pageable vs pinned vs pin-then-copy, blocking vs non_blocking."""
 
-from xferbench.practices import Budget, headline_nbytes, sizes
+from xferbench.practices import headline_nbytes, sizes
 from xferbench.practices.copies import (
     DIRECTIONS,
     HOST_MEMORY,
@@ -17,7 +17,7 @@ from xferbench.practices.copies import (
 )
 from xferbench.units import parse_size, size_label
 
-from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when
+from ._asv import CAPS, DEFAULT_SPEC, DEVICE, Grid, grid_timeout, measured, skip_when, spec
 
 SIZES = [size_label(n) for n in sizes()]
 HEADLINE = [size_label(headline_nbytes())]
@@ -56,13 +56,13 @@ class Copy(Grid):
         return self.measure_grid()
 
     # a device measurement per combination and a host one at the headline size
-    setup_cache.timeout = grid_timeout(params, _copy_reason, 2 * Budget().max_time_s)
+    setup_cache.timeout = grid_timeout(params, _copy_reason, 2 * DEFAULT_SPEC.max_time_s)
 
     def measure(self, direction, host_memory, sync, layout, size):
         case = CopyCase(direction, host_memory, sync, layout, parse_size(size))
-        values = {"track_device_s": measured(run_copy(case, DEVICE))}
+        values = {"track_device_s": measured(run_copy(case, DEVICE, spec()))}
         if not _host_reason(direction, host_memory, sync, layout, size):
-            host = run_copy(case, DEVICE, clock="completion_s")
+            host = run_copy(case, DEVICE, spec(), clock="completion_s")
             values["track_completion_s"] = measured(host, "completion_s")
             if host.enqueue_s:
                 values["track_enqueue_s"] = measured(host, "enqueue_s")
@@ -95,10 +95,10 @@ class PinMemory(Grid):
     def setup_cache(self):
         return self.measure_grid()
 
-    setup_cache.timeout = grid_timeout(params, _pin_reason, Budget().max_time_s)
+    setup_cache.timeout = grid_timeout(params, _pin_reason, DEFAULT_SPEC.max_time_s)
 
     def measure(self, size):
-        return {"track_host_s": measured(run_pin_memory(parse_size(size), DEVICE))}
+        return {"track_host_s": measured(run_pin_memory(parse_size(size), DEVICE, spec()))}
 
     @skip_when(params, _pin_reason)
     def track_host_s(self, cache, size):
@@ -121,10 +121,11 @@ class Overlap(Grid):
         return self.measure_grid()
 
     # four measurements and up to three resizings of the matmul chain per combination
-    setup_cache.timeout = grid_timeout(params, _overlap_reason, 7 * Budget().max_time_s)
+    setup_cache.timeout = grid_timeout(params, _overlap_reason, 7 * DEFAULT_SPEC.max_time_s)
 
     def measure(self, host_memory, size):
-        result = run_overlap(host_memory, parse_size(size), DEVICE, matmul_n=overlap_matmul_n())
+        result = run_overlap(host_memory, parse_size(size), DEVICE, spec(),
+                             matmul_n=overlap_matmul_n())
         return {"track_serialised_fraction": 1.0 - result.overlap}
 
     @skip_when(params, _overlap_reason)

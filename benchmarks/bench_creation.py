@@ -1,8 +1,7 @@
 """Tensor creation: device=dev vs .to(dev) vs .to(dev, non_blocking), and masks in forward."""
 
-from xferbench.practices import headline_nbytes
+from xferbench.practices import BENCH_SPEC, headline_nbytes
 from xferbench.practices.creation import (
-    BENCH_BUDGET,
     FACTORIES,
     MEMORY_FACTORIES,
     MEMORY_VARIANTS,
@@ -22,7 +21,7 @@ from xferbench.practices.memory import (
 )
 from xferbench.units import parse_size, size_label
 
-from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when
+from ._asv import CAPS, DEVICE, Grid, grid_timeout, measured, skip_when, spec
 
 SIZES = [size_label(n) for n in creation_sizes()]
 HEADLINE = size_label(headline_nbytes())  # memory is measured at this size alone
@@ -64,11 +63,11 @@ class Creation(Grid):
     def setup_cache(self):
         return self.measure_grid()
 
-    setup_cache.timeout = grid_timeout(params, _creation_reason, BENCH_BUDGET.max_time_s + 1)
+    setup_cache.timeout = grid_timeout(params, _creation_reason, BENCH_SPEC.max_time_s + 1)
 
     def measure(self, factory, variant, size):
         case = _case(factory, variant, size)
-        m = run_creation(case, DEVICE, BENCH_BUDGET)
+        m = run_creation(case, DEVICE, spec(BENCH_SPEC))
         values = {"track_ready_s": measured(m, READY_CLOCK)}
         if not _host_peak_reason(factory, variant, size):
             values["track_host_peak_bytes"] = host_peak_bytes(case, DEVICE)
@@ -108,10 +107,10 @@ class CreatedInForward(Grid):
     def setup_cache(self):
         return self.measure_grid()
 
-    setup_cache.timeout = grid_timeout(params, _runs, BENCH_BUDGET.max_time_s)
+    setup_cache.timeout = grid_timeout(params, _runs, BENCH_SPEC.max_time_s)
 
     def measure(self, mode, seq):
-        m = run_forward(ForwardCase(mode, int(seq)), DEVICE, BENCH_BUDGET)
+        m = run_forward(ForwardCase(mode, int(seq)), DEVICE, spec(BENCH_SPEC))
         return {"track_forward_s": measured(m, READY_CLOCK)}
 
     def track_forward_s(self, cache, mode, seq):

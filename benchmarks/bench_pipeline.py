@@ -1,8 +1,8 @@
 """The whole input pipeline: DataLoader pin_memory x workers x how the batch moves, per model
 size and precision; and model.to(device) once vs every step."""
 
+from xferbench.practices import BENCH_SPEC
 from xferbench.practices.pipeline import (
-    BENCH_BUDGET,
     HOST_MEMORY,
     MODEL_SIZES,
     MOVES,
@@ -15,7 +15,7 @@ from xferbench.practices.pipeline import (
     starvation_skip_reason,
 )
 
-from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when
+from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when, spec
 
 #: Where model.to(device) every step is compared with the model moved once: the plain loop.
 MODEL_TO = {"host_memory": "pageable", "workers": "0", "move": "blocking", "compile": "eager"}
@@ -62,11 +62,11 @@ class Pipeline(Grid):
         return self.measure_grid()
 
     # timed calls, the starvation calls, and the model.to calls where they are measured
-    setup_cache.timeout = grid_timeout(params, _reason, 3 * BENCH_BUDGET.max_time_s + 5)
+    setup_cache.timeout = grid_timeout(params, _reason, 3 * BENCH_SPEC.max_time_s + 5)
 
     def measure(self, *combo):
         case = _case(*combo)
-        result = run_pipeline(case, DEVICE, BENCH_BUDGET,
+        result = run_pipeline(case, DEVICE, spec(BENCH_SPEC),
                               model_to=not _model_to_reason(*combo),
                               starvation=not _starvation_reason(*combo))
         n = result.measurement.calls_per_sample

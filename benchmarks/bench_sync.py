@@ -1,7 +1,7 @@
 """Hidden synchronisation: a training loop reading its loss every batch vs once per epoch."""
 
+from xferbench.practices import BENCH_SPEC
 from xferbench.practices.sync import (
-    BENCH_BUDGET,
     LoopCase,
     loop_widths,
     run_loop,
@@ -10,7 +10,7 @@ from xferbench.practices.sync import (
 )
 from xferbench.practices.sync_reads import READS
 
-from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when
+from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when, spec
 
 WIDTHS = [str(w) for w in loop_widths()]
 
@@ -35,11 +35,11 @@ class Loop(Grid):
     def setup_cache(self):
         return self.measure_grid()
 
-    setup_cache.timeout = grid_timeout(params, _runs, BENCH_BUDGET.max_time_s + 1)
+    setup_cache.timeout = grid_timeout(params, _runs, BENCH_SPEC.max_time_s + 1)
 
     def measure(self, read, width):
         case = LoopCase(read, width=int(width))
-        result = run_loop(case, DEVICE, BENCH_BUDGET)
+        result = run_loop(case, DEVICE, spec(BENCH_SPEC))
         values = {"track_step_s": asv_samples(result.step_samples,
                                               result.measurement.calls_per_sample)}
         if not _count_reason(read, width):

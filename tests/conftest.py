@@ -29,7 +29,7 @@ from manyversions import write_many_versions
 
 from xferbench.cli import main
 from xferbench.devices import Capabilities, Device, capabilities, is_emulated, resolve_device
-from xferbench.practices import Budget
+from xferbench.spec import MeasureSpec
 
 #: The checkout's root: ``benchmarks/`` and ``src/`` live here.
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -156,9 +156,9 @@ def mps_caps() -> Capabilities:
 
 
 @pytest.fixture
-def small_budget() -> Budget:
-    """A budget that keeps a measured workload to about a tenth of a second."""
-    return Budget(warmup_s=0.01, min_time_s=0.02, max_time_s=0.1)
+def small_budget() -> MeasureSpec:
+    """A spec whose budgets keep a measured workload to about a tenth of a second."""
+    return MeasureSpec(warmup_s=0.01, min_time_s=0.02, max_time_s=0.1)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from xferbench.practices import (
     DEFAULT_SIZES,
     FULL_SIZES,
     HEADLINE_NBYTES,
-    Budget,
     VerificationError,
     headline_nbytes,
     sizes,
@@ -40,6 +39,7 @@ from xferbench.practices.copies import (
     run_overlap,
     run_pin_memory,
 )
+from xferbench.spec import MeasureSpec
 from xferbench.units import GiB, KiB, MiB, parse_size, size_label
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -535,8 +535,8 @@ def _overlap(host_memory, device, nbytes=64 * MiB, matmul_n=1024):
     caps = capabilities(device)
     if overlap_skip_reason(host_memory, caps):
         pytest.skip(overlap_skip_reason(host_memory, caps))
-    budget = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.3)
-    result = run_overlap(host_memory, nbytes, device, budget, matmul_n=matmul_n)
+    spec = MeasureSpec(warmup_s=0.02, min_time_s=0.05, max_time_s=0.3)
+    result = run_overlap(host_memory, nbytes, device, spec, matmul_n=matmul_n)
     print(f"overlap {host_memory} {size_label(nbytes)}: copy {result.copy.median * 1e3:.3f} ms, "
           f"{result.matmuls} matmuls {result.compute.median * 1e3:.3f} ms, both "
           f"{result.both.median * 1e3:.3f} ms: overlap {result.overlap:.2f}")

@@ -162,7 +162,7 @@ def test_device_peak_skipped_on_cpu(cpu_caps, gpu_caps):
 
 
 def test_headline_comparison_on_cpu(small_budget):
-    result = compare_creation("cpu", nbytes=SMALL, budget=small_budget)
+    result = compare_creation("cpu", nbytes=SMALL, spec=small_budget)
     assert result.factory == "zeros"
     assert result.on_device_s > 0 and result.copied_s > 0
     assert result.ratio == pytest.approx(result.copied_s / result.on_device_s)
@@ -199,7 +199,7 @@ def test_on_accelerator_every_variant_verifies(gpu_device, small_budget):
         for variant in ("on_device", "to", "to_non_blocking"):
             m = run_creation(CreationCase(factory, variant, 1 * MiB), gpu_device, small_budget)
             assert m.device == gpu_device.name and m.stats(READY_CLOCK).median > 0
-    result = compare_creation(gpu_device, nbytes=4 * MiB, budget=small_budget)
+    result = compare_creation(gpu_device, nbytes=4 * MiB, spec=small_budget)
     assert result.on_device_s > 0 and result.copied_s > 0
     made = device_peak_bytes(CreationCase("zeros", "to", HEADLINE_NBYTES), gpu_device)
     assert made >= HEADLINE_NBYTES
@@ -208,7 +208,7 @@ def test_on_accelerator_every_variant_verifies(gpu_device, small_budget):
 @pytest.mark.gpu
 @pytest.mark.timing
 def test_on_accelerator_copying_costs_more_than_creating(gpu_device, small_budget):
-    result = compare_creation(gpu_device, budget=small_budget)
+    result = compare_creation(gpu_device, spec=small_budget)
     assert result.ratio > 1  # a 64 MiB copy from pageable memory costs more than a memset
 
 

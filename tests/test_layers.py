@@ -18,8 +18,9 @@ BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
 LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
 #: Every top-level module and package, by layer (a new one goes into its layer's tuple).
 LAYERS = {
-    BASE: ("errors", "units", "version"),
-    CORE: ("devices", "device_memory", "stream_hold", "timing", "measurement", "metadata"),
+    BASE: ("errors", "flags", "units", "version"),
+    CORE: ("devices", "device_memory", "stream_hold", "timing", "measurement", "metadata",
+           "spec", "telemetry", "event_batches"),
     PRACTICES: ("practices",),
     RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
               "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",

@@ -18,6 +18,7 @@ from xferbench.measurement import (
     format_seconds,
     quantile,
 )
+from xferbench.spec import MeasureSpec
 
 
 def test_stats_of_one_to_five_gives_textbook_values():
@@ -72,7 +73,13 @@ def _m(**kw):
                 device_s=(1e-3, 1e-3, 1e-3, 1e-3, 1e-3),
                 enqueue_s=(1e-5, 1e-5, 1e-5, 1e-5, 1e-5), nbytes=2_000_000)
     base.update(kw)
-    return Measurement(**base)
+    return with_spec(**base)
+
+
+def with_spec(**kw):
+    """A Measurement whose spec fields (nbytes, clock, label, target_iqr) are given flat."""
+    spec = {k: kw.pop(k) for k in ("nbytes", "clock", "label", "target_iqr") if k in kw}
+    return Measurement(**kw, spec=MeasureSpec(**spec))
 
 
 def test_primary_clock_is_device_time_where_it_exists():
@@ -120,9 +127,10 @@ def test_few_samples_warn():
 
 
 def test_stopping_noisy_at_max_time_warns_but_stopping_quiet_does_not():
-    noisy = (1.0, 1.1, 1.2, 1.1, 1.0, 1.05)  # CV about 7.5%
-    m = Measurement(device="cpu", completion_s=noisy, stop="max_time_s", target_cv=0.02)
-    assert any(w.startswith("stopped at max_time_s with CV 7.") for w in m.warnings)
+    noisy = (1.0, 1.1, 1.2, 1.1, 1.0, 1.05)  # IQR 0.0875 over a median of 1.075: 8.1%
+    m = with_spec(device="cpu", completion_s=noisy, stop="max_time_s", target_iqr=0.02)
+    assert any(w.startswith("stopped at max_time_s with IQR 8.1% of the median (target 2.0%)")
+               for w in m.warnings)
     quiet = Measurement(device="cpu", completion_s=(1.0,) * 6, stop="max_time_s")
     assert quiet.warnings == ()
 
@@ -134,7 +142,7 @@ def test_measurement_is_frozen():
 
 def test_dict_round_trip_through_json_keeps_every_field():
     m = _m(calls_per_sample=10, warmup_s=0.05, total_s=1.5, stop="max_time_s",
-           target_cv=0.01, label="h2d pinned non_blocking one 64MiB", extra={"k": [1, 2]})
+           target_iqr=0.01, label="h2d pinned non_blocking one 64MiB", extra={"k": [1, 2]})
     data = json.loads(json.dumps(m.to_dict()))
     assert data["schema_version"] == SCHEMA_VERSION
     back = Measurement.from_dict(data)
@@ -187,8 +195,8 @@ def test_format_seconds_picks_the_readable_unit(seconds, text):
 
 
 def test_summary_names_median_spread_gbps_and_warnings():
-    m = Measurement(device="cpu", completion_s=(1e-3, 1e-3, 2e-3), nbytes=1_000_000,
-                    label="h2d pageable blocking one 1MiB")
+    m = with_spec(device="cpu", completion_s=(1e-3, 1e-3, 2e-3), nbytes=1_000_000,
+                  label="h2d pageable blocking one 1MiB")
     text = m.summary()
     first, *rest = text.splitlines()
     assert first.startswith("h2d pageable blocking one 1MiB on cpu: median 1 ms")

@@ -15,6 +15,7 @@ import pytest
 from xferbench.devices import is_emulated
 from xferbench.measurement import Measurement
 from xferbench.pytest_plugin import result_info
+from xferbench.spec import MeasureSpec
 
 pytest_plugins = ["pytester"]
 
@@ -276,7 +277,9 @@ def _measurement(**kw) -> Measurement:
     base = dict(device="cuda:0", completion_s=(3e-3, 3e-3, 3e-3),
                 device_s=(1e-3, 2e-3, 2e-3), enqueue_s=(1e-5, 1e-5, 1e-5), nbytes=2 * 10**6,
                 extra={"stream_hold": True})
-    return Measurement(**{**base, **kw})
+    kw = {**base, **kw}
+    spec = {k: kw.pop(k) for k in ("nbytes", "clock", "label") if k in kw}
+    return Measurement(**kw, spec=MeasureSpec(**spec))
 
 
 def test_accelerator_result_reads_device_events_and_keeps_every_clocks_median():

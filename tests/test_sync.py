@@ -148,7 +148,7 @@ def test_widths_default_and_full(monkeypatch):
 
 
 def test_headline_comparison_on_cpu(small_budget):
-    result = compare_sync("cpu", width=16, budget=small_budget)
+    result = compare_sync("cpu", width=16, spec=small_budget)
     assert result.per_batch.case.read == PER_BATCH and result.per_epoch.case.read == PER_EPOCH
     assert result.per_batch.syncs_per_step is None  # not countable on the CPU
     assert result.ratio == pytest.approx(result.per_epoch.steps_per_s

@@ -10,13 +10,12 @@ import pytest
 from xferbench import XferbenchError
 from xferbench.devices import capabilities
 from xferbench.measurement import Measurement, Stats
+from xferbench.spec import QUICK_SCALE, MeasureSpec
 from xferbench.stream_hold import can_hold_stream
 from xferbench.timing import (
     MAX_TIMER_OVERHEAD,
-    QUICK_SCALE,
     calibrate_block,
     measure,
-    quick_mode,
     timer_overhead_s,
 )
 from xferbench.units import format_seconds
@@ -159,18 +158,18 @@ def test_measure_reports_seconds_per_call_of_a_busy_wait(seconds, no_quick):
     assert m.primary_clock == "completion_s"
 
 
-def test_measure_stops_at_target_cv_once_min_time_and_samples_are_reached(no_quick):
+def test_measure_stops_at_target_iqr_once_min_time_and_samples_are_reached(no_quick):
     # a target every run meets (a CV cannot exceed sqrt(n)): this tests when sampling stops
     m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.05, max_time_s=1.0,
-                target_cv=1e3, min_samples=10)
-    assert m.stop == "target_cv"
+                target_iqr=1e3, min_samples=10)
+    assert m.stop == "target_iqr"
     assert len(m.completion_s) >= 10
     assert 0.05 <= m.total_s < 0.05 + 0.1
 
 
 def test_measure_stops_at_max_time_when_the_target_is_unreachable(no_quick):
     m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.05, max_time_s=0.15,
-                target_cv=1e-12)
+                target_iqr=1e-12)
     assert m.stop == "max_time_s"
     assert 0.15 <= m.total_s < 0.15 + 0.05
 
@@ -183,19 +182,20 @@ def test_measure_carries_label_bytes_and_warmup(no_quick):
     assert m.gbps == pytest.approx(4096 / m.median / 1e9)
 
 
-def test_quick_mode_scales_the_budget_down(monkeypatch):
-    monkeypatch.setenv("XFERBENCH_QUICK", "1")
-    assert quick_mode()
-    m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.5, max_time_s=0.5,
-                target_cv=1e-12)
-    assert m.stop == "max_time_s"
+def test_a_quick_spec_scales_the_budget_down():
+    spec = MeasureSpec(warmup_s=0.0, min_time_s=0.5, max_time_s=0.5, target_iqr=1e-12)
+    m = measure(_busy(200e-6), spec.for_quick(), device="cpu")
+    assert m.stop == "max_time_s" and m.spec.quick
     assert m.total_s < 0.5 * QUICK_SCALE + 0.05
 
 
-@pytest.mark.parametrize("value", ["", "0"])
-def test_quick_mode_is_off_for_empty_or_zero(monkeypatch, value):
-    monkeypatch.setenv("XFERBENCH_QUICK", value)
-    assert not quick_mode()
+def test_measure_reads_no_quick_mode_from_the_environment(monkeypatch):
+    """Quick mode is resolved at the edge (a benchmark process, the plugin), once: measure()
+    itself times what its spec says whatever XFERBENCH_QUICK holds."""
+    monkeypatch.setenv("XFERBENCH_QUICK", "1")
+    m = measure(_busy(200e-6), device="cpu", warmup_s=0.0, min_time_s=0.2, max_time_s=0.2,
+                target_iqr=1e-12)
+    assert m.total_s >= 0.2 and not m.spec.quick
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_quick_mode_is_off_for_empty_or_zero(monkeypatch, value):
         ({"min_time_s": 0.0}, "not a budget"),
         ({"min_time_s": 2.0, "max_time_s": 1.0}, "not a budget"),
         ({"warmup_s": -1.0}, "warmup_s must be >= 0"),
-        ({"target_cv": 0.0}, "target_cv > 0"),
+        ({"target_iqr": 0.0}, "target_iqr > 0"),
         ({"device": "tpu"}, "device 'tpu' is not a device type"),
     ],
 )
@@ -224,7 +224,7 @@ def _mm_measured(device, budget, n=2048):
 
     a = torch.randn(n, n, device=device.torch())
     out = torch.empty_like(a)
-    m = measure(lambda: torch.mm(a, a, out=out), device=device, label="mm", **budget.kwargs())
+    m = measure(lambda: torch.mm(a, a, out=out), budget, device=device, label="mm")
     return m, a, out
 
 
@@ -266,7 +266,7 @@ def _pinned_h2d_measured(device, budget):
     tdev = device.torch()
     landed = []
     m = measure(lambda: landed.__setitem__(slice(None), [src.to(tdev, non_blocking=True)]),
-                device=device, nbytes=nbytes, **budget.kwargs())
+                budget, device=device, nbytes=nbytes)
     return m, src, landed[0]
 
 
@@ -328,7 +328,7 @@ def _launch_bound_measured(device, budget):
         for x in xs:
             x.add_(1)
 
-    return measure(add, device=device, **budget.kwargs()), xs, len(calls)
+    return measure(add, budget, device=device), xs, len(calls)
 
 
 @pytest.mark.gpu

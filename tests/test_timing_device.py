@@ -1,7 +1,10 @@
-"""measure()'s accelerator path, run on the CPU against a scripted device layer: the stream
-hold is checked every batch (redone after recalibrating when the spin ended early, counted
-when it never held), no event batch for figures read on the host, and no hold for calls that
-wait for the device themselves. The real device layer is exercised by the gpu tests."""
+"""measure()'s accelerator path, run on the CPU against a scripted device layer: every held
+batch is checked (redone after recalibrating when the spin ran short, made smaller when the
+host took longer than the hold, never held longer), a call that cannot be held even alone is
+read on the completion clock and says so, the launch queue bounds the calls behind one hold,
+short calls are timed as batches, batches taken on a slowed device are discarded and counted,
+no event batch runs for figures read on the host, and no hold for calls that wait for the
+device themselves. The real device layer is exercised by the gpu tests (and on tests/emu)."""
 
 from __future__ import annotations
 
@@ -9,23 +12,45 @@ import time
 
 import pytest
 
+from xferbench import event_batches as eb
 from xferbench import timing
 from xferbench.devices import Device
+from xferbench.telemetry import ClockState
 
 CUDA = Device("cuda", 0)
 
 
+class FakeClock:
+    """A scripted telemetry reader: ``states`` consumed per read, the last one repeated."""
+
+    def __init__(self, states: list[ClockState | None]) -> None:
+        self.states = list(states)
+        self.source = object() if states else None
+        self.why_not = "scripted: no telemetry"
+        self.reads = 0
+
+    def read(self) -> ClockState | None:
+        self.reads += 1
+        return self.states.pop(0) if len(self.states) > 1 else (self.states or [None])[0]
+
+
 class FakeDevice:
     """What measure() asks of the device layer, with a scripted answer to 'did the spin that
-    held the stream end before the batch was queued?' (the guard event's query())."""
+    held the stream end before the batch was queued?' (the guard event's query()), and
+    device times of ``call_s`` per call where given."""
 
-    def __init__(self, early: list[bool], can_hold: bool = True) -> None:
+    def __init__(self, early: list[bool], can_hold: bool = True, call_s: float | None = None,
+                 clock: list[ClockState | None] | None = None) -> None:
         self.early = list(early)  # consumed per held batch; False once empty
         self.can_hold = can_hold
+        self.call_s = call_s
+        self.clock = FakeClock(clock or [])
         self.holds: list[float] = []
         self.calibrations = 0
         self.records = 0
         self.pending_hold = 0.0  # seconds a call queued now would wait (a self-waiting call)
+        self.device_now = 0.0  # the scripted device clock, advanced one call per event pair
+        self.parity = 0
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeDevice:
         fake = self
@@ -33,17 +58,23 @@ class FakeDevice:
         class Event:
             def __init__(self, timing_flag: bool = True) -> None:
                 self.t = 0.0
-                self.is_guard = not timing_flag
+                self.timing = timing_flag
 
             def record(self, stream=None) -> None:
-                self.t = time.perf_counter()
                 fake.records += 1
+                if fake.call_s is None:
+                    self.t = time.perf_counter()
+                elif self.timing:  # starts and ends alternate: an end is one call later
+                    fake.parity ^= 1
+                    if not fake.parity:
+                        fake.device_now += fake.call_s
+                    self.t = fake.device_now
 
             def query(self) -> bool:
                 return fake.early.pop(0) if fake.early else False
 
             def elapsed_time(self, end) -> float:
-                return max(end.t - self.t, 1e-6) * 1e3
+                return max(end.t - self.t, 1e-9) * 1e3
 
         def hold_stream(dev, seconds):
             if seconds <= 0 or not fake.can_hold:
@@ -59,48 +90,127 @@ class FakeDevice:
             fake.calibrations += 1
             return 1e9
 
-        monkeypatch.setattr(timing, "new_event", lambda dev, timing=True: Event(timing))
-        monkeypatch.setattr(timing, "current_stream", lambda dev: "stream")
-        monkeypatch.setattr(timing, "hold_stream", hold_stream)
-        monkeypatch.setattr(timing, "can_hold_stream", lambda dev: fake.can_hold)
-        monkeypatch.setattr(timing, "synchronize", synchronize)
-        monkeypatch.setattr(timing, "calibrate_spin", calibrate_spin)
+        monkeypatch.setattr(eb, "new_event", lambda dev, timing=True: Event(timing))
+        monkeypatch.setattr(eb, "current_stream", lambda dev: "stream")
+        monkeypatch.setattr(eb, "hold_stream", hold_stream)
+        monkeypatch.setattr(eb, "can_hold_stream", lambda dev: fake.can_hold)
+        monkeypatch.setattr(eb, "calibrate_spin", calibrate_spin)
+        monkeypatch.setattr(eb, "clock_reader", lambda dev: fake.clock)
+        for module in (eb, timing):
+            monkeypatch.setattr(module, "synchronize", synchronize)
         return self
 
 
 BUDGET = {"warmup_s": 0.0, "min_time_s": 0.001, "max_time_s": 0.05, "min_samples": 10,
           "batch": 10}
+#: Calls the scripted device takes long enough for one event pair to resolve.
+RESOLVED = 2 * eb.RESOLVE_S
 
 
 def _call() -> None:
     pass
 
 
-def test_a_batch_whose_hold_ended_early_is_redone_after_recalibrating(monkeypatch, no_quick):
-    fake = FakeDevice(early=[True]).install(monkeypatch)
+def _slow_to_queue(seconds: float):
+    def run() -> None:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            pass
+
+    return run
+
+
+def test_a_spin_that_ran_short_is_recalibrated_and_the_batch_redone(monkeypatch):
+    fake = FakeDevice(early=[True], call_s=RESOLVED).install(monkeypatch)
     m = timing.measure(_call, device=CUDA, **BUDGET)
-    assert m.extra["redone_batches"] == 1 and "unheld_batches" not in m.extra
+    assert m.extra["redone_batches"] == 1 and "shrunk_batches" not in m.extra
     assert fake.calibrations == 1
-    # holds: the waits_for_itself probe, the batch that ended early, its redo held twice as long
-    assert fake.holds[2] == pytest.approx(2 * fake.holds[1])
-    assert m.extra["stream_hold"] is True
-    # the redone batch's events are not samples: one device sample per host sample
-    assert len(m.device_s) == len(m.completion_s) and len(m.device_s) % 10 == 0
-    assert m.warnings == () or all("stream hold" not in w for w in m.warnings)
+    # holds: the waits_for_itself probe, the batch that ended early, its redo: held as long
+    assert fake.holds[2] == pytest.approx(fake.holds[1])
+    assert m.extra["stream_hold"] is True and m.extra["device_clock"] == "held"
+    # the redone batch's events are not samples: ten per kept batch
+    assert len(m.device_s) % 10 == 0 and m.warnings == ()
 
 
-def test_a_hold_that_never_holds_is_counted_and_warned_about(monkeypatch, no_quick):
-    fake = FakeDevice(early=[True] * (timing.MAX_REDO + 1)).install(monkeypatch)
+def test_a_host_slower_than_the_hold_shrinks_the_batch_and_never_holds_longer(monkeypatch):
+    fake = FakeDevice(early=[True, True], call_s=RESOLVED).install(monkeypatch)
+    slow, fast = _slow_to_queue(0.006), _slow_to_queue(0.0003)
+    calls = []
+
+    def slower_than_planned() -> None:  # warm-up, plan, probes: 0.3 ms; the batches: 6 ms
+        calls.append(1)
+        (slow if len(calls) > 4 else fast)()
+
+    m = timing.measure(slower_than_planned, device=CUDA, **{**BUDGET, "warmup_s": 0.0,
+                                                             "max_time_s": 0.3,
+                                                             "min_samples": 3})
+    assert fake.calibrations == 0  # queued slowly: no spin to blame
+    assert m.extra["shrunk_batches"] == 2 and m.extra["calls_per_batch"] == 2  # 10 -> 5 -> 2
+    held = fake.holds[1:]
+    assert max(held) <= held[0] and held[-1] < held[0]
+    assert m.extra["device_clock"] == "held" and m.primary_clock == "device_s"
+
+
+def test_a_call_that_cannot_be_held_alone_is_read_on_the_completion_clock(monkeypatch):
+    fake = FakeDevice(early=[True] * 50, call_s=RESOLVED).install(monkeypatch)
     m = timing.measure(_call, device=CUDA, **BUDGET)
-    assert m.extra["redone_batches"] == timing.MAX_REDO
-    assert m.extra["unheld_batches"] == 1
-    assert m.extra["stream_hold"] is False
-    assert fake.calibrations == timing.MAX_REDO
-    assert any("ran without the stream hold" in w for w in m.warnings)
+    assert fake.calibrations == eb.MAX_RECALIBRATIONS
+    assert m.device_s == () and m.primary_clock == "completion_s" and len(m.completion_s) >= 10
+    assert m.extra["device_clock"] == "unavailable"
+    assert any(w.startswith("no device time: one call could not be held") for w in m.warnings)
+
+
+def test_the_launch_queue_bounds_the_calls_behind_one_hold(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET, ops_per_call=200)
+    # (512 - 2) // (200 + 2): two calls of 200 operations each behind one spin
+    assert m.extra["calls_per_batch"] == 2 and len(m.device_s) % 2 == 0
+    assert fake.records >= 4
+
+
+def test_a_call_of_more_operations_than_a_hold_covers_is_never_held(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET, ops_per_call=1000)
+    assert fake.holds == []  # not even a probe: the operation count settles it
+    assert m.device_s == () and m.primary_clock == "completion_s"
+    assert "1000 operation(s)" in m.extra["device_clock_unavailable"]
+
+
+def test_calls_too_short_for_an_event_pair_are_timed_as_batches(monkeypatch):
+    fake = FakeDevice(early=[], call_s=2e-6).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET)
+    assert m.extra["device_clock"] == "held, batched"
+    # enough calls per batch for the batch to span RESOLVE_S, within the queue bound
+    assert m.extra["calls_per_batch"] >= min(eb.RESOLVE_S / 2e-6, 510 // 3)
+    assert m.median == pytest.approx(2e-6, rel=0.01)
+    # one sample per batch but the probe of waits_for_itself and the first, per-call batch
+    assert len(m.device_s) == len(fake.holds) - 2
+
+
+@pytest.mark.parametrize(("state", "why"), [
+    (ClockState(1000.0, 1980.0), "below 75% of its maximum"),
+    (ClockState(1980.0, 1980.0, ("thermal",)), "thermal throttling"),
+    (ClockState(1900.0, 1980.0, ("power",)), "power throttling"),
+])
+def test_batches_taken_on_a_slowed_device_are_discarded_and_counted(monkeypatch, state, why):
+    fast = ClockState(1980.0, 1980.0)
+    fake = FakeDevice(early=[], call_s=RESOLVED, clock=[state, state, fast]).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET)
+    assert m.extra["discarded_batches"] == 2 and not m.extra["all_discarded"]
+    assert len(m.device_s) % 10 == 0 and fake.clock.reads >= 3
+    assert any(why in w and "2 event batches discarded" in w for w in m.warnings)
+
+
+def test_a_device_slowed_throughout_keeps_its_samples_and_says_so(monkeypatch):
+    slow = ClockState(800.0, 1980.0)
+    FakeDevice(early=[], call_s=RESOLVED, clock=[slow]).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET)
+    assert m.device_s and m.extra["all_discarded"]
+    assert any("none kept: every sample is from a slowed device" in w for w in m.warnings)
 
 
 @pytest.mark.parametrize("clock", ["completion_s", "enqueue_s"])
-def test_a_figure_read_on_the_host_runs_no_event_batch(clock, monkeypatch, no_quick):
+def test_a_figure_read_on_the_host_runs_no_event_batch(clock, monkeypatch):
     fake = FakeDevice(early=[]).install(monkeypatch)
     m = timing.measure(_call, device=CUDA, clock=clock, **BUDGET)
     assert m.device_s == () and len(m.completion_s) >= 10
@@ -108,8 +218,14 @@ def test_a_figure_read_on_the_host_runs_no_event_batch(clock, monkeypatch, no_qu
     assert m.primary_clock == clock
 
 
-def test_a_call_that_waits_for_the_device_is_not_held(monkeypatch, no_quick):
-    fake = FakeDevice(early=[]).install(monkeypatch)
+def test_a_figure_read_on_device_time_runs_no_host_batch(monkeypatch):
+    FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, clock="device_s", **BUDGET)
+    assert m.completion_s == () and m.enqueue_s == () and len(m.device_s) >= 10
+
+
+def test_a_call_that_waits_for_the_device_is_not_held_and_is_labelled(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
 
     def waits() -> None:  # a blocking copy: returns once the stream has caught up
         if fake.pending_hold:
@@ -118,35 +234,43 @@ def test_a_call_that_waits_for_the_device_is_not_held(monkeypatch, no_quick):
 
     m = timing.measure(waits, device=CUDA, **BUDGET)
     assert len(fake.holds) == 2  # the two probes of waits_for_itself, none for the batches
-    assert m.extra["stream_hold"] is False and m.extra["redone_batches"] == 0
+    assert m.extra["device_clock"] == "host-inclusive" and m.extra["stream_hold"] is False
     assert len(m.device_s) >= 10
+    assert any("device time includes the host" in w for w in m.warnings)
 
 
-def test_a_call_that_returns_at_once_is_held(monkeypatch, no_quick):
-    fake = FakeDevice(early=[]).install(monkeypatch)
+def test_a_call_that_returns_at_once_is_held(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
     m = timing.measure(_call, device=CUDA, **BUDGET)
     assert m.extra["stream_hold"] is True
-    assert len(fake.holds) >= 1 + len(m.device_s) // 10  # one probe, then one per batch
+    assert len(fake.holds) >= 1 + len(m.device_s) // 10  # a probe, then one per batch
 
 
-def test_without_a_spin_there_is_no_hold_and_no_redo(monkeypatch, no_quick):
-    fake = FakeDevice(early=[True, True], can_hold=False).install(monkeypatch)
+def test_without_a_spin_there_is_no_hold_and_no_redo(monkeypatch):
+    fake = FakeDevice(early=[True, True], can_hold=False, call_s=RESOLVED).install(monkeypatch)
     m = timing.measure(_call, device=Device("xpu", 0), **BUDGET)
-    assert fake.holds == [] and m.extra == {"stream_hold": False, "redone_batches": 0}
+    assert fake.holds == []
+    assert m.extra["device_clock"] == "unheld" and m.extra["redone_batches"] == 0
+    assert m.extra["clock_checked"].startswith("no:")
     assert len(m.device_s) >= 10
+    assert any("without a stream hold" in w for w in m.warnings)
 
 
-def test_a_batch_longer_than_the_longest_hold_is_split(monkeypatch, no_quick):
-    fake = FakeDevice(early=[]).install(monkeypatch)
-
-    def slow_to_queue() -> None:  # 30 ms of host time per call: 10 calls outlast 0.2 s x 2
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 0.03:
-            pass
-
-    m = timing.measure(slow_to_queue, device=CUDA, **{**BUDGET, "max_time_s": 0.5,
-                                                       "min_samples": 3})
-    assert max(fake.holds[1:]) <= timing.MAX_HOLD_S
-    batches = len(fake.holds) - 1  # one probe of waits_for_itself, then one per batch
+def test_a_batch_longer_than_the_longest_hold_is_split(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(_slow_to_queue(0.03), device=CUDA,
+                       **{**BUDGET, "max_time_s": 0.5, "min_samples": 3})
+    assert max(fake.holds[1:]) <= eb.MAX_HOLD_S
     # int(0.2 s / (2 x 30-35 ms)) = 2 or 3 calls per held batch instead of 10
-    assert len(m.device_s) % batches == 0 and len(m.device_s) // batches in (2, 3)
+    assert m.extra["calls_per_batch"] in (2, 3)
+    assert len(m.device_s) % m.extra["calls_per_batch"] == 0
+
+
+def test_a_setup_before_every_call_needs_a_host_clock_on_an_accelerator(monkeypatch):
+    FakeDevice(early=[]).install(monkeypatch)
+    with pytest.raises(timing.XferbenchError, match="needs a host clock"):
+        timing.measure(_call, device=CUDA, setup=_call, **BUDGET)
+    setups: list[int] = []
+    m = timing.measure(_call, device=CUDA, setup=lambda: setups.append(1),
+                       clock="completion_s", **BUDGET)
+    assert len(setups) >= len(m.completion_s) >= 10

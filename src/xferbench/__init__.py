@@ -12,16 +12,19 @@ from typing import TYPE_CHECKING, Any
 from .errors import XferbenchError
 from .version import __version__
 
-__all__ = ["Measurement", "XferbenchError", "measure", "resolve_device", "__version__"]
+__all__ = ["MeasureSpec", "Measurement", "XferbenchError", "measure", "resolve_device",
+           "__version__"]
 
 if TYPE_CHECKING:
     from .devices import resolve_device
     from .measurement import Measurement
+    from .spec import MeasureSpec
     from .timing import measure
 
 _LAZY = {
     "measure": ("timing", "measure"),
     "Measurement": ("measurement", "Measurement"),
+    "MeasureSpec": ("spec", "MeasureSpec"),
     "resolve_device": ("devices", "resolve_device"),
 }
 

@@ -1,24 +1,32 @@
-"""The Measurement: raw per-call samples of each clock, and the statistics derived from them."""
+"""The Measurement: raw per-call samples of each clock, the spec they were taken under, and the
+statistics derived from them (computed once, on first use)."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import XferbenchError
+from .spec import CLOCKS, MeasureSpec
 from .units import format_seconds, gbps
 
 # Schema of Measurement.to_dict(). Changelog:
 #   1: first version (device_s, completion_s, enqueue_s, calls_per_sample, warmup_s, stop,
 #      clock: the clock the figure is read from, null for the default).
-SCHEMA_VERSION = 1
+#   2: label, nbytes and clock move into "spec" (MeasureSpec.to_dict(): the budgets and stop
+#      rule the samples were taken under); the stop rule is IQR/median ("target_iqr"), and
+#      version 1's target_cv (a CV rule) is dropped. Version 1 is upgraded on load
+#      (_upgrade), the only place that knows it.
+SCHEMA_VERSION = 2
 
 #: Noise thresholds, as torch.utils.benchmark: IQR/median above these taints a result.
 IQR_WARN = 0.10
 
-CLOCKS = ("device_s", "completion_s", "enqueue_s")
+__all__ = ["CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement", "Stats",
+           "quantile"]
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -77,36 +85,77 @@ class Stats:
         )
 
 
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A dict that refuses changes, so that a frozen record's mapping stays as it was made
+    (it still pickles and serialises as a dict)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a Measurement's extra is read-only: build a new Measurement")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items(), key=repr)))
+
+
 @dataclass(frozen=True)
 class Measurement:
-    """Raw samples of one measured call, per clock, in seconds per call.
+    """Raw samples of one measured call, per clock, in seconds per call, and the ``spec`` they
+    were taken under (label, bytes, clock, budgets, stop rule).
 
     ``device_s``: timing events around each call (accelerators only).
     ``completion_s``: host clock from the call to the end of its device work (synchronised).
     ``enqueue_s``: host clock for how long the call held the Python thread (accelerators only).
-    On the CPU only ``completion_s`` exists; each sample there averages ``calls_per_sample`` calls.
-    Statistics are derived from the samples on demand, never stored.
+    On the CPU only ``completion_s`` exists; each sample there averages ``calls_per_sample``
+    calls. ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
+    Statistics are derived from the samples on first use and kept, never stored.
     """
 
     device: str
     completion_s: tuple[float, ...]
     device_s: tuple[float, ...] = ()
     enqueue_s: tuple[float, ...] = ()
+    spec: MeasureSpec = field(default_factory=MeasureSpec)
     calls_per_sample: int = 1
-    nbytes: int | None = None
     warmup_s: float = 0.0
     total_s: float = 0.0
-    stop: str = "target_cv"  # "target_cv" | "max_time_s"
-    target_cv: float = 0.02
-    label: str = ""
-    clock: str | None = None  # the clock the figure is read from; None: device_s if present
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    stop: str = "target_iqr"  # "target_iqr" | "max_time_s"
+    extra: Mapping[str, Any] = field(default_factory=FrozenDict, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in CLOCKS:
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        if not isinstance(self.extra, FrozenDict):
+            object.__setattr__(self, "extra", FrozenDict(self.extra))
+
+    # -- the spec's identity -----------------------------------------------------------
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def nbytes(self) -> int | None:
+        return self.spec.nbytes
+
+    @property
+    def clock(self) -> str | None:
+        return self.spec.clock
+
+    @property
+    def target_iqr(self) -> float:
+        return self.spec.target_iqr
 
     # -- derived -------------------------------------------------------------------------
     @property
     def primary_clock(self) -> str:
-        """The clock that GB/s, the statistics and the warnings use: ``clock`` when given,
-        else device time where it exists."""
+        """The clock that GB/s, the statistics and the warnings use: the spec's ``clock`` when
+        given, else device time where it exists."""
         if self.clock:
             return self.clock
         return "device_s" if self.device_s else "completion_s"
@@ -117,8 +166,17 @@ class Measurement:
             raise ValueError(f"unknown clock {clock!r}: use one of {', '.join(CLOCKS)}")
         return getattr(self, clock)
 
+    @functools.cached_property
+    def _stats(self) -> dict[str, Stats]:
+        return {}
+
     def stats(self, clock: str | None = None) -> Stats:
-        return Stats.of(self.samples(clock))
+        """The statistics of one clock's samples (the primary clock by default), computed once."""
+        clock = clock or self.primary_clock
+        cached = self._stats.get(clock)
+        if cached is None:
+            cached = self._stats[clock] = Stats.of(self.samples(clock))
+        return cached
 
     @property
     def median(self) -> float:
@@ -160,28 +218,42 @@ class Measurement:
             out.append(f"only {st.n} samples")
         if st.iqr_rel > IQR_WARN:
             out.append(f"IQR is {st.iqr_rel:.0%} of the median")
-        if self.extra.get("unheld_batches"):
-            out.append(f"{self.extra['unheld_batches']} event batches ran without the stream "
-                       "hold: launch gaps may be counted as device time")
-        if self.stop == "max_time_s" and not (st.cv <= self.target_cv):
-            out.append(
-                f"stopped at max_time_s with CV {st.cv:.1%} (target {self.target_cv:.1%})"
-            )
+        out.extend(self._clock_warnings())
+        if self.stop == "max_time_s" and not (st.iqr_rel <= self.target_iqr):
+            out.append(f"stopped at max_time_s with IQR {st.iqr_rel:.1%} of the median "
+                       f"(target {self.target_iqr:.1%})")
         return tuple(out)
+
+    def _clock_warnings(self) -> list[str]:
+        """What the event batches say about the figure's device time (see timing.measure)."""
+        extra, out = self.extra, []
+        if extra.get("device_clock_unavailable"):
+            out.append(f"no device time: {extra['device_clock_unavailable']}")
+        if self.primary_clock != "device_s":
+            return out
+        if extra.get("device_clock") == "host-inclusive":
+            out.append("device time includes the host: the call waits for the device itself "
+                       "(a blocking copy), so its calls could not be queued back to back")
+        elif extra.get("device_clock") == "unheld" and extra.get("unheld_batches"):
+            out.append(f"{extra['unheld_batches']} event batches ran without a stream hold: "
+                       "launch gaps may be counted as device time")
+        if extra.get("discarded_batches"):
+            kept = "none kept: every sample is from" if extra.get("all_discarded") else \
+                "discarded, taken on"
+            out.append(f"{extra['discarded_batches']} event batches {kept} a slowed device "
+                       f"({'; '.join(extra.get('slowed', []))})")
+        return out
 
     # -- persistence ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
-            "label": self.label,
-            "clock": self.clock,
+            "spec": self.spec.to_dict(),
             "device": self.device,
-            "nbytes": self.nbytes,
             "calls_per_sample": self.calls_per_sample,
             "warmup_s": self.warmup_s,
             "total_s": self.total_s,
             "stop": self.stop,
-            "target_cv": self.target_cv,
             "device_s": list(self.device_s),
             "completion_s": list(self.completion_s),
             "enqueue_s": list(self.enqueue_s),
@@ -190,26 +262,18 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
-        version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise XferbenchError(
-                f"measurement schema_version {version!r} is not supported: "
-                f"this xferbench reads version {SCHEMA_VERSION}"
-            )
+        data = _upgrade(data)
         try:
             return cls(
                 device=str(data["device"]),
                 completion_s=tuple(float(x) for x in data["completion_s"]),
                 device_s=tuple(float(x) for x in data.get("device_s", ())),
                 enqueue_s=tuple(float(x) for x in data.get("enqueue_s", ())),
+                spec=MeasureSpec.from_dict(dict(data["spec"])),
                 calls_per_sample=int(data.get("calls_per_sample", 1)),
-                nbytes=None if data.get("nbytes") is None else int(data["nbytes"]),
                 warmup_s=float(data.get("warmup_s", 0.0)),
                 total_s=float(data.get("total_s", 0.0)),
-                stop=str(data.get("stop", "target_cv")),
-                target_cv=float(data.get("target_cv", 0.02)),
-                label=str(data.get("label", "")),
-                clock=data.get("clock") or None,
+                stop=str(data.get("stop", "target_iqr")),
                 extra=dict(data.get("extra", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -226,3 +290,24 @@ class Measurement:
             text += f"\n  WARNING: {w}"
         return text
 
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A measurement record of any version this xferbench reads, as the current version."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version == 1:
+        data = dict(data)
+        spec: dict[str, Any] = {}
+        for key in ("label", "nbytes", "clock"):
+            if key in data:
+                spec[key] = data.pop(key)
+        data.pop("target_cv", None)
+        spec["label"] = str(spec.get("label") or "")
+        spec["clock"] = spec.get("clock") or None
+        data["spec"] = spec
+        data["schema_version"] = version = 2
+    if version != SCHEMA_VERSION:
+        raise XferbenchError(
+            f"measurement schema_version {version!r} is not supported: "
+            f"this xferbench reads versions 1 to {SCHEMA_VERSION}"
+        )
+    return data

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,8 +21,10 @@ import pytest
 
 from .devices import Device, resolve_device
 from .errors import XferbenchError
+from .flags import env_flag
 from .measurement import CLOCKS, Measurement, Stats
 from .metadata import collect
+from .spec import DEFAULT_SPEC, MeasureSpec
 from .timing import measure
 
 if TYPE_CHECKING:
@@ -30,11 +33,11 @@ if TYPE_CHECKING:
 # pytest-benchmark loads inside the functions that file a result: it is a test extra, and
 # this module loads in every pytest run of an environment that has xferbench.
 
-#: Budgets of one benchmark, in seconds: measure()'s stop rule samples for at least
-#: MIN_TIME_S and at most MAX_TIME_S (pytest-benchmark's own --benchmark-max-time is 1 s too).
-MIN_TIME_S = 0.2
-MAX_TIME_S = 1.0
-WARMUP_S = 0.05
+#: Budgets of one benchmark, in seconds: the package's one set of defaults (DEFAULT_SPEC):
+#: measure()'s stop rule samples for at least MIN_TIME_S and at most MAX_TIME_S
+#: (pytest-benchmark's own --benchmark-max-time is 1 s too).
+MIN_TIME_S = DEFAULT_SPEC.min_time_s
+MAX_TIME_S = DEFAULT_SPEC.max_time_s
 
 #: What the ``xfer_benchmark`` marker and the fixture's attributes may set.
 MARKER_KEYS = ("nbytes", "clock", "min_time", "max_time")
@@ -63,8 +66,9 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give seconds above 0, e.g. 0.5")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: give a finite number of seconds above 0, e.g. 0.5")
     return value
 
 
@@ -79,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xfer-min-time", metavar="SECONDS", type=_seconds, default=MIN_TIME_S,
         help=f"least sampling time per xfer_benchmark; sampling stops after it once the "
-             f"median is stable (CV 2%%). Default: {MIN_TIME_S}",
+             f"median is stable (IQR 3%% of the median). Default: {MIN_TIME_S}",
     )
     group.addoption(
         "--xfer-max-time", metavar="SECONDS", type=_seconds, default=MAX_TIME_S,
@@ -94,6 +98,8 @@ class Settings:
     device_spec: str
     min_time_s: float
     max_time_s: float
+    #: XFERBENCH_QUICK, read once when the session starts: budgets scaled down for a smoke run.
+    quick: bool = False
     _device: Device | None = None
     _software: dict[str, Any] | None = None
     #: (node id, extra_info) of every benchmark filed, for the terminal summary.
@@ -124,10 +130,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "the xfer_benchmark fixture in this test (bytes moved per call, measure() clock, "
         "budgets in seconds)",
     )
+    try:
+        quick = env_flag("XFERBENCH_QUICK")
+    except XferbenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
     settings = Settings(
         device_spec=config.getoption("xfer_device"),
         min_time_s=config.getoption("xfer_min_time"),
         max_time_s=config.getoption("xfer_max_time"),
+        quick=quick,
     )
     if settings.min_time_s > settings.max_time_s:
         raise pytest.UsageError(
@@ -260,18 +271,22 @@ class XferBenchmark:
             return fn(*args, **kwargs)
         dev = self._settings.device()
         call = functools.partial(fn, *args, **kwargs) if args or kwargs else fn
-        m = measure(
-            call, device=dev, nbytes=self.nbytes, warmup_s=WARMUP_S,
-            min_time_s=self.min_time, max_time_s=self.max_time,
-            clock=self.clock if dev.is_accelerator else None,
-            label=self._benchmark.name,
-        )
+        m = measure(call, self.spec(dev.is_accelerator), device=dev)
         # One more call, untimed, for the result (as pytest-benchmark does): the timed calls
         # drop theirs, so a caller's memory holds one result at a time.
         result = fn(*args, **kwargs)
         self.measurement = m
         self._file(m)
         return result
+
+    def spec(self, accelerator: bool) -> MeasureSpec:
+        """What this test's measurement is: its bytes, clock and budgets (quick-scaled when
+        the session is quick)."""
+        spec = DEFAULT_SPEC.replace(
+            nbytes=self.nbytes, min_time_s=self.min_time, max_time_s=self.max_time,
+            clock=self.clock if accelerator else None, label=self._benchmark.name,
+        )
+        return spec.for_quick() if self._settings.quick else spec
 
     def _file(self, m: Measurement) -> None:
         """Hand ``m`` to pytest-benchmark as this test's result: its samples, per call, are
@@ -281,7 +296,7 @@ class XferBenchmark:
         bench = self._benchmark
         info = result_info(m, self._settings.software())
         bench.extra_info.update(info)
-        options = result_options(m, self.min_time, self.max_time)
+        options = result_options(m)
         meta = Metadata(bench, iterations=m.calls_per_sample, options=options)
         for seconds in m.samples():
             meta.stats.update(seconds)
@@ -320,12 +335,13 @@ def result_info(m: Measurement, software: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def result_options(m: Measurement, min_time_s: float, max_time_s: float) -> dict[str, Any]:
-    """pytest-benchmark's ``options`` of the result: how measure() was run."""
+def result_options(m: Measurement) -> dict[str, Any]:
+    """pytest-benchmark's ``options`` of the result: how measure() was run (its spec)."""
     return {
         "timer": f"xferbench.measure:{m.primary_clock}",
-        "min_time_s": min_time_s,
-        "max_time_s": max_time_s,
-        "target_cv": m.target_cv,
+        "min_time_s": m.spec.min_time_s,
+        "max_time_s": m.spec.max_time_s,
+        "target_iqr": m.target_iqr,
         "warmup_s": m.warmup_s,
+        "quick": m.spec.quick,
     }

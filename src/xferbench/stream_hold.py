@@ -1,15 +1,16 @@
-"""The stream hold: a spin queued on a CUDA/ROCm stream so that the calls ``measure()`` queues
-behind it run back to back on the device (nvbandwidth's blocking kernel), calibrated with a
-warm clock. Part of the device layer."""
+"""The stream hold: a spin queued on a stream so that the calls ``measure()`` queues behind it
+run back to back on the device (nvbandwidth's blocking kernel), calibrated with a warm clock.
+A device can be held where its backend module has a ``_sleep(cycles)`` spin: CUDA and ROCm
+(``torch.cuda._sleep``) and tests/emu (``torch.emu._sleep``, whose clock ramps up under load as
+an H200's does). Part of the device layer."""
 
 from __future__ import annotations
 
-from .devices import Device, current_stream, new_event, synchronize
+from typing import Any
 
-# torch loads inside the functions that need it: `import xferbench` stays free of it.
+from .devices import Device, current_stream, module_of, new_event, synchronize
 
-
-#: Spin rate of torch.cuda._sleep per device (cycles per second), measured once warm.
+#: Spin rate of the backend's _sleep per device (cycles per second), measured once warm.
 _SPIN_CYCLES_PER_S: dict[str, float] = {}
 #: Longest hold: a batch that needs more is split by the caller, not held longer.
 MAX_HOLD_S = 0.2
@@ -18,29 +19,40 @@ MAX_HOLD_S = 0.2
 WARM_SPIN_S = 0.05
 
 
-def can_hold_stream(device: Device) -> bool:
-    """Whether ``hold_stream`` can hold ``device``'s stream (CUDA and ROCm only)."""
-    if device.type != "cuda":
-        return False
-    import torch
+def _spin_module(device: Device) -> Any:
+    """The backend module whose ``_sleep`` spins on ``device``, or None."""
+    if not device.is_accelerator:
+        return None
+    try:
+        module = module_of(device.type)
+    except AttributeError:
+        return None
+    return module if callable(getattr(module, "_sleep", None)) else None
 
-    return hasattr(torch.cuda, "_sleep")
+
+def can_hold_stream(device: Device) -> bool:
+    """Whether ``hold_stream`` can hold ``device``'s stream (a backend with a spin)."""
+    return _spin_module(device) is not None
+
+
+def _on_device(module: Any, device: Device) -> Any:
+    """``with _on_device(m, dev):`` makes ``dev`` current, so the spin goes to its stream."""
+    return module.device(device.index or 0)
 
 
 def calibrate_spin(device: Device) -> float:
-    """Cycles per second of ``torch.cuda._sleep`` on ``device``, measured after the clock has
+    """Cycles per second of the backend's ``_sleep`` on ``device``, measured after the clock has
     run under a spin for at least WARM_SPIN_S (timing events around each chunk); stored for
     ``hold_stream``. Call it again when a hold was seen to end early."""
-    import torch
-
-    with torch.cuda.device(device.index or 0):
+    module = _spin_module(device)
+    with _on_device(module, device):
         stream = current_stream(device)
         cycles, spent, rate = 1_000_000, 0.0, 0.0
         for _ in range(200):  # a bound: 50 ms of spin takes 2 to 20 rounds
             pairs = [(new_event(device), new_event(device)) for _ in range(8)]
             for start, end in pairs:
                 start.record(stream)
-                torch.cuda._sleep(cycles)
+                module._sleep(cycles)
                 end.record(stream)
             synchronize(device)
             times = sorted(max(s.elapsed_time(e) * 1e-3, 1e-7) for s, e in pairs)
@@ -62,14 +74,13 @@ def hold_stream(device: Device, seconds: float) -> bool:
     "device time" becomes the host's launch time. The spin counts SM clock cycles; its rate is
     calibrated warm (``calibrate_spin``) the first time. Whether a hold really outlasted the
     queueing is the caller's to check (an event recorded after the spin must still be pending
-    once the batch is queued; see ``timing.measure``). CUDA/ROCm only
-    (``torch.cuda._sleep``); returns False where no spin exists, and the caller records that.
+    once the batch is queued; see ``timing.measure``). Returns False where no spin exists
+    (``can_hold_stream``), and the caller records that.
     """
-    if seconds <= 0 or not can_hold_stream(device):
+    module = _spin_module(device)
+    if seconds <= 0 or module is None:
         return False
-    import torch
-
     rate = _SPIN_CYCLES_PER_S.get(device.name) or calibrate_spin(device)
-    with torch.cuda.device(device.index or 0):  # the spin goes to the current device
-        torch.cuda._sleep(int(min(seconds, MAX_HOLD_S) * rate))
+    with _on_device(module, device):  # the spin goes to the current device
+        module._sleep(int(min(seconds, MAX_HOLD_S) * rate))
     return True

@@ -1,39 +1,44 @@
 """measure(): the one place that times anything, on the CPU or an accelerator.
 
-On an accelerator each call gets three clocks:
-  * device time from timing events; all events are created before the loop, and the batch
-    of calls is queued back to back behind a spin that holds the stream until the host has
-    queued them (nvbandwidth's blocking kernel), with a single synchronise at its end (as
-    triton's do_bench), so the host's launch time does not show as device time. The spin is
-    calibrated with a warm clock, and every batch checks that it held: an event recorded
-    right after the spin must still be pending once the batch is queued, else the spin is
-    recalibrated and the batch redone (extra["redone_batches"]). Where no spin exists (not
-    CUDA/ROCm), and for calls that wait for the device themselves, there is no hold and a
-    launch-bound call's device time includes its launch gaps; extra["stream_hold"] says which;
+On an accelerator a call has three clocks:
+  * device time, from timing events (``device_s``). The calls of a batch are queued back to
+    back behind a spin that holds the stream until the host has queued them all
+    (nvbandwidth's blocking kernel), so the host's launch time does not show as device time.
+    A hold covers at most MAX_QUEUED_OPS operations (a stream's launch queue holds about
+    1,000; past it the host blocks, the spin ends early and the device runs at the host's
+    pace): the batch is sized from ``spec.ops_per_call``, and a batch whose hold still ends
+    early is redone once after recalibrating the spin, then made smaller, never held longer.
+    A call that cannot be held even alone is read on the completion clock instead, and says
+    so: no figure stored as device time is a host rate. Calls too short for one pair of
+    events to resolve (under RESOLVE_S) are timed in batches, from the first start event to
+    the last end event over the calls. Each held batch reads the SM clock and throttle
+    reasons while it runs; a batch taken on a throttled device or below 75% of the maximum
+    clock is discarded and counted (nvbench's rule). A call that waits for the device itself
+    (a blocking copy) gets no hold: its device time includes the host and is labelled so.
   * completion time: host clock from the call until its device work is done, read after a
-    synchronise (what a user waits for);
+    synchronise, each call starting from an idle device (what a user waits for);
   * enqueue time: how long the call held the Python thread (what non_blocking gives back).
-Device time comes from an event batch; completion and enqueue from a batch where each call
-starts on an idle device and is followed by a synchronise. Batches alternate until the
-noise target or the time budget is reached; a figure read from the completion or enqueue
-clock runs the host batches only.
+With no clock named in the spec, event and host batches alternate and all three are kept,
+the figure read from device time; a named clock samples that clock's batches alone.
 
 On the CPU the host clock (perf_counter_ns) times blocks of calls, the block size chosen so
 that the timer's own cost stays under 0.01% of a sample (as torch.utils.benchmark's
-blocked_autorange).
+blocked_autorange). A ``setup`` callable makes every sample one call, with ``setup`` run
+before it outside the timed region (as asv's and timeit's setup).
 """
 
 from __future__ import annotations
 
-import os
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .devices import Device, current_stream, new_event, resolve_device, synchronize
+from .devices import Device, resolve_device, synchronize
 from .errors import XferbenchError
-from .measurement import CLOCKS, Measurement, Stats
-from .stream_hold import MAX_HOLD_S, calibrate_spin, can_hold_stream, hold_stream
+from .event_batches import EventSampler
+from .measurement import Measurement, Stats
+from .spec import DEFAULT_SPEC, MIN_SAMPLES, MeasureSpec
 
 #: Timer overhead may cost at most this share of one CPU sample. 1e-4 as blocked_autorange:
 #: with 1e-3 our blocks were ten times shorter than its, and on a busy machine the median of
@@ -41,95 +46,61 @@ from .stream_hold import MAX_HOLD_S, calibrate_spin, can_hold_stream, hold_strea
 #: read 40-50% below blocked_autorange's median under contention, within 3% when quiet).
 MAX_TIMER_OVERHEAD = 1e-4
 
-#: An event batch whose stream hold ended before it was queued is redone at most this often
-#: (after recalibrating the spin); one still unheld is kept and counted.
-MAX_REDO = 3
-
-#: No figure rests on fewer samples than this: a call slower than the budget allows is
-#: sampled this often anyway (a spread of one sample is no spread), up to SLOW_CALL_CAP times
-#: the budget.
-MIN_SAMPLES = 3
+#: A call slower than its budget allows is still sampled MIN_SAMPLES times (a spread of one
+#: sample is no spread), up to SLOW_CALL_CAP times the budget.
 SLOW_CALL_CAP = 5
 
-#: Quick mode (XFERBENCH_QUICK=1, `xferbench run --quick`) scales every budget by this factor:
-#: a smoke run of the whole grid, not numbers to publish.
-QUICK_SCALE = 0.1
 
-
-def quick_mode() -> bool:
-    return os.environ.get("XFERBENCH_QUICK", "") not in ("", "0")
-
-
-def measure(
-    fn: Callable[[], Any],
-    *,
-    device: str | Device = "auto",
-    nbytes: int | None = None,
-    warmup_s: float = 0.05,
-    min_time_s: float = 0.2,
-    max_time_s: float = 2.0,
-    target_cv: float = 0.02,
-    min_samples: int = 10,
-    batch: int = 10,
-    label: str = "",
-    clock: str | None = None,
-) -> Measurement:
-    """Time ``fn`` on ``device`` and return its raw samples as a Measurement.
+def measure(fn: Callable[[], Any], spec: MeasureSpec | None = None, *,
+            device: str | Device = "auto", setup: Callable[[], Any] | None = None,
+            **changes: Any) -> Measurement:
+    """Time ``fn`` on ``device`` as ``spec`` says and return its raw samples as a Measurement.
 
     ``fn`` takes no arguments and queues its work; it must not synchronise itself (measure
-    does, before reading any wall clock that follows device work). Warm-up and run length
-    are time budgets in seconds. Sampling stops when the coefficient of variation of the
-    primary clock is at or below ``target_cv`` after ``min_time_s`` and ``min_samples``
-    samples, or at ``max_time_s``; a measurement that stopped noisy says so in its warnings.
-    ``clock`` names the clock the figure is read from (and the stop rule watches):
-    "device_s" (the default on an accelerator), "completion_s" or "enqueue_s".
+    does, before reading any wall clock that follows device work). ``spec`` (default:
+    DEFAULT_SPEC) holds the label, bytes per call, clock and budgets; keyword ``changes``
+    replace its fields (``measure(fn, device="cuda", nbytes=n)``). Sampling stops when the
+    IQR of the figure's clock is at most ``spec.target_iqr`` of its median after
+    ``spec.min_time_s`` and ``spec.min_samples`` samples, or at ``spec.max_time_s``; a
+    measurement that stopped noisy says so in its warnings. ``setup`` runs before every timed
+    call, outside the timed region (each sample is then one call; on an accelerator it needs
+    a host clock). Quick mode is the caller's to resolve (``spec.for_quick()``): measure
+    reads no environment.
     """
+    spec = (spec or DEFAULT_SPEC).replace(**changes) if changes else (spec or DEFAULT_SPEC)
     dev = resolve_device(device)
-    if nbytes is not None and nbytes <= 0:
-        raise XferbenchError(f"nbytes {nbytes} is not a size: give a positive byte count")
-    if not (0 < min_time_s <= max_time_s):
+    if spec.clock not in (None, "completion_s") and not dev.is_accelerator:
         raise XferbenchError(
-            f"min_time_s {min_time_s} and max_time_s {max_time_s} are not a budget: "
-            "need 0 < min_time_s <= max_time_s"
-        )
-    if warmup_s < 0 or target_cv <= 0:
-        raise XferbenchError("warmup_s must be >= 0 and target_cv > 0")
-    if clock is not None and clock not in CLOCKS:
-        raise XferbenchError(f"clock {clock!r} is not a clock: use one of {', '.join(CLOCKS)}")
-    if clock not in (None, "completion_s") and not dev.is_accelerator:
-        raise XferbenchError(f"clock {clock!r} needs an accelerator: the CPU has completion_s")
-    if quick_mode():
-        warmup_s, min_time_s, max_time_s = (
-            warmup_s * QUICK_SCALE, min_time_s * QUICK_SCALE, max_time_s * QUICK_SCALE
-        )
-        min_samples = MIN_SAMPLES
-    runner = _measure_accelerator if dev.is_accelerator else _measure_cpu
-    return runner(
-        fn, dev, nbytes=nbytes, warmup_s=warmup_s, min_time_s=min_time_s,
-        max_time_s=max_time_s, target_cv=target_cv, min_samples=min_samples,
-        batch=max(1, batch), label=label, clock=clock,
-    )
+            f"clock {spec.clock!r} needs an accelerator: the CPU has completion_s")
+    if setup is not None and dev.is_accelerator and spec.clock in (None, "device_s"):
+        raise XferbenchError(
+            "a setup before every call needs a host clock on an accelerator: give "
+            "clock='completion_s' (event batches queue calls back to back)")
+    if dev.is_accelerator:
+        return _measure_accelerator(fn, dev, spec, setup)
+    return _measure_cpu(fn, dev, spec, setup)
 
 
 class _Stopper:
     """Decides when sampling ends; the noise is re-checked only after the sample count has
     grown by a tenth, so the bookkeeping stays linear in the number of samples."""
 
-    def __init__(self, min_time_s: float, max_time_s: float, target_cv: float,
-                 min_samples: int) -> None:
+    def __init__(self, spec: MeasureSpec) -> None:
         self.started = time.perf_counter()
-        self.min_time_s, self.max_time_s = min_time_s, max_time_s
-        self.target_cv, self.min_samples = target_cv, min_samples
-        self.next_check = min_samples
+        self.spec = spec
+        self.next_check = spec.min_samples
 
-    def __call__(self, samples: list[float]) -> str | None:
+    def __call__(self, samples: list[float], settle: bool = True) -> str | None:
+        """Why sampling ends now, or None. ``settle`` False: the samples may not end it on
+        their noise (they were all taken on a slowed device), only on the budget."""
         elapsed = time.perf_counter() - self.started
-        if elapsed >= self.max_time_s and (len(samples) >= MIN_SAMPLES
-                                           or elapsed >= SLOW_CALL_CAP * self.max_time_s):
+        spec = self.spec
+        if elapsed >= spec.max_time_s and (len(samples) >= MIN_SAMPLES
+                                           or elapsed >= SLOW_CALL_CAP * spec.max_time_s):
             return "max_time_s"
-        if elapsed >= self.min_time_s and len(samples) >= self.next_check:
-            if Stats.of(samples).cv <= self.target_cv:
-                return "target_cv"
+        if settle and elapsed >= spec.min_time_s and len(samples) >= self.next_check:
+            if Stats.of(samples).iqr_rel <= spec.target_iqr:
+                return "target_iqr"
             self.next_check = len(samples) + max(1, len(samples) // 10)
         return None
 
@@ -146,8 +117,9 @@ def timer_overhead_s(repeats: int = 200) -> float:
 
 
 def _time_block(fn: Callable[[], Any], number: int) -> float:
+    repeat = itertools.repeat(None, number)  # cheaper per call than range()
     t0 = time.perf_counter_ns()
-    for _ in range(number):
+    for _ in repeat:
         fn()
     return (time.perf_counter_ns() - t0) * 1e-9
 
@@ -172,129 +144,87 @@ def _calibrate(fn: Callable[[], Any], overhead_s: float) -> tuple[int, float]:
             number *= 10
 
 
-def _measure_cpu(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
-                 min_samples, batch, label, clock) -> Measurement:
-    warm_start = time.perf_counter()
-    fn()
-    while time.perf_counter() - warm_start < warmup_s:
-        fn()
-    warm = time.perf_counter() - warm_start
-    number, first = _calibrate(fn, timer_overhead_s())
-    samples: list[float] = [first / number]  # the calibrating block, timed like the others
-    done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
+def _warm_up(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
+             setup: Callable[[], Any] | None) -> float:
+    """Run ``fn`` for ``spec.warmup_s`` (at least once): first calls pay for allocator
+    growth, kernel loading and page faults. Returns the seconds it took."""
+    start = time.perf_counter()
     while True:
+        if setup is not None:
+            setup()
+        fn()
+        synchronize(dev)
+        if time.perf_counter() - start >= spec.warmup_s:
+            return time.perf_counter() - start
+
+
+def _measure_cpu(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
+                 setup: Callable[[], Any] | None) -> Measurement:
+    warm = _warm_up(fn, dev, spec, setup)
+    if setup is not None:
+        number, samples = 1, []
+    else:
+        number, first = _calibrate(fn, timer_overhead_s())
+        samples = [first / number]  # the calibrating block, timed like the others
+    done = _Stopper(spec)
+    while True:
+        if setup is not None:
+            setup()
         samples.append(_time_block(fn, number) / number)
         stop = done(samples)
         if stop:
             break
     return Measurement(
-        device=dev.name, completion_s=tuple(samples), calls_per_sample=number,
-        nbytes=nbytes, warmup_s=warm, total_s=time.perf_counter() - done.started, stop=stop,
-        target_cv=target_cv, label=label, clock=clock,
+        device=dev.name, completion_s=tuple(samples), spec=spec, calls_per_sample=number,
+        warmup_s=warm, total_s=time.perf_counter() - done.started, stop=stop,
     )
 
 
-def _measure_accelerator(fn, dev, *, nbytes, warmup_s, min_time_s, max_time_s, target_cv,
-                         min_samples, batch, label, clock) -> Measurement:
-    # Warm up: first calls pay for allocator growth, kernel loading and page faults.
-    warm_start = time.perf_counter()
-    fn()
-    synchronize(dev)
-    while time.perf_counter() - warm_start < warmup_s:
+def _host_batch(fn: Callable[[], Any], dev: Device, n: int, setup: Callable[[], Any] | None,
+                completion_s: list[float], enqueue_s: list[float]) -> None:
+    """``n`` calls, each from an idle device: synchronise before reading the clock."""
+    perf = time.perf_counter
+    for _ in range(n):
+        if setup is not None:
+            setup()
+            synchronize(dev)
+        t0 = perf()
         fn()
+        t1 = perf()
         synchronize(dev)
-    warm = time.perf_counter() - warm_start
+        t2 = perf()
+        enqueue_s.append(t1 - t0)
+        completion_s.append(t2 - t0)
 
-    stream = current_stream(dev)
-    starts = [new_event(dev) for _ in range(batch)]
-    ends = [new_event(dev) for _ in range(batch)]
-    guard = new_event(dev, timing=False)
-    # Device time needs an event batch only when the figure is read from it: completion and
-    # enqueue come from the host batch, and the held batch would only cost time there.
-    events = (clock or "device_s") == "device_s"
-    hold_s = 0.0
-    ev_batch = batch
-    if events and can_hold_stream(dev):
-        # How long the host takes to queue one call with its two event records: the spin that
-        # holds the stream while a batch is queued must outlast a batch of them.
-        t0 = time.perf_counter()
-        starts[0].record(stream)
-        fn()
-        ends[0].record(stream)
-        enqueue_one = time.perf_counter() - t0
-        synchronize(dev)
-        if not waits_for_itself(fn, dev, enqueue_one):
-            # a batch the longest hold cannot cover is made shorter, not held longer
-            ev_batch = max(1, min(batch, int(MAX_HOLD_S / (2 * enqueue_one + 1e-9))))
-            hold_s = min(MAX_HOLD_S, 2 * ev_batch * enqueue_one + 1e-4)
 
-    device_s: list[float] = []
+def _measure_accelerator(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
+                         setup: Callable[[], Any] | None) -> Measurement:
+    warm = _warm_up(fn, dev, spec, setup)
+    events = EventSampler(fn, dev, spec) if spec.clock in (None, "device_s") else None
+    if events is not None and events.unavailable:
+        spec = spec.replace(clock="completion_s")  # read on a named host clock: see extra
+    host = spec.clock != "device_s"
     completion_s: list[float] = []
     enqueue_s: list[float] = []
-    watched = {"device_s": device_s, "completion_s": completion_s, "enqueue_s": enqueue_s}[
-        clock or "device_s"]
-    done = _Stopper(min_time_s, max_time_s, target_cv, min_samples)
-    perf = time.perf_counter
-    held = redone = unheld = 0
+    done = _Stopper(spec)
     while True:
-        if events:
-            # Event batch: behind a spin, calls queued back to back, one synchronise at the end.
-            for attempt in range(MAX_REDO + 1):
-                on_hold = hold_stream(dev, hold_s)
-                if on_hold:
-                    guard.record(stream)  # completes when the spin does
-                for i in range(ev_batch):
-                    starts[i].record(stream)
-                    fn()
-                    ends[i].record(stream)
-                early = on_hold and guard.query()
-                synchronize(dev)
-                if not early:
-                    held += on_hold
-                    break
-                # The spin ended before the batch was queued: the clock rose since the spin
-                # was calibrated, or the host was slow. Recalibrate, hold longer, redo.
-                if attempt == MAX_REDO:
-                    unheld += 1
-                    break
-                redone += 1
-                calibrate_spin(dev)
-                hold_s = min(MAX_HOLD_S, 2 * hold_s)
-            device_s.extend(starts[i].elapsed_time(ends[i]) * 1e-3 for i in range(ev_batch))
-        # Host batch: each call from an idle device; synchronise before reading the clock.
-        for _ in range(batch):
-            t0 = perf()
-            fn()
-            t1 = perf()
-            synchronize(dev)
-            t2 = perf()
-            enqueue_s.append(t1 - t0)
-            completion_s.append(t2 - t0)
-        stop = done(watched)
+        if events is not None and not events.unavailable:
+            events.batch()
+            if events.unavailable:  # even one call could not be held: the host clock reads
+                spec, host = spec.replace(clock="completion_s"), True
+                done.spec = spec
+        if host:
+            _host_batch(fn, dev, spec.batch, setup, completion_s, enqueue_s)
+        on_events = spec.clock in (None, "device_s")
+        watched = events.watched() if on_events else (  # type: ignore[union-attr]
+            enqueue_s if spec.clock == "enqueue_s" else completion_s)
+        stop = done(watched, settle=not on_events or bool(events.samples))  # type: ignore[union-attr]
         if stop:
             break
-    extra = {"stream_hold": bool(held) and not unheld, "redone_batches": redone}
-    if unheld:
-        extra["unheld_batches"] = unheld
+    device_s = () if events is None else events.result()
     return Measurement(
-        device=dev.name, completion_s=tuple(completion_s), device_s=tuple(device_s),
-        enqueue_s=tuple(enqueue_s), calls_per_sample=1, nbytes=nbytes, warmup_s=warm,
-        total_s=time.perf_counter() - done.started, stop=stop, target_cv=target_cv, label=label,
-        clock=clock, extra=extra,
+        device=dev.name, completion_s=tuple(completion_s), device_s=device_s,
+        enqueue_s=tuple(enqueue_s), spec=spec, calls_per_sample=1, warmup_s=warm,
+        total_s=time.perf_counter() - done.started, stop=stop,
+        extra=events.extra() if events is not None else {},
     )
-
-
-def waits_for_itself(fn: Callable[[], Any], dev: Device, enqueue_s: float) -> bool:
-    """Whether ``fn`` returns only once the device has caught up with it (a blocking copy to
-    pageable memory, say): queued behind a spin it then waits the spin out, so holding the
-    stream for it costs the spin and gains nothing. Asked twice, both must agree."""
-    probe_s = max(0.005, 4 * enqueue_s)
-    for _ in range(2):
-        hold_stream(dev, probe_s)
-        t0 = time.perf_counter()
-        fn()
-        taken = time.perf_counter() - t0
-        synchronize(dev)
-        if taken < enqueue_s + 0.5 * probe_s:
-            return False
-    return True

@@ -4,9 +4,10 @@ workloads as plain functions that the asv benchmarks, tests, CLI and reports all
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from ..errors import XferbenchError
+from ..flags import env_flag
+from ..spec import MeasureSpec
 from ..units import KiB, MiB
 
 #: About five sizes, 4 KiB to 256 MiB: a full default run stays short.
@@ -26,12 +27,19 @@ class VerificationError(AssertionError):
     """A measured workload produced a wrong result; its numbers must not be recorded."""
 
 
-def sweep() -> str:
-    value = os.environ.get("XFERBENCH_SWEEP", "default").strip().lower() or "default"
+def parse_sweep(text: str | None, source: str = "XFERBENCH_SWEEP") -> str:
+    """A sweep's name from ``text`` (empty or None: "default"); ``source`` names where the
+    text came from in the one sentence a bad value gets."""
+    value = (text or "").strip().lower() or "default"
     if value not in SWEEPS:
         raise XferbenchError(
-            f"XFERBENCH_SWEEP={value!r} is not a sweep: use default, smoke or full")
+            f"{source}={text!r} is not a sweep: use default, smoke or full")
     return value
+
+
+def sweep() -> str:
+    """The grid's sweep (XFERBENCH_SWEEP: default, smoke or full)."""
+    return parse_sweep(os.environ.get("XFERBENCH_SWEEP"))
 
 
 def sizes() -> tuple[int, ...]:
@@ -44,15 +52,13 @@ def headline_nbytes() -> int:
     return SMOKE_NBYTES if sweep() == "smoke" else HEADLINE_NBYTES
 
 
-@dataclass(frozen=True)
-class Budget:
-    """Time budgets handed to measure(), in seconds."""
+def quick() -> bool:
+    """Quick mode (XFERBENCH_QUICK, set by `xferbench run --quick`): read by a benchmark
+    process at its edge, once, and handed down as ``spec.for_quick()``."""
+    return env_flag("XFERBENCH_QUICK")
 
-    warmup_s: float = 0.05
-    min_time_s: float = 0.2
-    max_time_s: float = 1.0
-    target_cv: float = 0.02
 
-    def kwargs(self) -> dict[str, float]:
-        return {"warmup_s": self.warmup_s, "min_time_s": self.min_time_s,
-                "max_time_s": self.max_time_s, "target_cv": self.target_cv}
+#: The budget the asv benchmarks of the creation, forward, loop and pipeline practices use:
+#: a class measures its whole grid in one process, so a short run per combination keeps a GPU
+#: check within minutes; measure() still stops early once the noise target is met.
+BENCH_SPEC = MeasureSpec(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)

@@ -24,9 +24,10 @@ from ..devices import (
 )
 from ..errors import XferbenchError
 from ..measurement import Measurement
+from ..spec import DEFAULT_SPEC, MeasureSpec
 from ..timing import measure
 from ..units import size_label
-from . import Budget, VerificationError, sweep
+from . import VerificationError, sweep
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -245,15 +246,15 @@ def copy_clock(case: CopyCase, device: Device) -> str | None:
     return None
 
 
-def run_copy(case: CopyCase, device: str | Device = "auto", budget: Budget | None = None,
+def run_copy(case: CopyCase, device: str | Device = "auto", spec: MeasureSpec | None = None,
              *, clock: str | None = None) -> Measurement:
     """Measure ``case`` on ``device`` and verify the copy (VerificationError on a mismatch).
     ``clock``: the clock to read (and stop on); by default ``copy_clock``'s."""
     work = build_copy(case, device)
     work.run()
     work.verify()  # a wrong first copy fails before any number exists
-    m = measure(work.run, device=work.device, nbytes=case.nbytes, label=case.label,
-                clock=clock or copy_clock(case, work.device), **(budget or Budget()).kwargs())
+    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, nbytes=case.nbytes,
+                label=case.label, clock=clock or copy_clock(case, work.device))
     work.verify()
     return m
 
@@ -267,7 +268,7 @@ def pin_skip_reason(caps: Capabilities) -> str | None:
 
 
 def run_pin_memory(nbytes: int, device: str | Device = "auto",
-                   budget: Budget | None = None) -> Measurement:
+                   spec: MeasureSpec | None = None) -> Measurement:
     """Time ``x.pin_memory()`` alone: host work, so on the host clock."""
     import torch
 
@@ -284,8 +285,8 @@ def run_pin_memory(nbytes: int, device: str | Device = "auto",
     def run() -> None:
         last[:] = [src.pin_memory()]
 
-    m = measure(run, device="cpu", nbytes=nbytes, label=f"pin_memory {size_label(nbytes)}",
-                **(budget or Budget()).kwargs())
+    m = measure(run, spec or DEFAULT_SPEC, device="cpu", nbytes=nbytes,
+                label=f"pin_memory {size_label(nbytes)}", clock=None)
     if not (last[0].is_pinned() and torch.equal(last[0], src)):
         raise VerificationError("pin_memory(): the pinned copy differs from its source")
     return m
@@ -325,7 +326,7 @@ def overlap_skip_reason(host_memory: str, caps: Capabilities) -> str | None:
 
 
 def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
-                budget: Budget | None = None, matmul_n: int = 1024) -> OverlapResult:
+                spec: MeasureSpec | None = None, matmul_n: int = 1024) -> OverlapResult:
     """A non_blocking H2D copy on a side stream while matmuls run on the default stream.
 
     The matmul chain is sized (in whole matmuls of ``matmul_n``) to take about as long as
@@ -337,7 +338,7 @@ def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
     reason = overlap_skip_reason(host_memory, capabilities(dev))
     if reason:
         raise XferbenchError(f"overlap on {dev}: {reason}")
-    budget = budget or Budget()
+    spec = (spec or DEFAULT_SPEC).replace(clock=None, nbytes=None)
     tdev = dev.torch()
     src = pattern(nbytes)
     if host_memory == "pinned":
@@ -360,14 +361,13 @@ def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
                 torch.mm(a, a, out=acc)
         return run
 
-    t_copy = measure(copy_only, device=dev, nbytes=nbytes, label="overlap copy",
-                     **budget.kwargs())
-    one = measure(compute(1), device=dev, label="one matmul", **budget.kwargs())
+    t_copy = measure(copy_only, spec, device=dev, nbytes=nbytes, label="overlap copy")
+    one = measure(compute(1), spec, device=dev, label="one matmul")
     k = max(1, round(t_copy.median / max(one.median, 1e-9)))
     # One matmul may have been timed before the clock rose: time the chain and resize it
     # until it takes within a quarter of the copy's time (a few rounds at most).
     for _ in range(3):
-        t_compute = measure(compute(k), device=dev, label=f"{k} matmuls", **budget.kwargs())
+        t_compute = measure(compute(k), spec, device=dev, label=f"{k} matmuls")
         ratio = t_compute.median / t_copy.median
         if 0.8 <= ratio <= 1.25:
             break
@@ -382,9 +382,8 @@ def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
             out[:] = [src.to(tdev, non_blocking=True)]
         main.wait_stream(side)
 
-    t_compute = measure(work, device=dev, label=f"{k} matmuls", **budget.kwargs())
-    t_both = measure(both, device=dev, nbytes=nbytes, label="copy + matmuls",
-                     **budget.kwargs())
+    t_compute = measure(work, spec, device=dev, label=f"{k} matmuls")
+    t_both = measure(both, spec, device=dev, nbytes=nbytes, label="copy + matmuls")
     synchronize(dev)
     if not torch.equal(out[0].to("cpu"), src.to("cpu")):
         raise VerificationError("overlap: the side-stream copy differs from its source")

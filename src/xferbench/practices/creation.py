@@ -31,9 +31,10 @@ from ..device_memory import DoesNotFit, check_fits
 from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
 from ..errors import XferbenchError
 from ..measurement import Measurement
+from ..spec import DEFAULT_SPEC, MeasureSpec
 from ..timing import measure
 from ..units import KiB, MiB, size_label
-from . import FULL_SIZES, HEADLINE_NBYTES, SMOKE_NBYTES, Budget, VerificationError, sweep
+from . import FULL_SIZES, HEADLINE_NBYTES, SMOKE_NBYTES, VerificationError, sweep
 
 # torch and numpy load inside the functions that need them: `import xferbench` stays free
 # of them.
@@ -62,11 +63,6 @@ FILL_VALUE = 3.14159
 #: and torch.tensor(list) converts them one by one: above this many tensor bytes the list
 #: alone would take hundreds of MB and seconds to build, which no one does to move data.
 TENSOR_LIST_MAX_NBYTES = 4 * MiB
-
-#: The budget the asv benchmarks use: a class measures its whole grid in one process, so a
-#: short run per combination keeps a GPU check within minutes; measure() still stops early
-#: once the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
-BENCH_BUDGET = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)
 
 #: The short default grid: a latency-bound size and the headline size.
 DEFAULT_CREATION_SIZES = (4 * KiB, HEADLINE_NBYTES)
@@ -289,7 +285,7 @@ def build_creation(case: CreationCase, device: str | Device = "auto") -> Creatio
 
 
 def run_creation(case: CreationCase, device: str | Device = "auto",
-                 budget: Budget | None = None) -> Measurement:
+                 spec: MeasureSpec | None = None) -> Measurement:
     """Time ``case`` until its tensor is ready on the device, then verify the tensor.
 
     The clock is ``completion_s``: host time from the call to the end of its device work,
@@ -298,9 +294,8 @@ def run_creation(case: CreationCase, device: str | Device = "auto",
     work = build_creation(case, device)
     work.run()
     work.verify()  # a wrong first tensor fails before any number exists
-    m = measure(work.run, device=work.device, nbytes=case.nbytes, label=case.label,
-                clock=READY_CLOCK,
-                **(budget or Budget()).kwargs())
+    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, nbytes=case.nbytes,
+                label=case.label, clock=READY_CLOCK)
     work.verify()
     return m
 
@@ -338,8 +333,8 @@ class CreationComparison:
 
 def compare_creation(device: str | Device = "auto", *, factory: str = HEADLINE_FACTORY,
                      nbytes: int = HEADLINE_NBYTES,
-                     budget: Budget | None = None) -> CreationComparison:
+                     spec: MeasureSpec | None = None) -> CreationComparison:
     """The headline ratio: ``torch.f(..).to(dev)`` over ``torch.f(.., device=dev)``."""
-    on_device = run_creation(CreationCase(factory, "on_device", nbytes), device, budget)
-    copied = run_creation(CreationCase(factory, "to", nbytes), device, budget)
+    on_device = run_creation(CreationCase(factory, "on_device", nbytes), device, spec)
+    copied = run_creation(CreationCase(factory, "to", nbytes), device, spec)
     return CreationComparison(factory, nbytes, on_device, copied)

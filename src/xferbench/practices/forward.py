@@ -16,8 +16,9 @@ from typing import Any
 from ..devices import Capabilities, Device, resolve_device, synchronize
 from ..errors import XferbenchError
 from ..measurement import Measurement
+from ..spec import DEFAULT_SPEC, MeasureSpec
 from ..timing import measure
-from . import Budget, VerificationError, sweep
+from . import VerificationError, sweep
 from .creation import READY_CLOCK, SEED
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
@@ -138,12 +139,12 @@ def build_forward(case: ForwardCase, device: str | Device = "auto") -> ForwardWo
 
 
 def run_forward(case: ForwardCase, device: str | Device = "auto",
-                budget: Budget | None = None) -> Measurement:
+                spec: MeasureSpec | None = None) -> Measurement:
     """Time one forward (completion: synchronised host clock) and verify its output."""
     work = build_forward(case, device)
     work.run()
     work.verify()
-    m = measure(work.run, device=work.device, label=case.label, clock=READY_CLOCK,
-                **(budget or Budget()).kwargs())
+    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, label=case.label,
+                clock=READY_CLOCK)
     work.verify()
     return m

@@ -32,8 +32,9 @@ from ..devices import (
 )
 from ..errors import XferbenchError
 from ..measurement import Measurement
-from ..timing import measure, quick_mode
-from . import Budget, VerificationError, sweep
+from ..spec import DEFAULT_SPEC, MIN_SAMPLES, MeasureSpec
+from ..timing import measure
+from . import VerificationError, sweep
 from .pipeline_data import (
     CLASSES,
     IMAGE_SHAPE,
@@ -71,7 +72,6 @@ STEPS = 8  # steps per timed call; the dataset holds exactly STEPS batches
 SEED = 1234
 #: Instrumented calls that give the starvation share, one sample each.
 STARVATION_CALLS = 5
-BENCH_BUDGET = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)
 #: Steps per second are read on the host clock, one synchronise after each call.
 PIPELINE_CLOCK = "completion_s"
 
@@ -295,26 +295,25 @@ def measure_starvation(work: PipelineWorkload, calls: int) -> tuple[float, ...]:
 
 
 def run_pipeline(case: PipelineCase, device: str | Device = "auto",
-                 budget: Budget | None = None, *, starvation: bool = True,
+                 spec: MeasureSpec | None = None, *, starvation: bool = True,
                  model_to: bool = False, dataset: Any = None) -> PipelineResult:
     """Verify, time whole calls, verify; then the starvation share and, with ``model_to``,
     the same calls with ``model.to(device)`` every step. The loader's workers end here,
     whatever happens."""
     work = build_pipeline(case, device, dataset=dataset)
     try:
-        budget = budget or Budget()
+        spec = spec or DEFAULT_SPEC
         work.verify()  # a wrong first call fails before any number exists
-        m = measure(work.run, device=work.device, label=case.label, clock=PIPELINE_CLOCK,
-                    **budget.kwargs())
+        m = measure(work.run, spec, device=work.device, label=case.label, clock=PIPELINE_CLOCK)
         work.verify()
         shares: tuple[float, ...] = ()
         if starvation and starvation_skip_reason(case, capabilities(work.device)) is None:
-            shares = measure_starvation(work, 3 if quick_mode() else STARVATION_CALLS)
+            shares = measure_starvation(work, MIN_SAMPLES if spec.quick else STARVATION_CALLS)
         moved = None
         if model_to:
             work.model_to_every_step = True
-            moved = measure(work.run, device=work.device, label=f"{case.label} model.to",
-                            clock=PIPELINE_CLOCK, **budget.kwargs())
+            moved = measure(work.run, spec, device=work.device, label=f"{case.label} model.to",
+                            clock=PIPELINE_CLOCK)
             work.verify()
         dtype = None if work.amp_dtype is None else str(work.amp_dtype).replace("torch.", "")
         return PipelineResult(case, m, shares, work.compile_s, moved, dtype)

@@ -29,8 +29,9 @@ from ..devices import (
 )
 from ..errors import XferbenchError
 from ..measurement import Measurement
+from ..spec import DEFAULT_SPEC, MeasureSpec
 from ..timing import measure
-from . import Budget, VerificationError, sweep
+from . import VerificationError, sweep
 from .sync_reads import PER_BATCH, PER_EPOCH, READS, Reference, check_readings, readers
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
@@ -47,11 +48,6 @@ DEFAULT_BATCH = 256
 #: steps are compute-bound on a GPU.
 DEFAULT_WIDTH = 256
 FULL_WIDTHS = (256, 1024, 2048)
-
-#: The budget the asv benchmarks use: a class measures its whole grid in one process, so a
-#: short run per combination keeps a GPU check within minutes; measure() still stops early
-#: once the noise target is met, and quick mode (XFERBENCH_QUICK=1) scales it down further.
-BENCH_BUDGET = Budget(warmup_s=0.02, min_time_s=0.05, max_time_s=0.25)
 
 #: The message torch emits per synchronising call under set_sync_debug_mode("warn")
 #: (c10/cuda/CUDAFunctions.cpp, warn_or_error_on_sync).
@@ -258,15 +254,15 @@ class LoopResult:
 LOOP_CLOCK = "completion_s"
 
 
-def run_loop(case: LoopCase, device: str | Device = "auto", budget: Budget | None = None,
+def run_loop(case: LoopCase, device: str | Device = "auto", spec: MeasureSpec | None = None,
              *, count: bool = False) -> LoopResult:
     """Time whole epochs of ``case`` and verify them; with ``count``, also count the epoch's
     host-device synchronisations (where ``sync_count_skip_reason`` allows)."""
     work = build_loop(case, device)
     work.run()
     work.verify()  # a wrong first epoch fails before any number exists
-    m = measure(work.run, device=work.device, label=case.label, clock=LOOP_CLOCK,
-                **(budget or Budget()).kwargs())
+    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, label=case.label,
+                clock=LOOP_CLOCK)
     work.verify()
     syncs = count_syncs(work.run, work.device) if count else None
     if count:
@@ -329,12 +325,12 @@ class SyncComparison:
 
 
 def compare_sync(device: str | Device = "auto", *, width: int = DEFAULT_WIDTH,
-                 budget: Budget | None = None, count: bool | None = None) -> SyncComparison:
+                 spec: MeasureSpec | None = None, count: bool | None = None) -> SyncComparison:
     """The headline ratio, with syncs per step where they can be counted (``count`` None:
     wherever ``sync_count_skip_reason`` allows)."""
     dev = resolve_device(device)
     if count is None:
         count = sync_count_skip_reason(capabilities(dev)) is None
-    per_batch = run_loop(LoopCase(PER_BATCH, width=width), dev, budget, count=count)
-    per_epoch = run_loop(LoopCase(PER_EPOCH, width=width), dev, budget, count=count)
+    per_batch = run_loop(LoopCase(PER_BATCH, width=width), dev, spec, count=count)
+    per_epoch = run_loop(LoopCase(PER_EPOCH, width=width), dev, spec, count=count)
     return SyncComparison(per_batch, per_epoch)

@@ -17,7 +17,7 @@ from ...devices import Device, resolve_device
 from ...errors import XferbenchError
 from ...metadata import MachineMetadata, collect
 from ...options import bench_pattern
-from ...practices import SWEEPS
+from ...practices import parse_sweep
 from ...safefiles import check_output_folder
 from .suite import SuiteClass, describe_suite
 
@@ -42,10 +42,7 @@ def check_options(args: argparse.Namespace) -> Options:
     bench_pattern(args.bench)
     if args.threads is not None and args.threads < 1:
         raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
-    sweep = args.sweep or os.environ.get("XFERBENCH_SWEEP", "").strip().lower() or "default"
-    if sweep not in SWEEPS:
-        raise XferbenchError(
-            f"XFERBENCH_SWEEP={sweep!r} is not a sweep: use {', '.join(SWEEPS)}")
+    sweep = args.sweep or parse_sweep(os.environ.get("XFERBENCH_SWEEP"))
     machine = check_machine_name(args.machine) if args.machine is not None else None
     check_output_folder("--results", args.results)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
