@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from ..citation import as_dict, cite, format_markdown, parse_params
+from ..errors import ExitCode
 from ..options import add_format, add_results
 from ..results import load
 
@@ -39,7 +40,7 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=cmd_cite)
 
 
-def cmd_cite(args: argparse.Namespace) -> int:
+def cmd_cite(args: argparse.Namespace) -> ExitCode:
     params = parse_params(args.params, args.param)
     c = cite(load(args.results), args.benchmark, params, torch=args.torch,
              machine=args.machine, site=args.site, allow_quick=args.allow_quick)
@@ -48,4 +49,4 @@ def cmd_cite(args: argparse.Namespace) -> int:
     else:
         for line in format_markdown(c):
             print(line)
-    return 0
+    return ExitCode.OK

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import ExitCode
 from ..metadata import collect
 from ..options import add_device, add_format
 
@@ -32,11 +33,11 @@ def register_cli(sub: Any) -> None:
     env.set_defaults(func=cmd_env)
 
 
-def cmd_env(args: argparse.Namespace) -> int:
+def cmd_env(args: argparse.Namespace) -> ExitCode:
     meta = collect(args.device).to_dict()
     if args.format == "json":
         print(json.dumps(meta, indent=2, sort_keys=True, default=str))
-        return 0
+        return ExitCode.OK
     cpu_only = meta.get("accelerator") is None
     width = max(len(k) for k in meta)
     for key in sorted(meta):
@@ -48,4 +49,4 @@ def cmd_env(args: argparse.Namespace) -> int:
                 cpu_only or ABSENT_WHEN_NONE[key] == "torch")
             value = "none" if absent else "unknown"
         print(f"{key:<{width}}  {value}")
-    return 0
+    return ExitCode.OK

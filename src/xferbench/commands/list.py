@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import ExitCode
 from ..options import add_format, add_results
 from ..results import ResultSet, load
 
@@ -60,10 +61,10 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def cmd_list(args: argparse.Namespace) -> ExitCode:
     entries = listing(load(args.results))
     if args.format == "json":
         print(json.dumps(entries, indent=2))
     else:
         print("\n".join(format_listing(entries)))
-    return 0
+    return ExitCode.OK

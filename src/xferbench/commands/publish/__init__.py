@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ...errors import ExitCode
 from ...options import add_results
 from ...stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from .site import format_site, publish
@@ -32,8 +33,8 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=cmd_publish)
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
+def cmd_publish(args: argparse.Namespace) -> ExitCode:
     site = publish(args.results, args.out, threshold=args.threshold, alpha=args.alpha)
     for line in format_site(site):
         print(line)
-    return 0
+    return ExitCode.OK

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from ...errors import ExitCode
 from ...protected import backup_path, discard
 
 PR_SET_PDEATHSIG = 1
@@ -94,7 +95,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         print("usage: python -m xferbench.commands.run.reaper PARENT RESULTS_FILE -- CMD...",
               file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     parent, results_file, cmd = int(argv[0]), argv[1], argv[3:]
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -128,4 +129,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(int(main(sys.argv[1:])))
