@@ -119,9 +119,30 @@ DEVICE, CAPS = _probe()
 QUICK = quick()
 
 
+#: The moment (time.time()) this class must be done by, from `xferbench run --budget`
+#: (XFERBENCH_DEADLINE): the grid then caps each combination's sampling at its share of what
+#: is left and cuts, with a reason, the combinations it can no longer fit, so that the class
+#: ends in time and asv saves every number it finished (a killed class saves none).
+DEADLINE = float(os.environ.get("XFERBENCH_DEADLINE") or 0) or None
+#: Of a combination's share of the time left, this much goes to sampling (measure()'s
+#: max_time_s over the class's measurements per combination); building, warming up and
+#: verifying take the rest.
+SAMPLING_SHARE = 0.6
+#: Below this many seconds left for a combination it is cut, not measured.
+MIN_COMBINATION_S = 1.0
+#: The sampling cap of the combination being measured (set by Grid.measure_grid).
+_CAP: dict[str, float] = {}
+
+
 def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
-    """``base`` as this process measures it: scaled down in quick mode."""
-    return base.for_quick() if QUICK else base
+    """``base`` as this process measures it: scaled down in quick mode, and its sampling
+    capped at the current combination's share of the class's budget (``DEADLINE``)."""
+    out = base.for_quick() if QUICK else base
+    cap = _CAP.get("max_time_s")
+    if cap is not None and cap < out.max_time_s:
+        out = out.replace(max_time_s=cap, min_time_s=min(out.min_time_s, cap),
+                          warmup_s=min(out.warmup_s, cap / 4))
+    return out
 
 
 
@@ -185,6 +206,8 @@ class Grid:
     param_names: list[str] = []
     processes = 1  # one asv round: the grid is measured once
     timeout = 60  # a track_ call only looks its value up
+    #: How many measure() calls one combination makes: its budget share is split among them.
+    measurements = 1
 
     def measure(self, *combo: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -224,8 +247,13 @@ class Grid:
                              torch=torch.__version__)
         previous = signal.signal(signal.SIGALRM, _alarm)
         try:
-            for combo in combos:
+            for i, combo in enumerate(combos):
                 started = time.monotonic()
+                cut = self._cap(len(combos) - i)
+                if cut:
+                    out[combo] = {"skip": cut}
+                    progress.report(combo, out[combo], 0.0)
+                    continue
                 signal.setitimer(signal.ITIMER_REAL, COMBINATION_TIMEOUT_S)
                 try:
                     out[combo] = {"values": self.measure(*combo)}
@@ -246,6 +274,19 @@ class Grid:
             signal.signal(signal.SIGALRM, previous)
             progress.close()
         return out
+
+    def _cap(self, remaining: int) -> str | None:
+        """Under a deadline: set the next combination's sampling cap from the time left, or
+        say why it is cut (no time left for it). Without one: no cap, no cut."""
+        _CAP.clear()
+        if DEADLINE is None:
+            return None
+        left = DEADLINE - time.time()
+        if left < MIN_COMBINATION_S:
+            return (f"cut: the run's budget (--budget) left {max(left, 0):.0f} s for this class "
+                    f"and its {remaining} remaining combination(s)")
+        _CAP["max_time_s"] = max(0.01, left / remaining * SAMPLING_SHARE / self.measurements)
+        return None
 
     def setup(self, cache: dict[tuple, dict[str, Any]], *combo: Any) -> None:
         entry = cache.get(tuple(combo))

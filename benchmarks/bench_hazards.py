@@ -1,8 +1,11 @@
-"""The non_blocking hazards: how often the unsafe pattern sees wrong data, per size."""
+"""The non_blocking hazards: how often the unsafe pattern sees wrong data, per size, on a busy
+stream (deterministic) and an idle one (a race)."""
 
 from xferbench.practices.hazards import (
     HAZARDS,
+    STREAMS,
     TRIALS,
+    busy_s,
     hazard_sizes,
     hazard_skip_reason,
     run_hazard,
@@ -14,31 +17,32 @@ from ._asv import CAPS, DEVICE, Grid, grid_timeout, skip_when
 SIZES = [size_label(n) for n in hazard_sizes()]
 
 
-def _reason(kind, size):
-    return hazard_skip_reason(kind, CAPS)
+def _reason(kind, stream, size):
+    return hazard_skip_reason(kind, CAPS, stream, parse_size(size))
 
 
 class Hazards(Grid):
-    """The fraction of trials (100 per size, each from an idle device) in which the unsafe
-    pattern observed wrong data, checked against the value it should have seen: a
-    non_blocking device-to-host copy read before synchronising, a pinned source overwritten
-    right after its non_blocking copy was queued, and a non_blocking copy from pageable memory
-    that returned before it was complete."""
+    """The fraction of trials (100 per size) in which the pattern observed wrong data, checked
+    against the value it should have seen: a non_blocking device-to-host copy read before
+    synchronising, a pinned source overwritten right after its non_blocking copy was queued
+    (both unsafe), and a pageable source overwritten so (safe: staged before the call
+    returns). On a busy stream (a spin queued first) an unsafe pattern fails every time; on
+    an idle one it is a race, and 0% there means not seen, never safe."""
 
-    params = (list(HAZARDS), SIZES)
-    param_names = ["hazard", "size"]
+    params = (list(HAZARDS), list(STREAMS), SIZES)
+    param_names = ["hazard", "stream", "size"]
     unit = "fraction"
 
     def setup_cache(self):
         return self.measure_grid()
 
-    # 100 trials of at most a few 64 MiB fills, copies and checks each
-    setup_cache.timeout = grid_timeout(params, _reason, 10)
+    # 100 trials of at most a few 64 MiB fills, copies and checks (or a 3 ms spin) each
+    setup_cache.timeout = grid_timeout(params, _reason, 10 + TRIALS * busy_s(2**20))
 
-    def measure(self, kind, size):
-        return {"track_wrong_fraction": run_hazard(kind, parse_size(size), DEVICE,
-                                                   TRIALS).fraction}
+    def measure(self, kind, stream, size):
+        result = run_hazard(kind, parse_size(size), DEVICE, TRIALS, stream=stream)
+        return {"track_wrong_fraction": result.fraction}
 
     @skip_when(params, _reason)
-    def track_wrong_fraction(self, cache, kind, size):
+    def track_wrong_fraction(self, cache, *params):
         return self.values["track_wrong_fraction"]

@@ -57,6 +57,7 @@ class Pipeline(Grid):
               list(precisions()), list(compiles()))
     param_names = ["size", "host_memory", "workers", "move", "precision", "compile"]
     unit = "seconds"
+    measurements = 2  # the step, and the step with model.to
 
     def setup_cache(self):
         return self.measure_grid()

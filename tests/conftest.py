@@ -145,7 +145,7 @@ def cpu_caps() -> Capabilities:
 @pytest.fixture
 def gpu_caps() -> Capabilities:
     """A fake accelerator that supports everything, for skip logic tested on any machine."""
-    return Capabilities("cuda:0", True, True, True)
+    return Capabilities("cuda:0", True, True, True, stream_hold=True)
 
 
 @pytest.fixture

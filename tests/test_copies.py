@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import itertools
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from xferbench.practices import (
 )
 from xferbench.practices import copies as cp
 from xferbench.practices.copies import (
+    COPY_HOST_MEMORY,
     DIRECTIONS,
     HOST_MEMORY,
     LAYOUTS,
@@ -31,15 +31,12 @@ from xferbench.practices.copies import (
     SYNCS,
     CopyCase,
     build_copy,
+    completion_clock_reason,
     copy_skip_reason,
-    overlap_skip_reason,
+    device_clock_reason,
     pattern,
-    pin_skip_reason,
     run_copy,
-    run_overlap,
-    run_pin_memory,
 )
-from xferbench.spec import MeasureSpec
 from xferbench.units import GiB, KiB, MiB, parse_size, size_label
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -107,22 +104,34 @@ def test_pinned_copy_skipped_on_a_device_without_pinning(mps_caps):
                             mps_caps) is None
 
 
-def test_pin_memory_skipped_without_pinned_memory(cpu_caps, gpu_caps, mps_caps):
-    assert pin_skip_reason(cpu_caps) == "pin_memory() needs an accelerator with pinned host memory"
-    assert pin_skip_reason(mps_caps) is not None
-    assert pin_skip_reason(gpu_caps) is None
+def _clocked(caps, reason) -> set[tuple[str, str, str, str]]:
+    return {row for row in GRID if reason(CopyCase(*row, 64 * MiB), caps) is None}
 
 
-def test_overlap_skipped_without_side_streams(cpu_caps):
-    for host in ("pageable", "pinned"):
-        assert "needs side streams" in overlap_skip_reason(host, cpu_caps)
+def test_device_time_is_the_figure_of_pinned_non_blocking_and_d2d_copies_alone(gpu_caps):
+    assert _clocked(gpu_caps, device_clock_reason) == {
+        ("h2d", "pinned", "non_blocking", "one"), ("d2h", "pinned", "non_blocking", "one"),
+        ("d2d", "pageable", "blocking", "one")}
 
 
-def test_overlap_runs_pageable_and_pinned_where_there_are_side_streams(gpu_caps, mps_caps):
-    assert overlap_skip_reason("pageable", gpu_caps) is None
-    assert overlap_skip_reason("pinned", gpu_caps) is None
-    assert "not compared" in overlap_skip_reason("pin_then_copy", gpu_caps)
-    assert "side streams" in overlap_skip_reason("pageable", mps_caps)
+@pytest.mark.parametrize(("row", "words"), [
+    (("h2d", "pinned", "blocking", "one"), "a blocking copy waits for itself"),
+    (("h2d", "pageable", "non_blocking", "one"), "staged by the host even when non_blocking"),
+    (("h2d", "pinned", "non_blocking", "many"), "1,000 copies per call overfill one stream"),
+    (("d2d", "pageable", "blocking", "many"), "overfill one stream hold"),
+])
+def test_every_copy_without_device_time_says_which_clock_has_it(gpu_caps, row, words):
+    why = device_clock_reason(CopyCase(*row, MiB), gpu_caps)
+    assert words in why and "track_completion_s" in why
+
+
+def test_every_host_copy_has_the_completion_clock_at_every_size(gpu_caps, cpu_caps):
+    host = {row for row in GRID if row[0] != "d2d" and row[1] != "pin_then_copy"}
+    assert _clocked(gpu_caps, completion_clock_reason) == host & _runnable(gpu_caps)
+    assert _clocked(cpu_caps, completion_clock_reason) == _runnable(cpu_caps)
+    assert _clocked(cpu_caps, device_clock_reason) == set()
+    assert "own benchmark" in completion_clock_reason(
+        CopyCase("h2d", "pin_then_copy", "non_blocking", "one", MiB), gpu_caps)
 
 
 # -- cases, sizes and buffers ----------------------------------------------------------------
@@ -276,16 +285,6 @@ def test_pinned_copy_skipped_without_accelerator():
         build_copy(case, "cpu")
 
 
-def test_pin_memory_refused_without_accelerator():
-    with pytest.raises(XferbenchError, match="pin_memory on cpu: pin_memory\\(\\) needs an"):
-        run_pin_memory(MiB, "cpu")
-
-
-def test_overlap_refused_without_accelerator():
-    with pytest.raises(XferbenchError, match="overlap on cpu: overlap needs side streams"):
-        run_overlap("pinned", MiB, "cpu")
-
-
 def test_oversized_copy_does_not_fit_before_allocating(monkeypatch):
     monkeypatch.setattr(cp, "check_fits", lambda *a, **k: "64 MiB x2 does not fit")
     monkeypatch.setattr(cp, "pattern", lambda *a, **k: pytest.fail("allocated anyway"))
@@ -401,10 +400,10 @@ def test_skipped_lists_the_combinations_with_a_reason(asv_helpers):
 
 def test_skipped_of_the_copy_grid_on_the_cpu_leaves_the_h2d_pageable_blocking_rows(
         asv_helpers, cpu_caps):
-    params = ([*DIRECTIONS, "d2d"], list(HOST_MEMORY), list(SYNCS), list(LAYOUTS))
+    params = ([*DIRECTIONS, "d2d"], list(COPY_HOST_MEMORY), list(SYNCS), list(LAYOUTS))
     skip = asv_helpers.skipped(
         params, lambda *row: copy_skip_reason(CopyCase(*row, MiB), cpu_caps))
-    assert len(skip) == len(GRID) - 2
+    assert len(skip) == 3 * 2 * 2 * 2 - 2
     assert ("h2d", "pageable", "blocking", "one") not in skip
     assert ("d2h", "pinned", "non_blocking", "many") in skip
 
@@ -432,18 +431,22 @@ def test_probe_without_a_hand_down_asks_this_machine(asv_helpers, monkeypatch):
 
 
 _SKIP_LISTS = """
+import itertools
 import json
-import math
 from benchmarks import bench_copies as b
-grid = [c for c in __import__("itertools").product(*b.Copy.params)]
-skip = set(b.Copy.track_device_s.skip_params)
+
+def runs(cls, method):
+    skip = set(getattr(cls, method).skip_params)
+    return sorted(c for c in itertools.product(*cls.params) if c not in skip)
+
 print(json.dumps({
-    "runs": sorted(c for c in grid if c not in skip),
+    "device": runs(b.Copy, "track_device_s"),
+    "completion": runs(b.Copy, "track_completion_s"),
+    "enqueue": runs(b.Copy, "track_enqueue_s"),
     "sizes": b.SIZES,
-    "pin_skipped": len(b.PinMemory.track_host_s.skip_params) == len(b.SIZES),
-    "overlap_skipped": len(b.Overlap.track_serialised_fraction.skip_params) == 2,
-    "enqueue_skipped": len(b.Copy.track_enqueue_s.skip_params) == len(
-        list(__import__("itertools").product(*b.Copy.params))),
+    "pin": runs(b.PinMemory, "track_host_s"),
+    "pin_then_copy": runs(b.PinThenCopy, "track_completion_s"),
+    "overlap": runs(b.Overlap, "track_serialised_fraction"),
 }))
 """
 
@@ -456,13 +459,18 @@ def test_bench_copies_skips_at_discovery_what_the_probe_cannot_run(fake, request
                       env={"XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": "default"})
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    rows = {tuple(c[:4]) for c in got["runs"]}
-    assert rows == _runnable(caps)
-    assert len(got["runs"]) == len(rows) * len(got["sizes"])
+    n = len(got["sizes"])
+    for clock, reason in (("device", device_clock_reason), ("completion", completion_clock_reason)):
+        rows = {tuple(c[:4]) for c in got[clock]}
+        assert rows == _clocked(caps, reason), clock
+        assert len(got[clock]) == len(rows) * n
     on_cpu = caps.device == "cpu"
-    assert got["pin_skipped"] is on_cpu
-    assert got["overlap_skipped"] is on_cpu
-    assert got["enqueue_skipped"] is on_cpu
+    # enqueue: at the headline size, every host<->device copy of an accelerator
+    assert {c[4] for c in got["enqueue"]} == (set() if on_cpu else {"64MiB"})
+    assert len(got["enqueue"]) == (0 if on_cpu else 16)
+    assert len(got["pin"]) == (0 if on_cpu else 2 * n)  # warm and cold
+    assert len(got["pin_then_copy"]) == (0 if on_cpu else 2 * 2 * n)  # x one and many
+    assert len(got["overlap"]) == (0 if on_cpu else 4)  # pageable/pinned x both orders
 
 
 # -- on an accelerator -----------------------------------------------------------------------
@@ -477,11 +485,12 @@ def test_accelerator_copy_runs_and_verifies(row, gpu_device, small_budget):
     m = run_copy(case, gpu_device, small_budget)
     assert m.device == gpu_device.name
     assert m.nbytes == 64 * KiB and m.label == case.label
-    if case.host_memory == "pin_then_copy":  # pinning is host work: read on the host
+    if device_clock_reason(case, capabilities(gpu_device)):  # read as a user waits for it
         assert m.primary_clock == "completion_s" and m.device_s == ()
-    else:
-        assert m.primary_clock == "device_s" and len(m.device_s) >= 10
-    assert len(m.completion_s) == len(m.enqueue_s) >= 10
+        assert len(m.completion_s) == len(m.enqueue_s) >= 6
+    else:  # device time alone: no host batches spent beside it
+        assert m.primary_clock == "device_s" and len(m.device_s) >= 6
+        assert m.completion_s == () and m.extra["device_clock"].startswith(("held", "unheld"))
     assert m.median > 0 and m.gbps > 0
 
 
@@ -519,50 +528,3 @@ def test_accelerator_corrupted_destination_is_caught(row, gpu_device):
     dst.view(-1)[0] += 1  # on the device for h2d/d2d, in host memory for d2h
     with pytest.raises(VerificationError, match=rf"destination {len(work.result()) - 1} differs"):
         work.verify()
-
-
-@pytest.mark.gpu
-def test_accelerator_pin_memory_is_timed_on_the_host(gpu_device, small_budget):
-    if not capabilities(gpu_device).pinned_memory:
-        pytest.skip(f"{gpu_device} has no pinned host memory")
-    m = run_pin_memory(MiB, gpu_device, small_budget)
-    assert m.device == "cpu"  # pinning is host work: host clock
-    assert m.label == "pin_memory 1MiB" and m.nbytes == MiB
-    assert 0 < m.median < 0.1
-
-
-def _overlap(host_memory, device, nbytes=64 * MiB, matmul_n=1024):
-    caps = capabilities(device)
-    if overlap_skip_reason(host_memory, caps):
-        pytest.skip(overlap_skip_reason(host_memory, caps))
-    spec = MeasureSpec(warmup_s=0.02, min_time_s=0.05, max_time_s=0.3)
-    result = run_overlap(host_memory, nbytes, device, spec, matmul_n=matmul_n)
-    print(f"overlap {host_memory} {size_label(nbytes)}: copy {result.copy.median * 1e3:.3f} ms, "
-          f"{result.matmuls} matmuls {result.compute.median * 1e3:.3f} ms, both "
-          f"{result.both.median * 1e3:.3f} ms: overlap {result.overlap:.2f}")
-    return result
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("host_memory", ["pinned", "pageable"])
-def test_accelerator_overlap_runs_three_verified_measurements(host_memory, gpu_device):
-    # run_overlap verifies the side-stream copy against its source and the matmuls' output;
-    # small, since no time is judged here (the timing twin below is full size)
-    result = _overlap(host_memory, gpu_device, nbytes=4 * MiB, matmul_n=256)
-    assert result.matmuls >= 1
-    for m in (result.copy, result.compute, result.both):
-        assert m.device == gpu_device.name and m.median > 0
-    assert result.copy.nbytes == result.both.nbytes == 4 * MiB
-    assert math.isfinite(result.overlap)
-
-
-@pytest.mark.gpu
-@pytest.mark.timing
-@pytest.mark.parametrize("host_memory", ["pinned", "pageable"])
-def test_accelerator_overlap_gives_a_sane_fraction_from_three_measurements(
-        host_memory, gpu_device):
-    result = _overlap(host_memory, gpu_device)
-    assert -0.5 <= result.overlap <= 1.5
-    # the chain is resized until it takes within a quarter of the copy's time, timed after
-    # the clock has risen (not from one matmul timed at idle clocks): within 2x, whatever GPU
-    assert 0.5 < result.compute.median / result.copy.median < 2

@@ -99,7 +99,7 @@ def test_sigkill_mid_class_then_a_second_run_loses_nothing(tmp_path):
     time.sleep(3)
     after = tree(results)
     rs = load(str(results))
-    copies = [r for r in rs if r.benchmark == "bench_copies.Copy.track_device_s" and r.ok]
+    copies = [r for r in rs if r.benchmark == "bench_copies.Copy.track_completion_s" and r.ok]
     loops = [r for r in rs if r.benchmark == "bench_sync.Loop.track_step_s" and r.ok]
     assert copies and loops  # the first run's finished class and the second's
     import torch
@@ -109,7 +109,7 @@ def test_sigkill_mid_class_then_a_second_run_loses_nothing(tmp_path):
     assert json.loads(Path(path).read_text())["params"]["device"] == "cpu"
     meta_file = next(p for p in after if p.endswith(".metadata"))
     sidecar = json.loads(after[meta_file])
-    assert sidecar["benchmarks"]["bench_copies.Copy.track_device_s"] != \
+    assert sidecar["benchmarks"]["bench_copies.Copy.track_completion_s"] != \
         sidecar["benchmarks"]["bench_sync.Loop.track_step_s"]  # each class its own run
     assert len(sidecar["runs"]) == 2
     assert not [p for p in after if p.endswith((".xferbench-bak", ".tmp"))]

@@ -16,7 +16,9 @@ from xferbench.practices.hazards import (
     DEFAULT_SIZES,
     FULL_SIZES,
     HAZARDS,
+    STREAMS,
     TRIALS,
+    UNSAFE,
     HazardResult,
     hazard_sizes,
     hazard_skip_reason,
@@ -33,15 +35,31 @@ CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
 
 def test_every_hazard_needs_an_accelerator(cpu_caps, gpu_caps, mps_caps):
     for kind in HAZARDS:
-        assert hazard_skip_reason(kind, cpu_caps) == (
-            "the hazards need an accelerator: on the CPU every copy is synchronous")
-        assert hazard_skip_reason(kind, gpu_caps) is None
-    # mps: no pinned memory (the first two), no side stream to check completion (the third)
+        for stream in STREAMS:
+            assert hazard_skip_reason(kind, cpu_caps, stream) == (
+                "the hazards need an accelerator: on the CPU every copy is synchronous")
+            assert hazard_skip_reason(kind, gpu_caps, stream, MiB) is None
+    # mps: no pinned memory (the unsafe two), no spin for a busy stream
     assert "pinned host memory is not available on mps" in hazard_skip_reason(
         "d2h_read_before_sync", mps_caps)
-    assert "reads on a side stream, which mps lacks" in hazard_skip_reason(
-        "pageable_non_blocking", mps_caps)
+    assert hazard_skip_reason("pageable_source_modified", mps_caps, "idle") is None
+    assert "needs a spin to hold it, which mps lacks" in hazard_skip_reason(
+        "pageable_source_modified", mps_caps, "busy")
     assert "is not one of" in hazard_skip_reason("use_after_free", gpu_caps)
+    assert "stream 'calm' is not one of busy, idle" in hazard_skip_reason(
+        "pinned_source_modified", gpu_caps, "calm")
+
+
+def test_the_busy_stream_stops_at_1_mib(gpu_caps):
+    assert hazard_skip_reason("pinned_source_modified", gpu_caps, "busy", MiB) is None
+    assert "tried up to 1MiB" in hazard_skip_reason("pinned_source_modified", gpu_caps, "busy",
+                                                    64 * MiB)
+    assert hazard_skip_reason("pinned_source_modified", gpu_caps, "idle", 64 * MiB) is None
+
+
+def test_the_unsafe_patterns_are_the_tutorials_and_the_pageable_one_is_the_safe_fact():
+    assert UNSAFE == ("d2h_read_before_sync", "pinned_source_modified")
+    assert set(HAZARDS) - set(UNSAFE) == {"pageable_source_modified"}
 
 
 def test_run_hazard_on_the_cpu_says_why_not():
@@ -59,9 +77,9 @@ def test_a_trial_is_wrong_by_its_data_not_its_timing():
 
 
 def test_fraction_is_of_the_trials():
-    r = HazardResult("pinned_source_modified", MiB, 200, 50, 10, "cuda:0")
+    r = HazardResult("pinned_source_modified", "busy", MiB, 200, 50, 10, "cuda:0")
     assert r.fraction == 0.25
-    assert r.label == "pinned_source_modified 1MiB on cuda:0"
+    assert r.label == "pinned_source_modified busy 1MiB on cuda:0"
 
 
 def test_at_least_100_trials_per_size(monkeypatch):
@@ -76,7 +94,7 @@ def test_describe_skips_every_hazard_on_this_cpu_and_imports_nothing(run_python)
                       env={"XFERBENCH_PROBE": CPU_PROBE, "XFERBENCH_SWEEP": "default"})
     assert proc.returncode == 0, proc.stderr
     (hazards,) = json.loads(proc.stdout)
-    assert (hazards["class"], hazards["measured"], hazards["combinations"]) == ("Hazards", 0, 9)
+    assert (hazards["class"], hazards["measured"], hazards["combinations"]) == ("Hazards", 0, 18)
     assert {row[-1] for row in hazards["skips"]["track_wrong_fraction"]} == {
         "the hazards need an accelerator: on the CPU every copy is synchronous"}
     code = ("import sys, benchmarks.bench_hazards as b\n"
@@ -90,27 +108,49 @@ def test_describe_skips_every_hazard_on_this_cpu_and_imports_nothing(run_python)
 # -- on an accelerator (also the emulated one): the flow and the checks, no expected rate ------
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("stream", STREAMS)
 @pytest.mark.parametrize("kind", HAZARDS)
 @pytest.mark.parametrize("nbytes", [4 * KiB, 1 * MiB])
-def test_each_hazard_runs_its_trials_and_its_copies_verify(gpu_device, kind, nbytes):
-    reason = hazard_skip_reason(kind, capabilities(gpu_device))
+def test_each_hazard_runs_its_trials_and_its_copies_verify(gpu_device, kind, nbytes, stream):
+    reason = hazard_skip_reason(kind, capabilities(gpu_device), stream, nbytes)
     if reason:
         pytest.skip(reason)
-    r = run_hazard(kind, nbytes, gpu_device, TRIALS)  # VerificationError if a copy is wrong
-    assert (r.kind, r.nbytes, r.trials, r.device) == (kind, nbytes, TRIALS, gpu_device.name)
+    r = run_hazard(kind, nbytes, gpu_device, TRIALS, stream)  # VerificationError if wrong
+    assert (r.kind, r.stream, r.nbytes, r.trials, r.device) == (
+        kind, stream, nbytes, TRIALS, gpu_device.name)
     assert 0 <= r.torn <= r.wrong <= r.trials  # 0% is a figure too, not a failure
     assert 0.0 <= r.fraction <= 1.0
+    if kind not in UNSAFE:  # the safe fact: a pageable source is read before the call returns
+        assert r.wrong == 0, f"{r.label}: {r.wrong} wrong trials"
+
+
+@pytest.mark.gpu
+def test_on_a_busy_stream_an_overwritten_pinned_source_is_wrong_every_time(gpu_device):
+    """The copy waits behind the spin, so the overwrite always lands first: deterministic,
+    on any device with a spin (the emulated one queues its pinned copies behind it too)."""
+    reason = hazard_skip_reason("pinned_source_modified", capabilities(gpu_device), "busy")
+    if reason:
+        pytest.skip(reason)
+    r = run_hazard("pinned_source_modified", 64 * KiB, gpu_device, 20, "busy")
+    assert r.wrong == r.trials == 20
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda_only("kernels queued behind the spin (the emulated device runs them at once)")
+def test_on_a_busy_stream_a_read_before_sync_is_wrong_every_time(gpu_device):
+    r = run_hazard("d2h_read_before_sync", 64 * KiB, gpu_device, 20, "busy")
+    assert r.wrong == r.trials == 20
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind, observed", [
     ("d2h_read_before_sync", True), ("pinned_source_modified", True),
-    ("pageable_non_blocking", False)])
+    ("pageable_source_modified", False)])
 def test_the_emulated_device_shows_the_hazards_the_detection_finds(gpu_device, kind, observed):
     """The detection works: on the emulated device, whose pinned non_blocking copies run on a
     worker thread after the call returns (held 2 ms here to widen the window), the same code
-    that measures a GPU finds the first two hazards; a pageable non_blocking copy is
-    synchronous there, as in CUDA, so the third finds none."""
+    that measures a GPU finds the two unsafe patterns on an idle stream; a pageable copy is
+    staged before the call returns there, as in CUDA, so the third finds none."""
     from xferbench.devices import is_emulated
 
     if not is_emulated(gpu_device):
@@ -118,7 +158,7 @@ def test_the_emulated_device_shows_the_hazards_the_detection_finds(gpu_device, k
     import emu
 
     with emu.copy_delay(0.002):
-        r = run_hazard(kind, 64 * KiB, gpu_device, TRIALS)
+        r = run_hazard(kind, 64 * KiB, gpu_device, TRIALS, "idle")
     if observed:
         assert r.wrong > 0, f"{kind}: no wrong trial in {r.trials}: the detection missed it"
     else:
@@ -127,8 +167,9 @@ def test_the_emulated_device_shows_the_hazards_the_detection_finds(gpu_device, k
 
 # -- the table the README and `xferbench run` show -----------------------------------------------
 
-def _hazard(kind: str, size: str, value: float, date_ms: int = 0) -> Result:
-    return Result(benchmark=HAZARD_BENCHMARK, params=(("hazard", kind), ("size", size)),
+def _hazard(kind: str, size: str, value: float, date_ms: int = 0, stream: str = "idle") -> Result:
+    return Result(benchmark=HAZARD_BENCHMARK,
+                  params=(("hazard", kind), ("stream", stream), ("size", size)),
                   value=value, unit="fraction", machine="m", commit="c", date_ms=date_ms,
                   torch="2.13.0", cuda="13.0", python="3", env_name="e", path="p")
 
@@ -137,16 +178,23 @@ def test_hazard_table_has_a_column_per_size_measured_in_size_order():
     rs = ResultSet([_hazard("d2h_read_before_sync", "64MiB", 0.97),
                     _hazard("d2h_read_before_sync", "4KiB", 1.0),
                     _hazard("d2h_read_before_sync", "4KiB", 0.5, date_ms=1),  # the newest
+                    _hazard("d2h_read_before_sync", "4KiB", 1.0, stream="busy"),
                     _hazard("pinned_source_modified", "4KiB", 0.0),
-                    _hazard("pageable_non_blocking", "4KiB", float("nan"))], {}, "")
+                    _hazard("pageable_source_modified", "4KiB", 0.0),
+                    _hazard("pageable_source_modified", "4KiB", float("nan"), stream="busy")],
+                   {}, "")
     table = hazard_table(rs)
     assert table[2:] == [
-        "| hazard | 4KiB | 64MiB |", "| --- | ---: | ---: |",
-        "| d2h_read_before_sync | 50% | 97% |",
-        "| pinned_source_modified | 0% | n/a |",  # 0% is a figure
-        "| pageable_non_blocking | n/a | n/a |"]
+        "| hazard | stream | 4KiB | 64MiB |", "| --- | --- | ---: | ---: |",
+        "| d2h_read_before_sync | busy | 100% | n/a |",
+        "| d2h_read_before_sync | idle | 50% | 97% |",
+        "| pinned_source_modified | busy | n/a | n/a |",
+        "| pinned_source_modified | idle | 0% (race not seen) | n/a |",  # never read as safe
+        "| pageable_source_modified | busy | n/a | n/a |",
+        "| pageable_source_modified | idle | 0% | n/a |"]  # the safe fact: a plain 0%
 
 
 def test_hazard_table_without_results_says_why():
     rs = ResultSet([], {}, "")
-    assert hazard_table(rs)[-1] == "| pageable_non_blocking | n/a: not measured in these results |"
+    assert hazard_table(rs)[-1] == (
+        "| pageable_source_modified | idle | n/a: not measured in these results |")

@@ -24,7 +24,7 @@ LAYERS = {
     PRACTICES: ("practices",),
     RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
               "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
-              "provenance", "outcomes"),
+              "provenance", "outcomes", "merging"),
     COMMANDS: ("commands", "pytest_plugin", "quick"),
     ENTRY: ("cli", "__main__", ""),  # "": xferbench/__init__.py
 }
@@ -32,8 +32,10 @@ TOP_LEVEL = {name: level for level, names in LAYERS.items() for name in names}
 #: Modules that list what sits below them and are exempt from the direction rule: the
 #: package's lazy API (xferbench/__init__.py) and the command registry.
 REGISTRIES = {"", "commands"}
-#: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s).
-HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark"}
+#: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s), and
+#: submitit, an optional extra (``xferbench[fleet]``) that only ``fleet`` imports.
+HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark",
+         "submitit"}
 #: The comment a module with function-local heavy imports carries, once.
 LAZY_NOTE = "inside the functions"
 MAX_LINES = 400

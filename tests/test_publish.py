@@ -16,7 +16,7 @@ import pytest
 from conftest import committed_results
 
 from xferbench.cli import main
-from xferbench.commands.publish.pages import banner_html
+from xferbench.commands.publish.sections import banner_html
 from xferbench.commands.publish.site import SITE_MARKER
 from xferbench.outcomes import gaps, unmeasured
 from xferbench.provenance import provenance

@@ -90,6 +90,9 @@ def test_run_refuses_to_file_emulated_results_in_the_repository(run_python, emu_
 BRANCHES = {
     "pinned non_blocking h2d, device events": (
         "bench_copies.Copy.track_device_s",
+        {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "one"}),
+    "1,000 pinned non_blocking h2d, completion clock": (
+        "bench_copies.Copy.track_completion_s",
         {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "many"}),
     "non_blocking enqueue clock": (
         "bench_copies.Copy.track_enqueue_s",
@@ -97,16 +100,17 @@ BRANCHES = {
     "d2h into pinned memory": (
         "bench_copies.Copy.track_completion_s",
         {"direction": "d2h", "host_memory": "pinned", "sync": "non_blocking", "layout": "one"}),
-    "pin_then_copy": (
-        "bench_copies.Copy.track_device_s",
-        {"direction": "h2d", "host_memory": "pin_then_copy", "sync": "blocking", "layout": "one"}),
+    "pin_then_copy, cold": ("bench_copies.PinThenCopy.track_completion_s",
+                            {"cache": "cold", "layout": "one"}),
+    "pin_then_copy, warm, its allocations": ("bench_copies.PinThenCopy.track_allocs_per_call",
+                                             {"cache": "warm", "layout": "many"}),
     "d2d": ("bench_copies.Copy.track_device_s",
             {"direction": "d2d", "host_memory": "pageable", "sync": "blocking", "layout": "one"}),
-    "pin_memory": ("bench_copies.PinMemory.track_host_s", {}),
-    "overlap, pinned": ("bench_copies.Overlap.track_serialised_fraction",
-                        {"host_memory": "pinned"}),
-    "overlap, pageable": ("bench_copies.Overlap.track_serialised_fraction",
-                          {"host_memory": "pageable"}),
+    "pin_memory, cold": ("bench_copies.PinMemory.track_host_s", {"cache": "cold"}),
+    "overlap, pinned, copy first": ("bench_copies.Overlap.track_serialised_fraction",
+                                    {"host_memory": "pinned", "order": "copy_first"}),
+    "overlap, pageable, compute first": ("bench_copies.Overlap.track_serialised_fraction",
+                                         {"host_memory": "pageable", "order": "compute_first"}),
     "device peak memory": ("bench_creation.Creation.track_device_peak_bytes",
                            {"factory": "zeros", "variant": "to"}),
     "creation, to non_blocking": ("bench_creation.Creation.track_ready_s",
@@ -122,7 +126,10 @@ BRANCHES = {
         "bench_pipeline.Pipeline.track_starvation_share",
         {"size": "small", "host_memory": "pageable", "workers": "0", "move": "blocking"}),
     "hazard: d2h read before sync": ("bench_hazards.Hazards.track_wrong_fraction",
-                                     {"hazard": "d2h_read_before_sync"}),
+                                     {"hazard": "d2h_read_before_sync", "stream": "idle"}),
+    "hazard: pinned source, busy stream": ("bench_hazards.Hazards.track_wrong_fraction",
+                                           {"hazard": "pinned_source_modified",
+                                            "stream": "busy"}),
 }
 
 

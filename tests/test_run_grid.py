@@ -123,7 +123,7 @@ def test_the_sidecar_says_why_each_missing_number_is_missing(grid_run):
         want = {k: str(v) for k, v in r.params}
         found = [row for row in rows if row["params"] == want]
         assert found and found[0]["reason"], f"{r.label()} has no reason recorded"
-    pinned = [row for row in outcomes["bench_copies.Copy.track_device_s"]
+    pinned = [row for row in outcomes["bench_copies.Copy.track_completion_s"]
               if row["params"]["host_memory"] == "pinned" and row["params"]["direction"] == "h2d"]
     assert pinned and all(row["reason"] == "pinned host memory needs an accelerator"
                           for row in pinned)

@@ -91,7 +91,7 @@ def test_an_emulated_device_says_so_in_the_machine_name():
 
 # -- end to end: real asv runs on this machine -------------------------------------------------
 
-BENCH = r"Copy\.track_device_s"
+BENCH = r"Copy\.track_completion_s"
 
 
 def _run(results: Path, *extra: str, **kw) -> subprocess.Popen:
@@ -117,13 +117,13 @@ def test_run_records_cpu_numbers_and_skips_accelerator_rows(cpu_run):
     assert code == 0, out
     rs = load(str(results))
     assert rs.torch_versions() == [torch.__version__]
-    rows = rs.find("bench_copies.Copy.track_device_s")
+    rows = rs.find("bench_copies.Copy.track_completion_s")
     ran = [r for r in rows if r.ok]
     assert {(r.param_dict["direction"], r.param_dict["host_memory"], r.param_dict["sync"])
             for r in ran} == {("h2d", "pageable", "blocking")}
     assert len(ran) == 10  # 5 sizes x 2 layouts
     assert all(r.samples and r.value > 0 for r in ran)
-    pinned = rs.find("bench_copies.Copy.track_device_s", host_memory="pinned")
+    pinned = rs.find("bench_copies.Copy.track_completion_s", host_memory="pinned")
     assert pinned and all(r.value is not None and r.value != r.value for r in pinned)  # NaN
     meta = json.loads(Path(metadata_path(ran[0].path)).read_text())
     assert meta["metadata"]["torch"] == torch.__version__

@@ -121,21 +121,25 @@ def test_describe_counts_what_runs_here_and_why_the_rest_does_not(run_python):
     assert proc.returncode == 0, proc.stderr
     found = {f"{c['file']}.{c['class']}": c for c in json.loads(proc.stdout)}
     assert list(found) == ["bench_copies.Copy", "bench_copies.PinMemory",
-                           "bench_copies.Overlap", "bench_sync.Loop"]
+                           "bench_copies.PinThenCopy", "bench_copies.Overlap", "bench_sync.Loop"]
     copy = found["bench_copies.Copy"]
-    assert (copy["measured"], copy["combinations"]) == (10, 180)  # h2d pageable blocking
-    assert len(copy["skips"]["track_device_s"]) == 170
+    assert (copy["measured"], copy["combinations"]) == (10, 120)  # h2d pageable blocking
+    assert len(copy["skips"]["track_completion_s"]) == 110
     assert ["h2d", "pinned", "blocking", "one", "64MiB",
-            "pinned host memory needs an accelerator"] in copy["skips"]["track_device_s"]
+            "pinned host memory needs an accelerator"] in copy["skips"]["track_completion_s"]
     assert copy["methods"] == ["track_completion_s", "track_device_s", "track_enqueue_s"]
     assert len(copy["skips"]["track_enqueue_s"]) == copy["combinations"]  # no enqueue on a CPU
-    # host clocks at the headline size only: h2d pageable blocking, one and many
-    assert len(copy["skips"]["track_completion_s"]) == copy["combinations"] - 2
+    # no device clock on a CPU: its copies are host copies, on the completion clock
+    assert len(copy["skips"]["track_device_s"]) == copy["combinations"]
+    assert ["h2d", "pageable", "blocking", "one", "64MiB",
+            "the CPU has no device clock: its copy is timed on the host (track_completion_s)"
+            ] in copy["skips"]["track_device_s"]
     # asv is handed the combinations that run, or one that is skipped so the method is there
-    assert len(copy["select"]["track_device_s"]) == 10
+    assert len(copy["select"]["track_completion_s"]) == 10
     assert copy["select"]["track_enqueue_s"] == [["'h2d'", "'pageable'", "'blocking'", "'one'",
                                                   "'4KiB'"]]
     assert found["bench_copies.PinMemory"]["measured"] == 0
+    assert found["bench_copies.PinThenCopy"]["measured"] == 0
     assert found["bench_sync.Loop"]["skips"]["track_step_s"] == []
     assert len(found["bench_sync.Loop"]["skips"]["track_syncs_per_step"]) == 10
 

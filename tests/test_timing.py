@@ -236,7 +236,7 @@ def test_measure_on_accelerator_gives_three_clocks(gpu_device, small_budget):
     assert m.device == gpu_device.name
     assert m.primary_clock == "device_s"
     assert m.calls_per_sample == 1
-    assert len(m.device_s) == len(m.completion_s) == len(m.enqueue_s) >= 10
+    assert len(m.device_s) >= 6 and len(m.completion_s) == len(m.enqueue_s) >= 6
     assert min(m.device_s) > 0 and min(m.enqueue_s) > 0
     # the measured calls really ran: the last one left a @ a in out
     assert torch.allclose(out.cpu(), a.cpu() @ a.cpu(), rtol=1e-3, atol=1e-3)
@@ -279,8 +279,10 @@ def test_non_blocking_pinned_h2d_is_measured_on_three_clocks_and_lands(
         pytest.skip(f"{gpu_device} has no pinned host memory")
     m, src, landed = _pinned_h2d_measured(gpu_device, small_budget)
     assert m.primary_clock == "device_s" and m.nbytes == 64 * MiB
-    assert len(m.device_s) == len(m.completion_s) == len(m.enqueue_s) >= 3
-    assert m.extra["stream_hold"] is False  # a pinned copy is no launch-bound call
+    assert len(m.device_s) >= 3 and len(m.completion_s) == len(m.enqueue_s) >= 3
+    # a pinned non_blocking copy returns at once: its calls are held back to back where a
+    # spin exists (no call waits for itself)
+    assert m.extra["device_clock"] == ("held" if can_hold_stream(gpu_device) else "unheld")
     assert m.gbps > 0
     # measure() synchronised after the last call: its copy has landed, bit for bit
     assert landed.device == gpu_device.torch() and torch.equal(landed.cpu(), src)
@@ -317,7 +319,9 @@ def test_measure_refuses_a_clock_it_cannot_read(clock, words):
         measure(_noop, device="cpu", clock=clock)
 
 
-def _launch_bound_measured(device, budget):
+def _launch_bound_measured(device, budget, declared: bool = True):
+    """200 tiny adds per call: the call queues 200 kernels, which it declares (as a practice
+    does) unless ``declared`` is False (as a plugin user's call would not)."""
     import torch
 
     xs = [torch.ones(4, device=device.torch()) for _ in range(200)]
@@ -328,7 +332,8 @@ def _launch_bound_measured(device, budget):
         for x in xs:
             x.add_(1)
 
-    return measure(add, budget, device=device), xs, len(calls)
+    spec = budget.replace(ops_per_call=200) if declared else budget
+    return measure(add, spec, device=device), xs, len(calls)
 
 
 @pytest.mark.gpu
@@ -336,11 +341,28 @@ def test_launch_bound_calls_are_held_where_a_spin_exists_and_all_run(gpu_device,
     import torch
 
     m, xs, calls = _launch_bound_measured(gpu_device, small_budget)
-    # held behind a spin on CUDA/ROCm; elsewhere there is none, and the run says so
+    # held behind a spin on CUDA/ROCm (and the emulated device); elsewhere there is none,
+    # and the measurement says so
     assert m.extra["stream_hold"] is can_hold_stream(gpu_device)
+    # 200 kernels a call: at most (512 - 2) // 202 = 2 calls behind one hold, within the
+    # launch queue (about 1,000 on CUDA)
+    if can_hold_stream(gpu_device):
+        assert m.extra["calls_per_batch"] <= 2 and m.extra["device_clock"].startswith("held")
     assert len(m.device_s) >= 3
     # every call measure() made (warm-up and calibration included) ran all 200 adds
     assert all(torch.equal(x.cpu(), torch.full((4,), 1.0 + calls)) for x in xs)
+
+
+@pytest.mark.gpu
+@pytest.mark.cuda_only("the launch queue behind torch.cuda._sleep")
+def test_a_call_that_does_not_declare_its_kernels_is_shrunk_to_fit_the_launch_queue(
+        gpu_device, small_budget):
+    """10 calls of 200 kernels overfill the launch queue behind one hold: the host blocks,
+    the spin ends early, and the batch is halved until it fits, never held longer."""
+    m, _, _ = _launch_bound_measured(gpu_device, small_budget, declared=False)
+    assert m.extra["device_clock"].startswith("held")
+    assert m.extra["calls_per_batch"] < 10 and m.extra.get("shrunk_batches", 0) >= 1
+    assert "device_clock_unavailable" not in m.extra
 
 
 @pytest.mark.gpu
@@ -367,3 +389,31 @@ def test_a_call_far_slower_than_the_budget_stops_at_five_times_it(no_quick):
     assert time.perf_counter() - started < 0.5
     # the calibrating call and one more, then the cap (5 x 10 ms) has passed
     assert len(m.completion_s) == 2 and "only 2 samples" in " ".join(m.warnings)
+
+
+# -- the launch queue (also on the emulated device, whose streams hold 1,024 jobs) ---------
+
+@pytest.mark.gpu
+def test_a_held_batch_that_meets_the_launch_queue_is_shrunk_not_stored_as_a_host_rate(
+        gpu_device, small_budget):
+    """400 pinned non_blocking copies a call, not declared: ten calls behind one hold would
+    queue 4,000 operations, and the host blocks once the stream's queue is full (about 1,000),
+    so the spin ends while the host is still queueing and the device would run at the host's
+    pace. measure() halves the batch until the calls fit behind the hold (two calls or one),
+    and keeps device time only from batches that held: never the host's enqueue rate."""
+    import torch
+
+    if not capabilities(gpu_device).pinned_memory or not can_hold_stream(gpu_device):
+        pytest.skip(f"{gpu_device} has no pinned memory or no spin to hold its stream")
+    srcs = [torch.full((64,), i % 251, dtype=torch.uint8).pin_memory() for i in range(400)]
+    dsts = [torch.empty(64, dtype=torch.uint8, device=gpu_device.torch()) for _ in srcs]
+
+    def copies() -> None:
+        for d, s in zip(dsts, srcs):
+            d.copy_(s, non_blocking=True)
+
+    m = measure(copies, small_budget.replace(max_time_s=0.5), device=gpu_device)
+    assert m.extra["device_clock"].startswith("held"), m.extra
+    assert m.extra["calls_per_batch"] <= 2 and m.extra["shrunk_batches"] >= 1, m.extra
+    assert "unheld_batches" not in m.extra and m.device_s
+    assert all(torch.equal(d.cpu(), s) for d, s in zip(dsts, srcs))

@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import XferbenchError
 from .metadata import share_of_link
+from .provenance import link_caution
 from .results import Result, ResultSet
 from .sitemap import figure_path
 from .units import format_value
@@ -49,6 +50,8 @@ class Citation:
     figure_exists: bool
     others: tuple[str, ...]  # other series that measured it ("torch X on M")
     quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
+    caution: str | None = None  # what a quote must say with it (a degraded link), or None
+    pcie_under_load: bool = False  # pcie_gen/width were read while copies ran (not at idle)
 
     @property
     def spread(self) -> float | None:
@@ -190,12 +193,14 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         nbytes=r.nbytes, gbps=r.gbps,
         torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=text("gpu_name"),
         device=str(meta.device or "unknown"),
-        pcie_gen=integer("pcie_gen"), pcie_width=integer("pcie_width"),
+        pcie_gen=integer("pcie_gen_load") or integer("pcie_gen"),
+        pcie_width=integer("pcie_width_load") or integer("pcie_width"),
+        pcie_under_load=integer("pcie_gen_load") is not None,
         pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
         pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s,
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
-        others=tuple(others), quick=r.quick,
+        others=tuple(others), quick=r.quick, caution=link_caution(meta),
     )
 
 
@@ -228,7 +233,7 @@ def _pcie(c: Citation) -> str:
     now, best = link(c.pcie_gen, c.pcie_width), link(c.pcie_gen_max, c.pcie_width_max)
     parts = []
     if now:
-        parts.append(f"{now} at the time")
+        parts.append(f"{now} {'under load' if c.pcie_under_load else 'at the time'}")
     if best and best != now:
         parts.append(f"up to {best}")
     if c.pcie_theoretical_bytes_per_s:
@@ -260,6 +265,8 @@ def rows(c: Citation) -> list[tuple[str, str]]:
             ("measured", _date(c.measured_ms)), ("results file", f"`{c.results_file}`"),
             ("figure", f"`{c.figure}`" + ("" if c.figure_exists
                                           else " (not built yet: run `xferbench publish`)"))]
+    if c.caution:
+        out.append(("caution", c.caution))
     return out
 
 
@@ -278,7 +285,8 @@ def sentence(c: Citation) -> str:
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
             f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
             + (" A quick run (shortened budgets): a smoke test, not a figure to publish."
-               if c.quick else ""))
+               if c.quick else "")
+            + (f" Caution: {c.caution}." if c.caution else ""))
 
 
 def format_markdown(c: Citation) -> list[str]:

@@ -1,4 +1,4 @@
-"""The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, list,
+"""The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, fleet, list,
 publish, compare, cite); nothing else lives here.
 
 Exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an environment error

@@ -36,10 +36,36 @@ def release_memory(device: Device, *, thorough: bool = False) -> None:
         acc.empty_cache()
     elif hasattr(module_of(device.type), "empty_cache"):
         module_of(device.type).empty_cache()
+    empty_host_cache(device)
+
+
+def empty_host_cache(device: Device) -> None:
+    """Return every cached pinned host block to the system (cudaFreeHost), so that the next
+    ``pin_memory()`` allocates and page-locks afresh (a miss of the caching host allocator).
+    Blocks still in use, or read by queued copies, stay; synchronise first to free those."""
+    if not device.is_accelerator:
+        return
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
     if acc is not None and hasattr(acc, "empty_host_cache"):
         acc.empty_host_cache()
     elif hasattr(torch._C, "_host_emptyCache"):  # torch < 2.9: the CUDA host allocator's cache
         torch._C._host_emptyCache()
+
+
+def host_allocations(device: Device) -> int | None:
+    """How many pinned host blocks the caching host allocator has allocated so far (its
+    ``num_host_alloc``: a miss allocates, a hit reuses a cached block), or None where the
+    backend keeps no such count (``host_memory_stats`` of torch.cuda, or of the backend)."""
+    if not device.is_accelerator:
+        return None
+    stats = getattr(module_of(device.type), "host_memory_stats", None)
+    try:
+        value = stats().get("num_host_alloc") if callable(stats) else None
+    except Exception:  # a backend that has the call but no host allocator behind it
+        return None
+    return None if value is None else int(value)
 
 
 def free_memory(device: Device) -> int | None:

@@ -61,6 +61,8 @@ class Capabilities:
     #: The backend emulates an accelerator on the host: every code path runs, but its times
     #: are host threads' and measure nothing (see ``is_emulated``).
     emulated: bool = False
+    #: A spin can hold the device's stream (``spin_module``): CUDA, ROCm, tests/emu.
+    stream_hold: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class Capabilities:
             "side_streams": self.side_streams,
             "reason": self.reason,
             "emulated": self.emulated,
+            "stream_hold": self.stream_hold,
         }
 
 
@@ -252,7 +255,20 @@ def capabilities(device: str | Device) -> Capabilities:
         reasons.append(f"{dev.name} is emulated on the host: every accelerator path runs, "
                        "but its times are host threads', not measurements")
     return Capabilities(dev.name, pinned, events, streams, reason="; ".join(reasons),
-                        emulated=emulated)
+                        emulated=emulated, stream_hold=spin_module(dev) is not None)
+
+
+def spin_module(device: Device) -> Any:
+    """The backend module whose ``_sleep(cycles)`` spins on ``device``'s current stream
+    (``torch.cuda`` for CUDA and ROCm, ``torch.emu`` for tests/emu), or None where there is
+    no spin to hold a stream with."""
+    if not device.is_accelerator:
+        return None
+    try:
+        module = module_of(device.type)
+    except AttributeError:
+        return None
+    return module if callable(getattr(module, "_sleep", None)) else None
 
 
 def synchronize(device: Device) -> None:

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any
 
+from . import telemetry
 from .devices import Capabilities, Device, capabilities, resolve_device
 from .version import __version__
 
@@ -173,8 +174,11 @@ def collect_numa(pci_bus_id: str | None) -> dict[str, Any]:
         return {"gpu_numa_node": None}
 
 
-def collect(device: str | Device = "auto") -> MachineMetadata:
+def collect(device: str | Device = "auto", *, under_load: bool = False) -> MachineMetadata:
     """Everything known about this machine and ``device``; unknown fields are None/"unknown".
+    With ``under_load``, also the SM clock, throttle reasons and PCIe link read while the
+    device copies and computes for a moment (``telemetry.under_load``: an idle link and clock
+    read low), as a run records them.
 
     Raises XferbenchError only when ``device`` itself does not exist.
     """
@@ -192,6 +196,8 @@ def collect(device: str | Device = "auto") -> MachineMetadata:
     # NVML's "max" is what this device and slot can train to; the current link often drops
     # to a lower generation while the GPU idles, so the share-of-peak figures use the max.
     meta["pcie_theoretical_bytes_per_s"] = peak or now
+    if under_load and dev.is_accelerator:
+        meta.update(telemetry.under_load(dev))
     caps = capabilities(dev)
     meta["capabilities"] = caps.to_dict()
     # Results made on an emulated device must never pass for measurements: said at the top.
@@ -210,6 +216,10 @@ def share_of_link(gbps: float | None, link_bytes_per_s: float | None) -> float |
 #: Written only where NVML was asked (a CUDA device): "nvml" then says how that went.
 NVML_FIELDS = ("driver", "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max",
                "sm_clock_mhz", "mem_clock_mhz", "nvml")
+#: Written only where they were read, under load (``collect(under_load=True)``, a run on an
+#: accelerator): "telemetry" says why there are none where they could not be.
+LOAD_FIELDS = ("sm_clock_mhz_load", "sm_clock_max_mhz", "throttle_reasons_load",
+               "pcie_gen_load", "pcie_width_load", "telemetry")
 
 
 @dataclass(frozen=True)
@@ -251,6 +261,12 @@ class MachineMetadata:
     nvml: str | None = None  # None: NVML was not asked (not a CUDA device)
     gpu_numa_node: int | None = None
     pcie_theoretical_bytes_per_s: float | None = None  # one way, after line coding
+    sm_clock_mhz_load: int | None = None  # read while the device copied and computed
+    sm_clock_max_mhz: int | None = None
+    throttle_reasons_load: tuple[str, ...] | None = None
+    pcie_gen_load: int | None = None  # the link while copies ran (an idle link reads low)
+    pcie_width_load: int | None = None
+    telemetry: str | None = None  # why there is no reading under load, where there is none
     capabilities: Capabilities | None = None
     emulated: bool | None = None
 
@@ -266,6 +282,11 @@ class MachineMetadata:
         if self.nvml is None:
             for key in NVML_FIELDS:
                 del out[key]
+        if all(out[key] is None for key in LOAD_FIELDS):
+            for key in LOAD_FIELDS:
+                del out[key]
+        elif self.throttle_reasons_load is not None:
+            out["throttle_reasons_load"] = list(self.throttle_reasons_load)
         return out
 
     @classmethod
@@ -274,6 +295,8 @@ class MachineMetadata:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["capabilities"] = _capabilities(data.get("capabilities"))
+        if isinstance(values.get("throttle_reasons_load"), list):
+            values["throttle_reasons_load"] = tuple(values["throttle_reasons_load"])
         return cls(**values)
 
 

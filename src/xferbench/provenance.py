@@ -45,6 +45,8 @@ class Provenance:
     complete: bool | None
     has_metadata: bool
     commits: tuple[str, ...] = ()  # every suite commit the series' newest results come from
+    #: Why its numbers need a caution though they may be cited (a degraded link), or None.
+    caution: str | None = None
 
     @property
     def label(self) -> str:
@@ -88,6 +90,20 @@ class Provenance:
         return out
 
 
+def link_caution(meta: MachineMetadata) -> str | None:
+    """A PCIe link that ran below its maximum while the suite measured (read under load:
+    an idle link trains down, so only the under-load reading counts), in one sentence; None
+    where it ran at its maximum or was not read. nvbandwidth's first question of a slow copy:
+    the machine (a riser, a slot, the BIOS) before PyTorch."""
+    gen, width = _int(meta.pcie_gen_load), _int(meta.pcie_width_load)
+    gen_max, width_max = _int(meta.pcie_gen_max), _int(meta.pcie_width_max)
+    if not (gen and width and gen_max and width_max) or (gen >= gen_max and width >= width_max):
+        return None
+    return (f"the PCIe link ran at Gen{gen} x{width} under load, below its maximum "
+            f"Gen{gen_max} x{width_max}: its host<->device copies are slower than the GPU's "
+            "link allows (a slot, riser or BIOS setting, not PyTorch)")
+
+
 def _iso_ms(text: Any) -> int | None:
     try:
         return calendar.timegm(time.strptime(str(text), ISO_FORMAT)) * 1000
@@ -123,7 +139,7 @@ def series_provenance(rs: ResultSet, machine: str, torch: str) -> Provenance:
         python=_text(meta.python) or _text(newest.python), os=_text(meta.os),
         quick=any(r.quick for r in results),
         complete=run.complete if run else None, has_metadata=bool(side and side.metadata),
-        commits=tuple(sorted({r.commit for r in results})),
+        commits=tuple(sorted({r.commit for r in results})), caution=link_caution(meta),
     )
 
 
@@ -142,6 +158,11 @@ def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
         if hit:
             out.append((reason, hit))
     return out
+
+
+def cautions(series: list[Provenance]) -> list[tuple[str, Provenance]]:
+    """(caution, series) for every series whose numbers need one though they may be cited."""
+    return [(p.caution, p) for p in series if p.caution]
 
 
 def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:

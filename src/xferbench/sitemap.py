@@ -7,8 +7,30 @@ from typing import Any
 
 from .asvrepo import slug
 
-#: The size sweep drawn as bandwidth against size (newest release per machine).
-BANDWIDTH_BENCHMARK = "bench_copies.Copy.track_device_s"
+#: The size sweeps drawn as bandwidth against size (newest release per machine), one set of
+#: figures per clock: what a user waits for (every copy) and device time (the copies that
+#: have one: pinned non_blocking and d2d). Each figure and table row names its clock.
+BANDWIDTH_BENCHMARKS = {
+    "completion": "bench_copies.Copy.track_completion_s",
+    "device": "bench_copies.Copy.track_device_s",
+}
+#: How each clock is named beside a figure.
+CLOCK_NAMES = {
+    "completion": "completion clock (host, from the call until the copy is done)",
+    "device": "device time (events, calls back to back behind a stream hold)",
+    "host": "the host clock of a CPU (a host-to-host copy)",
+}
+
+
+def clock_of(benchmark: str, device: str | None = None) -> str:
+    """The clock a copy benchmark reads ("completion" or "device"), from its name; "host" for
+    any on a CPU (``device``), where the copy is a host copy timed on the host's clock."""
+    if str(device or "").startswith("cpu"):
+        return "host"
+    for clock, name in BANDWIDTH_BENCHMARKS.items():
+        if benchmark == name:
+            return clock
+    return "device" if benchmark.endswith("_device_s") else "completion"
 
 
 def figure_path(benchmark: str, params: dict[str, Any], machine: str) -> str:
@@ -18,9 +40,11 @@ def figure_path(benchmark: str, params: dict[str, Any], machine: str) -> str:
     return f"figures/trend/{slug(machine)}/{slug(benchmark)}/{combo}.svg"
 
 
-def bandwidth_figure_path(machine: str, direction: str, layout: str) -> str:
-    """Bandwidth against size of one direction and layout on ``machine``."""
-    return f"figures/bandwidth-{slug(machine)}-{slug(direction)}-{slug(layout)}.svg"
+def bandwidth_figure_path(machine: str, direction: str, layout: str,
+                          clock: str = "completion") -> str:
+    """Bandwidth against size of one direction, layout and clock on ``machine``."""
+    return (f"figures/bandwidth-{slug(machine)}-{slug(direction)}-{slug(layout)}-"
+            f"{slug(clock)}.svg")
 
 
 def headline_figure_path(key: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .devices import Device, current_stream, module_of, new_event, synchronize
+from .devices import Device, current_stream, new_event, spin_module, synchronize
 
 #: Spin rate of the backend's _sleep per device (cycles per second), measured once warm.
 _SPIN_CYCLES_PER_S: dict[str, float] = {}
@@ -19,20 +19,9 @@ MAX_HOLD_S = 0.2
 WARM_SPIN_S = 0.05
 
 
-def _spin_module(device: Device) -> Any:
-    """The backend module whose ``_sleep`` spins on ``device``, or None."""
-    if not device.is_accelerator:
-        return None
-    try:
-        module = module_of(device.type)
-    except AttributeError:
-        return None
-    return module if callable(getattr(module, "_sleep", None)) else None
-
-
 def can_hold_stream(device: Device) -> bool:
     """Whether ``hold_stream`` can hold ``device``'s stream (a backend with a spin)."""
-    return _spin_module(device) is not None
+    return spin_module(device) is not None
 
 
 def _on_device(module: Any, device: Device) -> Any:
@@ -44,7 +33,7 @@ def calibrate_spin(device: Device) -> float:
     """Cycles per second of the backend's ``_sleep`` on ``device``, measured after the clock has
     run under a spin for at least WARM_SPIN_S (timing events around each chunk); stored for
     ``hold_stream``. Call it again when a hold was seen to end early."""
-    module = _spin_module(device)
+    module = spin_module(device)
     with _on_device(module, device):
         stream = current_stream(device)
         cycles, spent, rate = 1_000_000, 0.0, 0.0
@@ -77,7 +66,7 @@ def hold_stream(device: Device, seconds: float) -> bool:
     once the batch is queued; see ``timing.measure``). Returns False where no spin exists
     (``can_hold_stream``), and the caller records that.
     """
-    module = _spin_module(device)
+    module = spin_module(device)
     if seconds <= 0 or module is None:
         return False
     rate = _SPIN_CYCLES_PER_S.get(device.name) or calibrate_spin(device)

@@ -1,8 +1,9 @@
-"""Host-device copies: pageable vs pinned vs pin-then-copy, blocking vs non_blocking,
-one tensor vs 1,000, and a copy overlapped with compute on a side stream.
+"""Host-device copies: pageable vs pinned vs pin-then-copy, blocking vs non_blocking, one
+tensor vs 1,000, each on the clock that means something for it (``device_clock_reason``).
 
 Each case is a frozen ``CopyCase`` (the identity of the measurement); ``build_copy`` turns it
 into buffers and a callable that queues the copies; ``run_copy`` measures and verifies it.
+Pinning itself is in ``pinning.py``, a copy overlapped with compute in ``overlap.py``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from ..devices import (
     Capabilities,
     Device,
     capabilities,
-    current_stream,
-    new_stream,
     resolve_device,
-    stream_context,
     synchronize,
 )
 from ..errors import XferbenchError
@@ -27,7 +25,7 @@ from ..measurement import Measurement
 from ..spec import DEFAULT_SPEC, MeasureSpec
 from ..timing import measure
 from ..units import size_label
-from . import VerificationError, sweep
+from . import VerificationError
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -37,6 +35,8 @@ SYNCS = ("blocking", "non_blocking")
 LAYOUTS = ("one", "many")
 #: The "many" layout: the DataLoader / TensorDict case of many small tensors.
 MANY_TENSORS = 1000
+#: The host memory of the copy grid; pin_then_copy has a benchmark of its own, cold and warm.
+COPY_HOST_MEMORY = ("pageable", "pinned")
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,6 @@ class CopyWorkload:
 
 def build_copy(case: CopyCase, device: str | Device = "auto") -> CopyWorkload:
     """Allocate and fill the buffers for ``case`` (outside any timed region)."""
-    import torch
-
     dev = resolve_device(device)
     reason = copy_skip_reason(case, capabilities(dev))
     if reason:
@@ -174,219 +172,137 @@ def build_copy(case: CopyCase, device: str | Device = "auto") -> CopyWorkload:
     if why:
         raise DoesNotFit(f"{case.label}: {why}")
     sources = [pattern(n, seed=i) for i, n in enumerate(sizes)]
-    nb = case.non_blocking
-    tdev = dev.torch()
-
     if not dev.is_accelerator:
-        # The CPU baseline: copy_ into preallocated host tensors (a memory-bandwidth figure).
-        dsts = [torch.empty_like(s) for s in sources]
+        build = _cpu_copy
+    else:
+        build = {"h2d": _h2d_copy, "d2h": _d2h_copy, "d2d": _d2d_copy}[case.direction]
+    return build(case, dev, sources)
 
-        def run() -> None:
-            for d, s in zip(dsts, sources):
-                d.copy_(s)
 
-        return CopyWorkload(case, dev, run, sources, lambda: dsts, keep=[dsts])
-
-    if case.direction == "h2d":
-        if case.host_memory == "pinned":
-            # pin once here: pinning is the cost pin_then_copy pays, not part of this copy
-            srcs = [s.pin_memory() for s in sources]
-        else:
-            srcs = sources
-        # Preallocated destinations, as for d2h and d2d: x.to(dev) would add the caching
-        # allocator's per-tensor bookkeeping (1,000 allocations in the many layout) to the
-        # host clocks of h2d alone. The copy itself is the one .to() makes (copy_).
-        dsts = [torch.empty(s.shape, dtype=s.dtype, device=tdev) for s in sources]
-        synchronize(dev)
-
-        if case.host_memory == "pin_then_copy":
-            def run() -> None:
-                for d, s in zip(dsts, srcs):
-                    d.copy_(s.pin_memory(), non_blocking=nb)
-        else:
-            def run() -> None:
-                for d, s in zip(dsts, srcs):
-                    d.copy_(s, non_blocking=nb)
-
-        return CopyWorkload(case, dev, run, sources, lambda: dsts, keep=[srcs, dsts])
-
-    if case.direction == "d2h":
-        dev_srcs = [s.to(tdev) for s in sources]
-        pin = case.host_memory == "pinned"
-        # Preallocated destinations: .to("cpu", non_blocking=True) would silently allocate
-        # a pinned destination, hiding the pageable case this row is about.
-        dsts = [torch.empty(s.shape, dtype=s.dtype, pin_memory=pin) for s in sources]
-        synchronize(dev)
-
-        def run() -> None:
-            for d, s in zip(dsts, dev_srcs):
-                d.copy_(s, non_blocking=nb)
-
-        return CopyWorkload(case, dev, run, sources, lambda: dsts, keep=[dev_srcs, dsts])
-
-    # d2d: the device's own ceiling; bytes copied once (read + write traffic is twice that).
-    dev_srcs = [s.to(tdev) for s in sources]
-    dsts = [torch.empty_like(s) for s in dev_srcs]
-    synchronize(dev)
-
+def _copies(dsts: list[Any], srcs: list[Any], **kwargs: Any) -> Callable[[], None]:
+    """A call that copies every source into its destination (``copy_``, as ``.to()`` does)."""
     def run() -> None:
-        for d, s in zip(dsts, dev_srcs):
-            d.copy_(s)
+        for d, s in zip(dsts, srcs):
+            d.copy_(s, **kwargs)
 
+    return run
+
+
+def _cpu_copy(case: CopyCase, dev: Device, sources: list[Any]) -> CopyWorkload:
+    """The CPU baseline: copy_ into preallocated host tensors (a memory-bandwidth figure)."""
+    import torch
+
+    dsts = [torch.empty_like(s) for s in sources]
+    return CopyWorkload(case, dev, _copies(dsts, sources), sources, lambda: dsts, keep=[dsts])
+
+
+def _h2d_copy(case: CopyCase, dev: Device, sources: list[Any]) -> CopyWorkload:
+    import torch
+
+    nb = case.non_blocking
+    # pin once here: pinning is the cost pin_then_copy pays, not part of this copy
+    srcs = [s.pin_memory() for s in sources] if case.host_memory == "pinned" else sources
+    # Preallocated destinations, as for d2h and d2d: x.to(dev) would add the caching
+    # allocator's per-tensor bookkeeping (1,000 allocations in the many layout) to the
+    # host clocks of h2d alone. The copy itself is the one .to() makes (copy_).
+    dsts = [torch.empty(s.shape, dtype=s.dtype, device=dev.torch()) for s in sources]
+    synchronize(dev)
+    if case.host_memory == "pin_then_copy":
+        def run() -> None:
+            for d, s in zip(dsts, srcs):
+                d.copy_(s.pin_memory(), non_blocking=nb)
+    else:
+        run = _copies(dsts, srcs, non_blocking=nb)
+    return CopyWorkload(case, dev, run, sources, lambda: dsts, keep=[srcs, dsts])
+
+
+def _d2h_copy(case: CopyCase, dev: Device, sources: list[Any]) -> CopyWorkload:
+    import torch
+
+    dev_srcs = [s.to(dev.torch()) for s in sources]
+    pin = case.host_memory == "pinned"
+    # Preallocated destinations: .to("cpu", non_blocking=True) would silently allocate
+    # a pinned destination, hiding the pageable case this row is about.
+    dsts = [torch.empty(s.shape, dtype=s.dtype, pin_memory=pin) for s in sources]
+    synchronize(dev)
+    run = _copies(dsts, dev_srcs, non_blocking=case.non_blocking)
     return CopyWorkload(case, dev, run, sources, lambda: dsts, keep=[dev_srcs, dsts])
 
 
-def copy_clock(case: CopyCase, device: Device) -> str | None:
-    """The clock a copy's figure is read from: device time (None, the default) except for
-    pin_then_copy on an accelerator, whose pinning is host work the device clock sees only in
-    part (a large pin outlasts the stream hold, so some calls would be timed as the DMA alone
-    and others as pin + DMA): it is read on the completion clock, pin and copy together."""
-    if device.is_accelerator and case.host_memory == "pin_then_copy":
-        return "completion_s"
+def _d2d_copy(case: CopyCase, dev: Device, sources: list[Any]) -> CopyWorkload:
+    """The device's own ceiling; bytes copied once (read + write traffic is twice that)."""
+    import torch
+
+    dev_srcs = [s.to(dev.torch()) for s in sources]
+    dsts = [torch.empty_like(s) for s in dev_srcs]
+    synchronize(dev)
+    return CopyWorkload(case, dev, _copies(dsts, dev_srcs), sources, lambda: dsts,
+                        keep=[dev_srcs, dsts])
+
+
+def device_clock_reason(case: CopyCase, caps: Capabilities) -> str | None:
+    """Why ``case`` has no device-time figure of its own (``Copy.track_device_s``), or None.
+
+    Device time is the copy alone on the device, its calls queued back to back behind a
+    stream hold: what a pinned non_blocking copy (and a d2d copy) costs the device. Every other
+    copy involves the host while it runs (a blocking copy waits for itself; a pageable one is
+    staged through a pinned buffer by the host even when non_blocking; 1,000 copies per call
+    overfill what one hold covers), so its device time would be part host, part device and
+    mislead beside the others: those are read on the completion clock, as a user waits."""
+    why = copy_skip_reason(case, caps)
+    if why:
+        return why
+    if caps.device == "cpu":
+        return "the CPU has no device clock: its copy is timed on the host (track_completion_s)"
+    if case.layout == "many":
+        return (f"{MANY_TENSORS:,} copies per call overfill one stream hold (a stream's launch "
+                "queue holds about 1,000): timed on the completion clock (track_completion_s)")
+    if case.direction != "d2d" and case.sync == "blocking":
+        return ("a blocking copy waits for itself, so its device time would include the host: "
+                "timed on the completion clock (track_completion_s)")
+    if case.direction != "d2d" and case.host_memory != "pinned":
+        return ("a pageable copy is staged by the host even when non_blocking: timed on the "
+                "completion clock (track_completion_s)")
+    return None
+
+
+def completion_clock_reason(case: CopyCase, caps: Capabilities) -> str | None:
+    """Why ``case`` has no completion-clock figure (``Copy.track_completion_s``): every
+    host<->device copy has one, at every size (blocking and non_blocking compared as a user
+    waits for them); d2d is the device's own ceiling, read on device time alone."""
+    why = copy_skip_reason(case, caps)
+    if why:
+        return why
+    if case.direction == "d2d":
+        return "d2d is the device's own ceiling: read on device time (track_device_s)"
+    if case.host_memory == "pin_then_copy":
+        return "pin_then_copy has its own benchmark (PinThenCopy), cold and warm"
     return None
 
 
 def run_copy(case: CopyCase, device: str | Device = "auto", spec: MeasureSpec | None = None,
-             *, clock: str | None = None) -> Measurement:
+             *, clock: str | None = None, setup: Callable[[], Any] | None = None
+             ) -> Measurement:
     """Measure ``case`` on ``device`` and verify the copy (VerificationError on a mismatch).
-    ``clock``: the clock to read (and stop on); by default ``copy_clock``'s."""
-    work = build_copy(case, device)
+    ``clock``: the clock to read (and stop on); by default device time where
+    ``device_clock_reason`` allows it, else the completion clock. ``setup`` runs before every
+    timed call (a host clock only)."""
+    return measure_copy(build_copy(case, device), spec, clock=clock, setup=setup)
+
+
+def measure_copy(work: CopyWorkload, spec: MeasureSpec | None = None, *,
+                 clock: str | None = None, setup: Callable[[], Any] | None = None
+                 ) -> Measurement:
+    """Verify, measure and verify a built copy (see ``run_copy``)."""
+    case = work.case
     work.run()
     work.verify()  # a wrong first copy fails before any number exists
-    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, nbytes=case.nbytes,
-                label=case.label, clock=clock or copy_clock(case, work.device))
+    if clock is None:
+        dev_reason = device_clock_reason(case, capabilities(work.device))
+        clock = None if not work.device.is_accelerator else (
+            "device_s" if dev_reason is None else "completion_s")
+    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, setup=setup,
+                nbytes=case.nbytes, label=case.label, clock=clock,
+                ops_per_call=len(work.expected))
     work.verify()
     return m
-
-
-# -- pin_memory() alone -----------------------------------------------------------------------
-
-def pin_skip_reason(caps: Capabilities) -> str | None:
-    if not caps.pinned_memory:
-        return "pin_memory() needs an accelerator with pinned host memory"
-    return None
-
-
-def run_pin_memory(nbytes: int, device: str | Device = "auto",
-                   spec: MeasureSpec | None = None) -> Measurement:
-    """Time ``x.pin_memory()`` alone: host work, so on the host clock."""
-    import torch
-
-    dev = resolve_device(device)
-    reason = pin_skip_reason(capabilities(dev))
-    if reason:
-        raise XferbenchError(f"pin_memory on {dev}: {reason}")
-    why = check_fits(nbytes, Device("cpu"), copies=3)
-    if why:
-        raise DoesNotFit(f"pin_memory {size_label(nbytes)}: {why}")
-    src = pattern(nbytes)
-    last: list[Any] = []
-
-    def run() -> None:
-        last[:] = [src.pin_memory()]
-
-    m = measure(run, spec or DEFAULT_SPEC, device="cpu", nbytes=nbytes,
-                label=f"pin_memory {size_label(nbytes)}", clock=None)
-    if not (last[0].is_pinned() and torch.equal(last[0], src)):
-        raise VerificationError("pin_memory(): the pinned copy differs from its source")
-    return m
-
-
-# -- overlap of a side-stream copy with compute -----------------------------------------------
-
-@dataclass(frozen=True)
-class OverlapResult:
-    """Three measurements and the overlap fraction derived from their medians."""
-
-    copy: Measurement
-    compute: Measurement
-    both: Measurement
-    matmuls: int
-
-    @property
-    def overlap(self) -> float:
-        """(t_copy + t_compute - t_both) / min(t_copy, t_compute): 1 hidden, 0 serialised."""
-        tc, tk, tb = self.copy.median, self.compute.median, self.both.median
-        return (tc + tk - tb) / min(tc, tk)
-
-
-def overlap_matmul_n() -> int:
-    """The overlap's matmul size: 1024, or 256 in a smoke sweep, whose copy is small too."""
-    return 256 if sweep() == "smoke" else 1024
-
-
-def overlap_skip_reason(host_memory: str, caps: Capabilities) -> str | None:
-    if not caps.side_streams:
-        return "overlap needs side streams: only an accelerator has them"
-    if host_memory == "pinned" and not caps.pinned_memory:
-        return f"pinned host memory is not available on {caps.device}"
-    if host_memory not in ("pageable", "pinned"):
-        return f"host memory {host_memory!r} is not compared for overlap"
-    return None
-
-
-def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
-                spec: MeasureSpec | None = None, matmul_n: int = 1024) -> OverlapResult:
-    """A non_blocking H2D copy on a side stream while matmuls run on the default stream.
-
-    The matmul chain is sized (in whole matmuls of ``matmul_n``) to take about as long as
-    the copy alone, so that full overlap would halve the pair's time.
-    """
-    import torch
-
-    dev = resolve_device(device)
-    reason = overlap_skip_reason(host_memory, capabilities(dev))
-    if reason:
-        raise XferbenchError(f"overlap on {dev}: {reason}")
-    spec = (spec or DEFAULT_SPEC).replace(clock=None, nbytes=None)
-    tdev = dev.torch()
-    src = pattern(nbytes)
-    if host_memory == "pinned":
-        src = src.pin_memory()
-    side = new_stream(dev)
-    main = current_stream(dev)
-    out: list[Any] = []
-    a = torch.randn(matmul_n, matmul_n, device=tdev) / matmul_n**0.5
-    acc = torch.empty_like(a)
-
-    def copy_only() -> None:
-        side.wait_stream(main)  # this call's copy starts after its start event
-        with stream_context(dev, side):
-            out[:] = [src.to(tdev, non_blocking=True)]
-        main.wait_stream(side)
-
-    def compute(k: int) -> Callable[[], None]:
-        def run() -> None:
-            for _ in range(k):
-                torch.mm(a, a, out=acc)
-        return run
-
-    t_copy = measure(copy_only, spec, device=dev, nbytes=nbytes, label="overlap copy")
-    one = measure(compute(1), spec, device=dev, label="one matmul")
-    k = max(1, round(t_copy.median / max(one.median, 1e-9)))
-    # One matmul may have been timed before the clock rose: time the chain and resize it
-    # until it takes within a quarter of the copy's time (a few rounds at most).
-    for _ in range(3):
-        t_compute = measure(compute(k), spec, device=dev, label=f"{k} matmuls")
-        ratio = t_compute.median / t_copy.median
-        if 0.8 <= ratio <= 1.25:
-            break
-        k = max(1, round(k / ratio))
-    work = compute(k)
-
-    def both() -> None:
-        # The copy may start with this call's compute, not before: calls do not pipeline.
-        side.wait_stream(main)
-        work()
-        with stream_context(dev, side):
-            out[:] = [src.to(tdev, non_blocking=True)]
-        main.wait_stream(side)
-
-    t_compute = measure(work, spec, device=dev, label=f"{k} matmuls")
-    t_both = measure(both, spec, device=dev, nbytes=nbytes, label="copy + matmuls")
-    synchronize(dev)
-    if not torch.equal(out[0].to("cpu"), src.to("cpu")):
-        raise VerificationError("overlap: the side-stream copy differs from its source")
-    if not bool(torch.isfinite(acc).all()):
-        raise VerificationError("overlap: the matmul produced non-finite values")
-    return OverlapResult(t_copy, t_compute, t_both, k)

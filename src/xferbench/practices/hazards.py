@@ -1,7 +1,7 @@
 """The non_blocking hazards, measured: how often the unsafe pattern sees wrong data.
 
-Three patterns, each a trial repeated from an idle device, each checked against the value it
-should have seen (a fill that changes every trial), never inferred from timing:
+Three patterns, each checked against the value it should have seen (a fill that changes every
+trial), never inferred from timing:
 
 ``d2h_read_before_sync``
     A kernel fills a device tensor, a non_blocking copy into pinned host memory is queued,
@@ -11,17 +11,19 @@ should have seen (a fill that changes every trial), never inferred from timing:
     A non_blocking copy from pinned host memory to the device is queued and the host then
     overwrites the source at once (the tutorial's second hazard). Wrong: after a synchronise,
     the device copy is not the value the source held when the copy was asked for.
-``pageable_non_blocking``
-    A non_blocking copy from pageable host memory to the device: does the call return before
-    the copy is complete? The destination is read back on a side stream as soon as the call
-    returns (a read not ordered after the copy). Wrong: that read is not yet the new value, so
-    the call returned before completion. A lower bound: a copy that completes between the
-    return and the read counts as complete.
+``pageable_source_modified``
+    The same with a pageable source: the fact users rely on. A copy from pageable memory is
+    staged by the host before the call returns, even when non_blocking, so overwriting the
+    source right after the return is safe. Expected: 0% wrong, on a busy stream too.
 
-After each trial's synchronise the copy itself must be right (for the second hazard: the
-value asked for, or the overwrite); anything else is a broken copy, not a hazard, and raises
-VerificationError. Device-generic: only the device layer's streams and synchronise and torch's
-generic tensor API.
+Each pattern runs on a ``busy`` stream (a spin queued before the work: the copy cannot have
+run when the host acts, so an unsafe pattern fails deterministically) and on an ``idle`` one
+(the work queued on a quiet device: a race between Python and the copy's latency, whose
+fraction depends on size and machine; a 0% there means the race was not seen, not that the
+pattern is safe). After each trial's synchronise the copy itself must be right (for the
+source overwrites: the value asked for, or the overwrite); anything else is a broken copy,
+not a hazard, and raises VerificationError. Device-generic: the device layer's spin and
+synchronise and torch's generic tensor API.
 """
 
 from __future__ import annotations
@@ -30,51 +32,57 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..device_memory import DoesNotFit, check_fits
-from ..devices import (
-    Capabilities,
-    Device,
-    capabilities,
-    new_stream,
-    resolve_device,
-    stream_context,
-    synchronize,
-)
+from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
 from ..errors import XferbenchError
+from ..stream_hold import hold_stream
 from ..units import KiB, MiB, size_label
 from . import SMOKE_NBYTES, VerificationError, sweep
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
 
-HAZARDS = ("d2h_read_before_sync", "pinned_source_modified", "pageable_non_blocking")
+HAZARDS = ("d2h_read_before_sync", "pinned_source_modified", "pageable_source_modified")
+#: The stream each trial's work is queued on: busy (behind a spin) or idle.
+STREAMS = ("busy", "idle")
+#: The hazards that are unsafe (wrong data is possible); the others are facts relied on.
+UNSAFE = ("d2h_read_before_sync", "pinned_source_modified")
 #: At least 100 trials per size, so that a fraction moves in steps of 1% at most.
 TRIALS = 100
 DEFAULT_SIZES = (4 * KiB, 1 * MiB, 64 * MiB)
 FULL_SIZES = tuple(4**k * KiB for k in range(0, 10))  # 1 KiB .. 256 MiB
+#: The busy variant's largest size: its spin must outlast the host's whole unsafe action (a
+#: read or a fill of the buffer: tens of ms per trial at 64 MiB, minutes per size).
+BUSY_MAX_NBYTES = 1 * MiB
 
 
 def hazard_sizes() -> tuple[int, ...]:
     return {"full": FULL_SIZES, "smoke": (SMOKE_NBYTES,)}.get(sweep(), DEFAULT_SIZES)
 
 
-def hazard_skip_reason(kind: str, caps: Capabilities) -> str | None:
-    """Why ``kind`` cannot be tried on a device with ``caps``; the capability probe only."""
+def hazard_skip_reason(kind: str, caps: Capabilities, stream: str = "idle",
+                       nbytes: int | None = None) -> str | None:
+    """Why ``kind`` on a ``stream`` stream cannot be tried on a device with ``caps``; the
+    capability probe only."""
     if kind not in HAZARDS:
         return f"hazard {kind!r} is not one of {', '.join(HAZARDS)}"
+    if stream not in STREAMS:
+        return f"stream {stream!r} is not one of {', '.join(STREAMS)}"
     if caps.device == "cpu":
         return "the hazards need an accelerator: on the CPU every copy is synchronous"
-    if kind == "pageable_non_blocking":
-        if not caps.side_streams:
-            return (f"the completion check reads on a side stream, which {caps.device} "
-                    f"lacks: {caps.reason}")
-        return None
-    if not caps.pinned_memory:
+    if kind in UNSAFE and not caps.pinned_memory:
         return f"pinned host memory is not available on {caps.device}: {caps.reason}"
+    if stream == "busy":
+        if not caps.stream_hold:
+            return f"a busy stream needs a spin to hold it, which {caps.device} lacks"
+        if nbytes is not None and nbytes > BUSY_MAX_NBYTES:
+            return (f"the busy stream is tried up to {size_label(BUSY_MAX_NBYTES)}: its spin "
+                    "must outlast the host's read or fill of the whole buffer every trial")
     return None
 
 
 @dataclass(frozen=True)
 class HazardResult:
     kind: str
+    stream: str
     nbytes: int
     trials: int
     wrong: int  # trials in which the unsafe pattern saw wrong data
@@ -87,7 +95,7 @@ class HazardResult:
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {size_label(self.nbytes)} on {self.device}"
+        return f"{self.kind} {self.stream} {size_label(self.nbytes)} on {self.device}"
 
 
 def _value(trial: int) -> int:
@@ -107,14 +115,21 @@ def seen_wrong(t: Any, right: int) -> tuple[bool, bool]:
     return True, bool(hits.any())
 
 
+def busy_s(nbytes: int) -> float:
+    """How long the busy variant's spin holds the stream: 2 ms and 1 ms per MB (the host's
+    unsafe read or fill of the buffer, several times over)."""
+    return 0.002 + nbytes / 1e6 * 1e-3
+
+
 def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
-               trials: int = TRIALS) -> HazardResult:
-    """``trials`` trials of the unsafe pattern ``kind`` with ``nbytes`` of uint8: how many saw
-    wrong data. VerificationError when the copy itself is wrong after synchronising."""
+               trials: int = TRIALS, stream: str = "idle") -> HazardResult:
+    """``trials`` trials of the pattern ``kind`` with ``nbytes`` of uint8 on a ``stream``
+    stream: how many saw wrong data. VerificationError when the copy itself is wrong after
+    synchronising."""
     import torch
 
     dev = resolve_device(device)
-    reason = hazard_skip_reason(kind, capabilities(dev))
+    reason = hazard_skip_reason(kind, capabilities(dev), stream, nbytes)
     if reason:
         raise XferbenchError(f"{kind} on {dev}: {reason}")
     if nbytes <= 0 or trials <= 0:
@@ -122,61 +137,59 @@ def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
     why = check_fits(nbytes, dev, copies=2, host_copies=3)
     if why:
         raise DoesNotFit(f"{kind} {size_label(nbytes)}: {why}")
-    tdev = dev.torch()
-    on_dev = torch.zeros(nbytes, dtype=torch.uint8, device=tdev)
+    on_dev = torch.zeros(nbytes, dtype=torch.uint8, device=dev.torch())
+    # one host buffer for every trial: pinning is not what is tried
+    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind in UNSAFE)
+    trial = _TRIALS[kind]
+    hold = busy_s(nbytes) if stream == "busy" else 0.0
     wrong = torn = 0
+    for t in range(trials):
+        got, right = trial(dev, on_dev, host, _value(t), hold)
+        w, p = seen_wrong(got, right)
+        wrong, torn = wrong + w, torn + p
+    return HazardResult(kind, stream, nbytes, trials, wrong, torn, dev.name)
 
-    if kind == "d2h_read_before_sync":
-        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-        for t in range(trials):
-            v = _value(t)
-            host.zero_()
-            synchronize(dev)
-            on_dev.fill_(v)  # the device work whose result the host wants
-            host.copy_(on_dev, non_blocking=True)
-            read = host.clone()  # the unsafe read: no synchronise before it
-            synchronize(dev)
-            if not bool(host.eq(v).all()):
-                raise VerificationError(f"{kind}: after synchronising, the host copy is not "
-                                        f"{v} (trial {t})")
-            w, p = seen_wrong(read, v)
-            wrong, torn = wrong + w, torn + p
 
-    elif kind == "pinned_source_modified":
-        src = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-        for t in range(trials):
-            v = _value(t)
-            on_dev.zero_()
-            src.fill_(v)
-            synchronize(dev)
-            on_dev.copy_(src, non_blocking=True)
-            src.fill_(OVERWRITE)  # the unsafe write: the copy may not have read it yet
-            synchronize(dev)
-            got = on_dev.to("cpu")
-            if not bool((got.eq(v) | got.eq(OVERWRITE)).all()):
-                raise VerificationError(f"{kind}: the device copy holds neither {v} nor "
-                                        f"{OVERWRITE} (trial {t})")
-            w, p = seen_wrong(got, v)
-            wrong, torn = wrong + w, torn + p
+def _busy(dev: Device, hold: float) -> None:
+    """Queue the busy variant's spin (nothing for an idle stream)."""
+    if hold and not hold_stream(dev, hold):
+        raise XferbenchError(f"{dev} has no spin to make its stream busy")
 
-    elif kind == "pageable_non_blocking":
-        src = torch.empty(nbytes, dtype=torch.uint8)
-        probe = torch.empty(nbytes, dtype=torch.uint8, pin_memory=capabilities(dev)
-                            .pinned_memory)
-        side = new_stream(dev)
-        for t in range(trials):
-            v = _value(t)
-            on_dev.zero_()
-            src.fill_(v)
-            synchronize(dev)
-            on_dev.copy_(src, non_blocking=True)
-            with stream_context(dev, side):  # not ordered after the copy: reads what is there
-                probe.copy_(on_dev, non_blocking=True)
-            synchronize(dev)
-            if not bool(on_dev.eq(v).all()):
-                raise VerificationError(f"{kind}: after synchronising, the device copy is not "
-                                        f"{v} (trial {t})")
-            w, p = seen_wrong(probe, v)
-            wrong, torn = wrong + w, torn + p
 
-    return HazardResult(kind, nbytes, trials, wrong, torn, dev.name)
+def _d2h_read_before_sync(dev: Device, on_dev: Any, host: Any, v: int,
+                          hold: float) -> tuple[Any, int]:
+    host.zero_()
+    synchronize(dev)
+    _busy(dev, hold)
+    on_dev.fill_(v)  # the device work whose result the host wants
+    host.copy_(on_dev, non_blocking=True)
+    read = host.clone()  # the unsafe read: no synchronise before it
+    synchronize(dev)
+    if not bool(host.eq(v).all()):
+        raise VerificationError(f"d2h_read_before_sync: after synchronising, the host copy is "
+                                f"not {v}")
+    return read, v
+
+
+def _source_modified(dev: Device, on_dev: Any, src: Any, v: int,
+                     hold: float) -> tuple[Any, int]:
+    """Both source overwrites: ``src`` is pinned or pageable, as the hazard's name says."""
+    on_dev.zero_()
+    src.fill_(v)
+    synchronize(dev)
+    _busy(dev, hold)
+    on_dev.copy_(src, non_blocking=True)
+    src.fill_(OVERWRITE)  # the write: the copy may not have read the source yet
+    synchronize(dev)
+    got = on_dev.to("cpu")
+    if not bool((got.eq(v) | got.eq(OVERWRITE)).all()):
+        raise VerificationError(f"source overwrite: the device copy holds neither {v} nor "
+                                f"{OVERWRITE}")
+    return got, v
+
+
+_TRIALS = {
+    "d2h_read_before_sync": _d2h_read_before_sync,
+    "pinned_source_modified": _source_modified,
+    "pageable_source_modified": _source_modified,
+}

@@ -206,8 +206,8 @@ def plot_bandwidth(panel: BandwidthPanel, path: str) -> None:
     """GB/s against size for the newest release, log on both axes, IQR as a band."""
     from matplotlib.ticker import NullLocator
 
-    title = _wrap(f"{panel.direction} copies, layout {panel.layout}: torch {panel.torch} "
-                  f"on {panel.machine}")
+    title = _wrap(f"{panel.direction} copies, layout {panel.layout}, {panel.clock} clock: "
+                  f"torch {panel.torch} on {panel.machine}")
     rows = math.ceil((len(panel.curves) + (1 if panel.peak_gbps else 0)) / 2)
     legend = 0.14 * rows + 0.1
     fig, ax = _new_figure(WIDTH, 2.0 + 0.45 + legend + _title_margin(title),

@@ -1,5 +1,5 @@
-"""The site's pages as wholes: ``index.html`` (its sections, top to bottom, from
-``sections``) and ``asv.html``. Formatting only, no arithmetic."""
+"""The site's pages as wholes: ``index.html`` (its sections, top to bottom, from ``sections``
+and ``across``) and ``asv.html``. Formatting only, no arithmetic."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 from ...provenance import Provenance
 from ...units import GBPS, size_label
+from .across import bandwidth_section, benchmark_section, changes_section
+from .machines import machine_tables
 from .markup import e, page
 from .sections import (
-    bandwidth_section,
     banner_html,
-    benchmark_section,
-    changes_section,
     copy_section,
     headline_section,
+    machines_section,
     provenance_section,
 )
 from .views import BandwidthPanel, BenchmarkView, CopyRow, HeadlineRow, Series, Step
@@ -37,7 +37,7 @@ class IndexPage:
     headline_nbytes: int
 
 
-def _header(p: IndexPage) -> list[str]:
+def _header(p: IndexPage, side_by_side: bool) -> list[str]:
     provs = [s.provenance for s in p.series]
     machines = sorted({prov.machine for prov in provs})
     versions = list(dict.fromkeys(prov.torch for prov in provs))
@@ -48,7 +48,9 @@ def _header(p: IndexPage) -> list[str]:
             f"stored in seconds; bandwidth is {GBPS}. Every number below links to the "
             "sentence <code>xferbench cite</code> prints for it.</p>",
             '<p class="jump"><a href="#series">series</a> <a href="#headlines">headlines</a> '
-            '<a href="#copies">copies</a> <a href="#bandwidth">bandwidth</a> '
+            '<a href="#copies">copies</a> '
+            + ('<a href="#machines">machines</a> ' if side_by_side else "")
+            + '<a href="#bandwidth">bandwidth</a> '
             '<a href="#changes">changes</a> <a href="#benchmarks">every benchmark</a></p>']
     body += [f'<p class="warning">{e(w)}</p>' for w in p.warnings]
     body.append("</header>")
@@ -56,10 +58,13 @@ def _header(p: IndexPage) -> list[str]:
 
 
 def render_index(p: IndexPage) -> str:
-    body = _header(p)
+    side_by_side = machines_section(machine_tables(p.series, p.headlines, p.copies),
+                                    size_label(p.headline_nbytes))
+    body = _header(p, bool(side_by_side))
     body += provenance_section(p.series, p.commit_url)
     body += headline_section(p.headlines, p.alpha)
     body += copy_section(p.copies, size_label(p.headline_nbytes))
+    body += side_by_side
     body += bandwidth_section(p.bandwidth)
     body += changes_section(p.steps, p.threshold, p.alpha)
     body += benchmark_section(p.views, p.alpha)

@@ -1,17 +1,15 @@
-"""The sections of the site's index page, top to bottom: the banner, each series'
-provenance, the headlines, the copy table, bandwidth against size, the changes between
-consecutive PyTorch versions and every benchmark (its trends and what was not measured, with
-why). Formatting only, no arithmetic: the numbers come from ``views``."""
+"""The sections at the top of the site's index page: the banner, each series' provenance, the
+headlines, the copy table and the machines side by side (``across`` has the rest: the changes
+between consecutive PyTorch versions, bandwidth against size and every benchmark). Formatting
+only, no arithmetic: the numbers come from ``views`` and ``machines``."""
 
 from __future__ import annotations
 
-import json
-
-from ...comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
-from ...outcomes import Gap
-from ...provenance import Provenance, banner
+from ...provenance import Provenance, banner, cautions
+from ...results import Result
 from ...sitemap import headline_figure_path
 from ...units import GBPS, format_seconds, format_value
+from .machines import MachineTable
 from .markup import (
     anchor,
     cells,
@@ -27,30 +25,34 @@ from .markup import (
     verdict_cell,
 )
 from .views import (
-    BandwidthPanel,
-    BenchmarkView,
     CopyRow,
+    HeadlineCell,
     HeadlineRow,
     Series,
-    Step,
-    StepRow,
 )
 
 
 def banner_html(series: list[Provenance]) -> list[str]:
-    """The "not for citation" banner, from the metadata; empty when every series may be
-    cited."""
+    """The "not for citation" banner, from the metadata, and the cautions a citation carries;
+    empty when every series may be cited as it is."""
     reasons = banner(series)
-    if not reasons:
-        return []
-    out = ['<div class="banner" id="not-for-citation" role="note">',
-           "<p><strong>Not for citation.</strong> What the metadata says about these "
-           "results:</p><ul>"]
-    for reason, hit in reasons:
-        who = ("every series" if len(hit) == len(series)
-               else ", ".join(p.label for p in hit))
-        out.append(f"<li>{e(who)}: {e(reason)}.</li>")
-    out += ["</ul></div>"]
+    out = []
+    if reasons:
+        out += ['<div class="banner" id="not-for-citation" role="note">',
+                "<p><strong>Not for citation.</strong> What the metadata says about these "
+                "results:</p><ul>"]
+        for reason, hit in reasons:
+            who = ("every series" if len(hit) == len(series)
+                   else ", ".join(p.label for p in hit))
+            out.append(f"<li>{e(who)}: {e(reason)}.</li>")
+        out += ["</ul></div>"]
+    warned = cautions(series)
+    if warned:
+        out += ['<div class="banner caution" id="caution" role="note">',
+                "<p><strong>Caution.</strong> These series may be cited with this said:</p>"
+                "<ul>"]
+        out += [f"<li>{e(p.label)}: {e(text)}.</li>" for text, p in warned]
+        out += ["</ul></div>"]
     return out
 
 
@@ -138,14 +140,16 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
 
 # -- the copy table ----------------------------------------------------------------------------
 
-COPY_HEADERS = ["copy", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
+COPY_HEADERS = ["copy", "clock", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
 
 
 def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[str]:
     body = ['<section id="copies">', f"<h2>Copies of {e(size)}</h2>",
             f"<p>Every measured copy at {e(size)}, per series: {GBPS}, bytes over the "
-            "median time; the share of the PCIe link's theoretical rate where the link is "
-            "known. The newest release of each machine is open.</p>"]
+            "median time on the clock the row names (completion: host, from the call until "
+            "the copy is done; device: events around calls queued back to back); the share "
+            "of the PCIe link's theoretical rate where the link is known. The newest release "
+            "of each machine is open.</p>"]
     newest = {s.machine: s.torch for s, _ in tables}
     for s, rows in tables:
         ident = anchor("copies", s.machine, s.torch)
@@ -158,14 +162,15 @@ def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[
         out = []
         for row in rows:
             r = row.result
-            ident = anchor("copy", s.machine, s.torch, *(str(v) for k, v in r.params
-                                                         if k != "size"))
+            ident = anchor("copy", s.machine, s.torch, row.clock,
+                           *(str(v) for k, v in r.params if k != "size"))
             what = ", ".join(str(v) for k, v in r.params if k != "size")
             share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
             spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
-                f"{self_link(ident)} {e(what)}", f"{r.gbps:.2f}" if r.gbps else "n/a",
+                f"{self_link(ident)} {e(what)}", e(row.clock),
+                f"{r.gbps:.2f}" if r.gbps else "n/a",
                 e(format_value(r.value, r.unit)), spread, share, samples(n)]) + "</tr>")
             out.append(f'<tr class="cite-row"><td colspan="{len(COPY_HEADERS)}">'
                        f"{cite_block([row.cite])}</td></tr>")
@@ -175,161 +180,54 @@ def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[
     return body
 
 
-STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",
-                "verdict"]
+MACHINE_NOTE = ("One PyTorch release at a time (its builds may differ: each column names "
+                "its own), a column per machine; each machine's own rows, with intervals and "
+                "citations, are in the sections above.")
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _step_rows(rows: list[StepRow], alpha: float) -> list[str]:
-    out = []
-    for sr in rows:
-        r, v = sr.row, sr.verdict
-        a = format_value(r.a.value if r.a else None, r.unit)
-        b = format_value(r.b.value if r.b else None, r.unit)
-        if v is None:
-            out.append('<tr class="ns">' + cells(STEP_HEADERS, [
-                e(r.label()), e(a), e(b), "", "", "", e(r.mark if not r.note else r.note)])
-                + "</tr>")
-            continue
-        out.append(f"<tr{row_class(v)}>" + cells(STEP_HEADERS, [
-            e(r.label()), e(a), e(b), times(v.ratio) + ("†" if v.ratio_outside else ""),
-            e(interval(v.interval, alpha, v.test)), samples(v.n_a, v.n_b), verdict_cell(v)])
-            + "</tr>")
-    return out
-
-
-def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[str]:
-    body = ['<section id="changes">', "<h2>Changes between consecutive PyTorch versions</h2>",
-            f"<p>B against A for every benchmark both measured, as <code>xferbench compare A "
-            f"B --threshold {threshold:.0%} --alpha {alpha:g}</code> marks it: a regression "
-            f"or an improvement is significant (Mann-Whitney U, p &lt; {alpha:g}) and beyond "
-            f"{threshold:.0%}. B/A below 1: B takes less (for times, B is faster). The "
-            f"interval is the {1 - alpha:.0%} interval of B/A from the same test; † marks a "
-            "ratio of medians outside it (the two differ in shape, not only by a factor). "
-            "The samples are within one run each: noise between runs is not in them.</p>"]
-    if not steps:
-        body.append('<p class="na">One PyTorch version per machine: nothing to compare.</p>')
-    newest = {s.machine: s for s in steps}
-    for step in steps:
-        ident = anchor("changes", step.machine, step.a.torch, step.b.torch)
-        counts = (f"{plural(len(step.regressions), 'regression')}, "
-                  f"{plural(len(step.improvements), 'improvement')}, {step.count(WITHIN)} "
-                  f"within {threshold:.0%}, {step.count(NOT_SIGNIFICANT)} no detectable "
-                  "difference")
-        opened = " open" if newest[step.machine] is step else ""
-        body.append(f'<details class="step" id="{e(ident)}"{opened}><summary>torch '
-                    f"{e(step.a.torch)} → torch {e(step.b.torch)} on {e(step.machine)}: "
-                    f"{e(counts)}</summary>")
-        if step.differences:
-            diffs = "; ".join(f"{what} {a} → {b}" for what, a, b in step.differences)
-            body.append(f'<p class="warning">Not only the release differs: {e(diffs)}. Every '
-                        "change below measures these differences too.</p>")
-        for title, rows in (("Regressions", step.regressions),
-                            ("Improvements", step.improvements)):
-            body.append(f"<h4>{title} ({len(rows)})</h4>")
-            if rows:
-                body += table("steps", STEP_HEADERS, _step_rows(rows, alpha))
-            else:
-                body.append(f'<p class="na">No {title.lower()} beyond {threshold:.0%}.</p>')
-        failed = step.count(FAILED_IN_B)
-        one_side = [r for r in step.rows if r.verdict is None and r.row.mark != FAILED_IN_B]
-        body.append(f"<details><summary>Every compared row ({len(step.compared)}); "
-                    f"{failed} failed in B, {len(one_side)} measured on one side only"
-                    "</summary>")
-        body += table("steps", STEP_HEADERS, _step_rows(list(step.rows), alpha))
-        body += ["</details>", "</details>"]
-    body.append("</section>")
-    return body
-
-
-def bandwidth_section(panels: list[BandwidthPanel]) -> list[str]:
-    body = ['<section id="bandwidth">', "<h2>Bandwidth against size</h2>",
-            f"<p>Copies, {GBPS} against size, for each machine's newest release (the trends "
-            "below show every release): both axes logarithmic, the band is the IQR.</p>"]
-    if not panels:
-        body.append('<p class="na">No copy was measured.</p>')
-    body.append('<div class="figures">')
-    for p in panels:
-        body += figure(p.path, f"{p.direction} copies, layout {p.layout}: torch {p.torch} on "
-                               f"{p.machine}")
-    body += ["</div>", "</section>"]
-    return body
-
-
-def _gap_item(g: Gap, series_count: int) -> str:
-    where = ("every series" if len(g.series) == series_count
-             else ", ".join(f"torch {t} on {m}" for m, t in g.series))
-    combos = "; ".join(", ".join(str(v) for _, v in c) or "(no parameters)" for c in g.combos)
-    n = len(g.combos)
-    return (f"<li><details><summary>{e(g.status)}: {e(g.reason)}: {n} combination"
-            f"{'s' if n != 1 else ''} ({e(where)})</summary><p>{e(combos)}</p></details></li>")
-
-
-def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
-    body = ['<section id="benchmarks">', "<h2>Every benchmark</h2>",
-            "<p>Each benchmark's median against the PyTorch release, one small chart per "
-            "parameter combination: the band is the IQR, a solid step is one "
-            f"<code>xferbench compare</code>'s test finds (p &lt; {alpha:g}), a dotted grey "
-            "step one it cannot tell apart; the value axis is logarithmic where the values "
-            "span a decade. Choose the combinations to show; below each benchmark, every "
-            "combination without a number and why.</p>"]
-    toc = [f'<li><a href="#{e(anchor("bench", v.name))}">{e(v.name)}</a> '
-           f"({len(v.trends)} charts)</li>" for v in views]
-    body += ['<ul class="toc">', *toc, "</ul>"]
-    for v in views:
-        ident = anchor("bench", v.name)
-        better = "higher" if v.unit.strip().endswith("/s") else "lower"
-        series_count = len(v.series)
-        per_series = {(s.machine, s.torch): 0 for s in v.series}
-        for t in v.trends:
-            for p in t.points:
-                per_series[(t.machine, p.torch)] = per_series.get((t.machine, p.torch), 0) + 1
-        counts = sorted(set(per_series.values()))
-        measured = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}")
-        body += [f'<section class="bench" id="{e(ident)}">',
-                 f"<h3>{e(v.name)} {self_link(ident)}</h3>",
-                 f"<p>Unit: {e(v.unit)} ({better} is better). Parameters: "
-                 f"{e(', '.join(v.params) or 'none')}. Measured: {e(measured)} of "
-                 f"{v.combos} combinations per series, in {series_count} series.</p>"]
-        if v.trends:
-            body += _picker(v, ident)
-            body.append('<div class="figures trends">')
-            for t in v.trends:
-                params = {"machine": t.machine, **{k: str(x) for k, x in t.params}}
-                caption = f"{t.machine}: " + (", ".join(f"{k}={x}" for k, x in t.params)
-                                              or "no parameters")
-                body += figure(t.path, caption, lazy=True, attrs=f' class="trend" '
-                                                                 f'data-params="{e(json.dumps(params))}"')
-            body.append("</div>")
-        else:
-            body.append('<p class="na">Not measured in any series.</p>')
-        if v.gaps:
-            body += ["<h4>Without a number</h4>", '<ul class="gaps">',
-                     *[_gap_item(g, series_count) for g in v.gaps], "</ul>"]
-        body.append("</section>")
-    body.append("</section>")
-    return body
-
-
-def _picker(v: BenchmarkView, ident: str) -> list[str]:
-    """One select per parameter whose values differ (and per machine, if several): the
-    page's script shows the charts that match; without it, every chart shows."""
-    choices = dict(v.shown_params)
-    machines = sorted({t.machine for t in v.trends})
-    default = v.default_choice()
-    if len(machines) > 1:
-        choices = {"machine": machines, **choices}
-    if not choices:
+def machines_section(tables: list[MachineTable], size: str) -> list[str]:
+    """Each release two machines or more measured: headlines, copies, every value."""
+    if not tables:
         return []
-    out = [f'<form class="pick" data-for="{e(ident)}">']
-    for name, values in choices.items():
-        options = ['<option value="">every value</option>'] + [
-            f'<option value="{e(x)}"{" selected" if default.get(name) == x else ""}>'
-            f"{e(x)}</option>" for x in values]
-        out.append(f'<label>{e(name)} <select name="{e(name)}">{"".join(options)}</select>'
-                   "</label>")
-    out += ['<output class="count"></output>', "</form>"]
-    return out
+    body = ['<section id="machines">', "<h2>Machines side by side</h2>",
+            f"<p>{e(MACHINE_NOTE)}</p>"]
+    for i, t in enumerate(tables):
+        machines = [f"{e(s.machine)}<br><small>torch {e(s.torch)}</small>" for s in t.series]
+        opened = " open" if i == 0 else ""
+        body.append(f'<details class="release" id="{e(anchor("machines", t.release))}"'
+                    f"{opened}><summary>PyTorch {e(t.release)} on "
+                    f"{e(', '.join(s.machine for s in t.series))}</summary>")
+        if t.headlines:
+            headers = ["headline: speed-up", *machines]
+            rows = [f"<tr>{cells(headers, [e(title), *[_speedup(c) for c in row]])}</tr>"
+                    for title, row in t.headlines]
+            body += table("machines", headers, rows)
+        if t.copies:
+            headers = [f"copy of {e(size)}: {GBPS}", *machines]
+            rows = [f"<tr>{cells(headers, [e(what), *[_rate(c) for c in row]])}</tr>"
+                    for what, row in t.copies]
+            body += table("machines", headers, rows)
+        headers = ["benchmark (parameters)", *machines]
+        rows = [f"<tr>{cells(headers, [e(label), *[_value(r) for r in row]])}</tr>"
+                for label, row in t.values]
+        body += [f"<details open><summary>Every measured value ({len(rows)})</summary>",
+                 *table("machines", headers, rows), "</details>", "</details>"]
+    body.append("</section>")
+    return body
+
+
+def _speedup(c: HeadlineCell | None) -> str:
+    if c is None or c.verdict is None:
+        return "n/a"
+    return f"{times(c.verdict.speedup)} {verdict_cell(c.verdict)}"
+
+
+def _rate(c: CopyRow | None) -> str:
+    if c is None or not c.result.gbps:
+        return "n/a"
+    spread = "" if c.result.spread is None else f" (±{c.result.spread:.1%})"
+    return f"{c.result.gbps:.2f}{spread}"
+
+
+def _value(r: Result | None) -> str:
+    return "" if r is None else e(format_value(r.value, r.unit))

@@ -15,7 +15,7 @@ from ...outcomes import Gap, gaps, unmeasured
 from ...practices import HEADLINE_NBYTES
 from ...provenance import Provenance, differences, series_provenance
 from ...results import Result, ResultSet, version_key
-from ...sitemap import BANDWIDTH_BENCHMARK, bandwidth_figure_path, figure_path
+from ...sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
 from ...stats import Verdict, significance, verdict
 from ...units import size_label
 
@@ -93,20 +93,32 @@ class CopyRow:
     share_of_pcie: float | None
     cite: Citation
 
+    device: str | None = None  # the series' device ("cpu": a host copy on the host clock)
+
+    @property
+    def clock(self) -> str:
+        return clock_of(self.result.benchmark, self.device)
+
 
 def copy_table(rs: ResultSet, s: Series) -> list[CopyRow]:
-    """Every measured copy of the series at the headline size, in declared order."""
+    """Every measured copy of the series at the headline size, in declared order, on the
+    completion clock first, then on device time."""
     size = size_label(HEADLINE_NBYTES)
-    order = param_order(rs, BANDWIDTH_BENCHMARK)
-    found = [r for r in s.results.find(BANDWIDTH_BENCHMARK, size=size) if r.ok]
-    found.sort(key=lambda r: [order.get((k, str(v)), 99) for k, v in r.params])
-    meta = rs.metadata_for(found[0]) if found else None
     rows = []
-    for r in found:
-        share = None
-        if meta and r.param_dict.get("direction") != "d2d":
-            share = meta.share_of_link(r.gbps)
-        rows.append(CopyRow(r, share, cite_of(rs, r)))
+    for benchmark in BANDWIDTH_BENCHMARKS.values():
+        order = param_order(rs, benchmark)
+        found = [r for r in s.results.find(benchmark, size=size) if r.ok]
+        found.sort(key=lambda r: [order.get((k, str(v)), 99) for k, v in r.params])
+        for r in found:
+            meta = rs.metadata_for(r)
+            row_clock = clock_of(benchmark, meta.device)
+            if row_clock == "host" and any(c.clock == "host" and c.result.params == r.params
+                                           for c in rows):
+                continue  # a CPU's host copy, once (older runs stored it twice)
+            share = None
+            if r.param_dict.get("direction") != "d2d":
+                share = meta.share_of_link(r.gbps)
+            rows.append(CopyRow(r, share, cite_of(rs, r), meta.device))
     return rows
 
 
@@ -129,37 +141,49 @@ class BandwidthPanel:
     layout: str
     curves: tuple[Curve, ...]
     peak_gbps: float | None  # the PCIe link's theoretical rate, where known
+    clock: str = "completion"  # the clock the curves read (sitemap.CLOCK_NAMES)
 
     @property
     def path(self) -> str:
-        return bandwidth_figure_path(self.machine, self.direction, self.layout)
+        return bandwidth_figure_path(self.machine, self.direction, self.layout, self.clock)
 
 
 def bandwidth_panels(rs: ResultSet, all_series: list[Series]) -> list[BandwidthPanel]:
-    """One panel per machine, direction and layout measured in the machine's newest series."""
-    order = param_order(rs, BANDWIDTH_BENCHMARK)
+    """One panel per machine, clock, direction and layout measured in the machine's newest
+    series."""
     newest = {s.machine: s for s in all_series}  # series come in version order
     panels = []
-    for machine, s in sorted(newest.items()):
-        groups: dict[tuple[str, str], dict[tuple[str, str], list]] = {}
-        for r in s.results.find(BANDWIDTH_BENCHMARK):
-            p = r.param_dict
-            if r.gbps is None or r.nbytes is None or "direction" not in p:
-                continue
-            lo = r.nbytes / r.q75 / 1e9 if r.q75 else r.gbps
-            hi = r.nbytes / r.q25 / 1e9 if r.q25 else r.gbps
-            panel = groups.setdefault((str(p["direction"]), str(p.get("layout"))), {})
-            panel.setdefault((str(p.get("host_memory")), str(p.get("sync"))), []).append(
-                (r.nbytes, str(p["size"]), r.gbps, lo, hi))
-        for (direction, layout), curves in groups.items():
-            built = tuple(Curve(h, sy, tuple(sorted(pts))) for (h, sy), pts in sorted(
-                curves.items(), key=lambda kv: (order.get(("host_memory", kv[0][0]), 99),
-                                                order.get(("sync", kv[0][1]), 99))))
-            peak = None if direction == "d2d" else peak_gbps(rs, s)
-            panels.append(BandwidthPanel(machine, s.torch, direction, layout, built, peak))
-    panels.sort(key=lambda p: (p.machine, order.get(("direction", p.direction), 99),
+    for _, s in sorted(newest.items()):
+        for clock, benchmark in BANDWIDTH_BENCHMARKS.items():
+            panels += _panels(rs, s, clock, benchmark)
+    clocks = list(BANDWIDTH_BENCHMARKS)
+    order = param_order(rs, BANDWIDTH_BENCHMARKS["completion"])
+    panels.sort(key=lambda p: (p.machine, clocks.index(p.clock),
+                               order.get(("direction", p.direction), 99),
                                order.get(("layout", p.layout), 99)))
     return panels
+
+
+def _panels(rs: ResultSet, s: Series, clock: str, benchmark: str) -> list[BandwidthPanel]:
+    order = param_order(rs, benchmark)
+    groups: dict[tuple[str, str], dict[tuple[str, str], list]] = {}
+    for r in s.results.find(benchmark):
+        p = r.param_dict
+        if r.gbps is None or r.nbytes is None or "direction" not in p:
+            continue
+        lo = r.nbytes / r.q75 / 1e9 if r.q75 else r.gbps
+        hi = r.nbytes / r.q25 / 1e9 if r.q25 else r.gbps
+        panel = groups.setdefault((str(p["direction"]), str(p.get("layout"))), {})
+        panel.setdefault((str(p.get("host_memory")), str(p.get("sync"))), []).append(
+            (r.nbytes, str(p["size"]), r.gbps, lo, hi))
+    out = []
+    for (direction, layout), curves in groups.items():
+        built = tuple(Curve(h, sy, tuple(sorted(pts))) for (h, sy), pts in sorted(
+            curves.items(), key=lambda kv: (order.get(("host_memory", kv[0][0]), 99),
+                                            order.get(("sync", kv[0][1]), 99))))
+        peak = None if direction == "d2d" else peak_gbps(rs, s)
+        out.append(BandwidthPanel(s.machine, s.torch, direction, layout, built, peak, clock))
+    return out
 
 
 def param_order(rs: ResultSet, benchmark: str) -> dict[tuple[str, str], int]:

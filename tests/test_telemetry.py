@@ -1,0 +1,140 @@
+"""The device's state while it works, read through a scripted NVML on the CPU: each clock and
+throttle case pinned (nvbench's rule: below 75% of the maximum clock, or power or thermal
+throttling, taints a sample), the link under load, and the caution a degraded link earns on
+the page and in a citation."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from xferbench import telemetry
+from xferbench.devices import Device
+from xferbench.provenance import link_caution
+from xferbench.telemetry import ClockReader, ClockState
+
+CUDA = Device("cuda", 0)
+
+
+def fake_nvml(sm=1980, max_sm=1980, reasons=0, gen=5, width=16, legacy=False, fails=False):
+    """A pynvml that answers as scripted; ``legacy``: only the old throttle-reasons call."""
+    nv = types.SimpleNamespace(NVML_CLOCK_SM=1, calls=[])
+
+    def init():
+        if fails:
+            raise RuntimeError("NVML Shared Library Not Found")
+
+    nv.nvmlInit = init
+    nv.nvmlDeviceGetHandleByPciBusId = lambda bus: ("bus", bus)
+    nv.nvmlDeviceGetHandleByIndex = lambda i: ("index", i)
+    nv.nvmlDeviceGetMaxClockInfo = lambda h, kind: max_sm
+    nv.nvmlDeviceGetClockInfo = lambda h, kind: nv.calls.append("clock") or nv.sm
+    reason_call = "nvmlDeviceGetCurrentClocksThrottleReasons" if legacy else \
+        "nvmlDeviceGetCurrentClocksEventReasons"
+    setattr(nv, reason_call, lambda h: nv.reasons)
+    nv.nvmlDeviceGetCurrPcieLinkGeneration = lambda h: gen
+    nv.nvmlDeviceGetCurrPcieLinkWidth = lambda h: width
+    nv.sm, nv.reasons = sm, reasons
+    return nv
+
+
+@pytest.fixture
+def nvml(monkeypatch):
+    def install(**kw):
+        nv = fake_nvml(**kw)
+        monkeypatch.setitem(sys.modules, "pynvml", nv)
+        return nv
+    return install
+
+
+@pytest.mark.parametrize(("sm", "reasons", "slowed"), [
+    (1980, 0, None),
+    (1755, 0, None),  # a power-capped H200 still runs above 75%: kept
+    (1000, 0, "SM clock 1000 MHz, below 75% of its maximum 1980 MHz"),
+    (1980, 0x1, None),  # GPU idle is not a slowdown
+    (1980, 0x20, "thermal throttling"),
+    (1980, 0x40, "thermal throttling"),
+    (1980, 0x4, "power throttling"),
+    (1980, 0x80, "power throttling"),
+    (1980, 0x8, "hw_slowdown throttling"),
+    (1980, 0x4 | 0x20, "power and thermal throttling"),
+])
+def test_each_clock_and_throttle_case_is_read_as_nvbench_reads_it(nvml, sm, reasons, slowed):
+    nvml(sm=sm, reasons=reasons)
+    state = ClockReader(CUDA).read()
+    assert state is not None and state.sm_mhz == sm and state.max_mhz == 1980
+    assert state.slowed == slowed
+
+
+def test_an_older_nvml_answers_through_its_throttle_reasons_call(nvml):
+    nvml(reasons=0x40, legacy=True)
+    assert ClockReader(CUDA).read().reasons == ("thermal",)
+
+
+def test_without_nvml_there_is_no_telemetry_and_the_reader_says_why(nvml, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    reader = ClockReader(CUDA)
+    assert reader.read() is None and "not installed" in reader.why_not
+    nvml(fails=True)
+    reader = ClockReader(CUDA)
+    assert reader.read() is None and "NVML is unavailable: NVML Shared Library" in reader.why_not
+
+
+def test_a_backend_with_clock_info_answers_for_itself(monkeypatch):
+    module = types.SimpleNamespace(clock_info=lambda index: {
+        "sm_clock_mhz": 345.0, "max_sm_clock_mhz": 1980.0, "throttle_reasons": []})
+    monkeypatch.setattr(telemetry, "module_of", lambda kind: module)
+    state = ClockReader(Device("emu", 0)).read()
+    assert state == ClockState(345.0, 1980.0, ()) and "below 75%" in state.slowed
+
+
+def test_the_cpu_and_unknown_backends_have_no_telemetry(monkeypatch):
+    assert ClockReader(Device("cpu")).read() is None
+    monkeypatch.setattr(telemetry, "module_of", lambda kind: types.SimpleNamespace())
+    assert ClockReader(Device("xpu", 0)).read() is None
+
+
+@pytest.mark.parametrize(("meta", "caution"), [
+    ({"pcie_gen_load": 5, "pcie_width_load": 16, "pcie_gen_max": 5, "pcie_width_max": 16}, None),
+    ({"pcie_gen_load": 4, "pcie_width_load": 16, "pcie_gen_max": 5, "pcie_width_max": 16},
+     "Gen4 x16 under load, below its maximum Gen5 x16"),
+    ({"pcie_gen_load": 5, "pcie_width_load": 8, "pcie_gen_max": 5, "pcie_width_max": 16},
+     "Gen5 x8 under load, below its maximum Gen5 x16"),
+    # an idle reading (Gen1) is no evidence: only the one under load counts
+    ({"pcie_gen": 1, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16}, None),
+    ({}, None),
+])
+def test_a_link_below_its_maximum_under_load_earns_a_caution(meta, caution):
+    got = link_caution(meta)
+    assert (got is None) if caution is None else (caution in got and "not PyTorch" in got)
+
+
+def test_the_caution_travels_with_the_citation(tmp_path):
+    """A degraded link in a series' sidecar reaches the page's provenance and the citation's
+    sentence and table."""
+    import json
+    import shutil
+
+    from conftest import committed_results
+
+    from xferbench.citation import cite, rows, sentence
+    from xferbench.provenance import provenance
+    from xferbench.results import load
+
+    root = tmp_path / "results"
+    shutil.copytree(committed_results(), root)
+    for side in root.glob("*/*.metadata"):
+        data = json.loads(side.read_text())
+        data["metadata"].update(pcie_gen_load=3, pcie_width_load=16, pcie_gen_max=5,
+                                pcie_width_max=16)
+        side.write_text(json.dumps(data))
+    rs = load(str(root))
+    assert all(p.caution and "Gen3 x16 under load" in p.caution for p in provenance(rs))
+    r = next(r for r in rs if r.ok)
+    c = cite(rs, r.benchmark, {k: str(v) for k, v in r.param_dict.items()}, torch=r.torch,
+             machine=r.machine, allow_quick=True)
+    assert "Caution: the PCIe link ran at Gen3 x16 under load" in sentence(c)
+    assert ("caution", c.caution) in rows(c) and "Gen3 x16 under load" in dict(rows(c))[
+        "PCIe link"]
