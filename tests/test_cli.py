@@ -139,7 +139,7 @@ def test_no_subcommand_exits_2_naming_the_commands(capsys):
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1, err
-    assert "a command is required: env, run, fleet, list, publish, compare or cite" in err
+    assert "a command is required: env, run, fleet, list, publish, compare, cite or lint" in err
 
 
 @pytest.mark.gpu

@@ -24,8 +24,9 @@ LAYERS = {
     PRACTICES: ("practices",),
     RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
               "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
-              "provenance", "outcomes", "merging"),
-    COMMANDS: ("commands", "pytest_plugin", "quick"),
+              "provenance", "outcomes", "merging", "prices",
+              "lint"),  # lint: the rule engine, its findings priced from prices.py
+    COMMANDS: ("commands", "pytest_plugin", "quick", "flake8_plugin"),
     ENTRY: ("cli", "__main__", ""),  # "": xferbench/__init__.py
 }
 TOP_LEVEL = {name: level for level, names in LAYERS.items() for name in names}
@@ -35,7 +36,7 @@ REGISTRIES = {"", "commands"}
 #: Third-party packages heavy enough to import inside functions (each costs 0.1-3 s), and
 #: submitit, an optional extra (``xferbench[fleet]``) that only ``fleet`` imports.
 HEAVY = {"torch", "numpy", "asv", "asv_runner", "matplotlib", "pynvml", "pytest_benchmark",
-         "submitit"}
+         "submitit", "libcst"}
 #: The comment a module with function-local heavy imports carries, once.
 LAZY_NOTE = "inside the functions"
 MAX_LINES = 400

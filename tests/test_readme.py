@@ -135,8 +135,10 @@ def _xferbench_problem(args: list[str]) -> str | None:
 
 def command_problem(command: str) -> str | None:
     """Why ``command`` (one line as shown) no longer works, or None."""
-    for part in command.split("&&"):
-        args = _normalise(shlex.split(part))
+    for part in re.split(r"\s(?:&&|\|\||;|\|)\s", command):  # each command of a line
+        args = shlex.split(part)
+        cut = next((i for i, a in enumerate(args) if re.match(r"^\d*[<>]", a)), len(args))
+        args = _normalise(args[:cut])  # what is redirected is no argument
         while args and re.fullmatch(r"[A-Z_]+=\S*", args[0]):  # VAR=value before a command
             args = args[1:]
         if not args:
@@ -197,7 +199,8 @@ def test_planted_problems_are_found(tmp_path):
         "# Title\n\n[ok](docs/a.md#its-part) [self](#title) [gone](docs/b.md)\n"
         "[bad anchor](docs/a.md#nowhere) [web](https://example.org/x)\n\n"
         "```sh\nscripts/setup && .venv/bin/xferbench run --quik\n"
-        ".venv/bin/xferbench cite Copy.track_device_s \\\n    --params size=64MiB\n```\n"
+        ".venv/bin/xferbench cite Copy.track_device_s \\\n    --params size=64MiB\n"
+        "xferbench list --format json > out.json 2>&1 | head && scripts/nowhere\n```\n"
         "`xferbench frobnicate now` and `python -m xferbench.nothing` and `scripts/nope`\n")
     assert link_problems(readme, tmp_path) == [
         "README.md:3: docs/b.md leads to no file",
@@ -206,9 +209,11 @@ def test_planted_problems_are_found(tmp_path):
     assert [c for _n, c in shown] == [
         "scripts/setup && .venv/bin/xferbench run --quik",
         ".venv/bin/xferbench cite Copy.track_device_s  --params size=64MiB",
+        "xferbench list --format json > out.json 2>&1 | head && scripts/nowhere",
         "xferbench frobnicate now", "python -m xferbench.nothing", "scripts/nope"]
     assert [command_problem(c) for _n, c in shown] == [
         "xferbench: error: unrecognized arguments: --quik (see 'xferbench --help')", None,
+        "scripts/nowhere is not an executable script of the repository",
         "xferbench has no command 'frobnicate'", "python -m xferbench.nothing: no such module",
         "scripts/nope is not an executable script of the repository"]
     assert slug(" `xferbench run`") == "xferbench-run"

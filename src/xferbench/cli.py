@@ -1,9 +1,9 @@
 """The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, fleet, list,
-publish, compare, cite); nothing else lives here.
+publish, compare, cite, lint); nothing else lives here.
 
-Exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an environment error
-(one sentence on stderr, nothing written); 3 a run that measured nothing or lost results;
-130 interrupted.
+Exit status: 0 ok; 1 a regression found (compare) or a finding (lint); 2 bad input or an
+environment error (one sentence on stderr, nothing written); 3 a run that measured nothing or
+lost results; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="xferbench",
         description="Benchmarks for PyTorch host-device transfer practices.",
-        epilog="exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an "
+        epilog="exit status: 0 ok; 1 a regression found (compare) or a finding (lint); 2 bad "
+               "input or an "
                "environment error (one sentence on stderr, nothing written); 3 a run that "
                "measured nothing or lost results; 130 interrupted",
         allow_abbrev=False,

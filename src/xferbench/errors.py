@@ -14,8 +14,8 @@ class ExitCode(IntEnum):
     """The exit status of every command (``xferbench --help`` and the README list them)."""
 
     OK = 0
-    #: compare only: a benchmark significantly worse by more than the threshold, or failed
-    #: in B where A measured it.
+    #: compare: a benchmark significantly worse by more than the threshold, or failed in B
+    #: where A measured it; lint: a finding at or above --fail-on.
     REGRESSION = 1
     #: Bad input or an environment error: one sentence on stderr, nothing written.
     BAD_INPUT = 2

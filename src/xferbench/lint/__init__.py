@@ -1,0 +1,14 @@
+"""``xferbench lint``: the transfer practices the suite measures, checked statically in a
+user's own code, each finding priced from measured results.
+
+One single-pass ast visitor per file (``analyzer``: ``walker`` for statements, ``exprs`` and
+``calls`` for expressions, ``moves`` for ``.to``/``.cuda``/``.cpu``); ``engine`` turns a file's
+text into findings (noqa, chosen codes); ``files`` finds and reads files; ``runner`` lints
+many, in worker processes; ``report`` writes text, JSON and SARIF and attaches prices;
+``fix`` rewrites with LibCST; ``config`` reads ``[tool.xferbench.lint]``.
+"""
+
+from .engine import FileResult, lint_text
+from .rules import CODES, RULES, Finding, Rule
+
+__all__ = ["CODES", "RULES", "FileResult", "Finding", "Rule", "lint_text"]

@@ -1,0 +1,78 @@
+"""Branches: an ``if`` walked path by path. Each branch starts from what names held before it;
+after it, a name holds what both paths agree on, a non_blocking copy is pending and device
+work is queued only where both paths leave them so (a branch may synchronise); a test on a
+step counter (``step % N``, ``step == K``) guards the reads in its body."""
+
+from __future__ import annotations
+
+import ast
+
+from .facts import COUNTER_TAG, Val
+from .scopes import joined
+
+
+class Branches:
+    """If-statement handlers, mixed into the analyser."""
+
+    def s_if(self, node: ast.If) -> None:
+        self.test(node.test)
+        frame = self.frame
+        pending, work = dict(frame.d2h), frame.work
+        guard = bool(frame.loops) and self.step_guard(node.test)  # only loops have guards
+        if guard:
+            frame.guards.append(len(frame.loops))
+        body = self.branch(node.body)
+        if guard:
+            frame.guards.pop()
+        after_body, work_body = frame.d2h, frame.work
+        frame.d2h, frame.work = dict(pending), work
+        orelse = self.branch(node.orelse)
+        self.join(body, orelse)
+        # pending after the if only where pending on both paths: a branch may synchronise
+        after_else = frame.d2h
+        frame.d2h = {k: rec for k, rec in after_else.items() if k in after_body}
+        for rec in {*after_body.values(), *after_else.values(), *pending.values()} - set(
+                frame.d2h.values()):
+            rec.live = False
+        frame.work = work_body and frame.work
+
+    def step_guard(self, test: ast.expr) -> bool:
+        """``if step % N == 0`` or ``if step == K`` with a step counter: some steps only."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and not (
+                    isinstance(node.left, (ast.Constant, ast.JoinedStr))):
+                return True  # x % n, not "%d" % x
+            if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
+                for side in (node.left, *node.comparators):
+                    v = self.lookup(side.id) if isinstance(side, ast.Name) else None
+                    if v is not None and v.tag is COUNTER_TAG:
+                        return True
+        return False
+
+    def branch(self, body: list[ast.stmt]) -> dict[str, tuple[Val | None, Val | None]]:
+        """Walk one branch of an if; the names it bound as (before, after), and the
+        environment put back as it was before."""
+        frame = self.frame
+        frame.journals.append({})
+        self.block(body)
+        journal = frame.journals.pop()
+        out = {k: (old, frame.env.get(k)) for k, old in journal.items()}
+        for k, old in journal.items():
+            if old is None:
+                frame.env.pop(k, None)
+            else:
+                frame.env[k] = old
+        return out
+
+    def join(self, body: dict, orelse: dict) -> None:
+        """After an if: a name bound in a branch holds what both paths agree on."""
+        env = self.frame.env
+        for k in body.keys() | orelse.keys():
+            old = (body.get(k) or orelse.get(k))[0]  # type: ignore[index]
+            a = body[k][1] if k in body else old
+            b = orelse[k][1] if k in orelse else old
+            v = b if a is None else a if b is None else joined(a, b)
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v

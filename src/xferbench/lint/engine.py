@@ -1,0 +1,106 @@
+"""One file's source to its findings: parse, skip a file none of the rules can match (it holds
+no move, no device, no pinning), run the analyser, apply ``# noqa`` and the chosen codes."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from dataclasses import dataclass, field
+
+from .analyzer import Analyzer
+from .rules import CODES, Finding
+
+#: A file without any of these cannot hold a finding of any rule: every rule needs a move
+#: (.to/.cuda/.cpu), a device, non_blocking or pin_memory.
+TRIGGERS = (b".to(", b".cuda(", b".cpu(", b"device=", b"device =", b"non_blocking",
+            b"pin_memory", b".xpu(", b".mps(")
+SPACED = re.compile(rb"\.\s*(?:to|cuda|cpu|xpu|mps)\s+\(|\.\s+(?:to|cuda|cpu|xpu|mps)\s*\(")
+
+
+def may_match(raw: bytes) -> bool:
+    """Whether any rule could find something in a file of these bytes."""
+    return any(t in raw for t in TRIGGERS) or SPACED.search(raw) is not None
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
+                  re.IGNORECASE)
+#: Deeply nested generated code (long chains of +) needs more than Python's default depth.
+RECURSION_LIMIT = 20000
+
+
+@dataclass
+class FileResult:
+    """What linting one file gave: its findings, or the one sentence why it was not read."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    problem: str | None = None  # not read (a syntax error, binary, not UTF-8...)
+    warnings: list[str] = field(default_factory=list)  # read, with a remark (a noqa code)
+    lines: int = 0
+
+
+def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[str] | None]:
+    """line -> the codes its ``# noqa: ...`` silences (None: a bare ``# noqa``, all)."""
+    out: dict[int, frozenset[str] | None] = {}
+    if "noqa" not in text and "NOQA" not in text:
+        return out
+    for i, line in enumerate(text.splitlines(), 1):
+        if "#" not in line:
+            continue
+        m = NOQA.search(line)
+        if m is None:
+            continue
+        if not m.group("codes"):
+            out[i] = None
+            continue
+        codes = frozenset(c.upper() for c in re.split(r"[,\s]+", m.group("codes")) if c)
+        for code in sorted(codes):
+            if code.startswith("XB") and code not in CODES:
+                result.warnings.append(
+                    f"{path}:{i}: `# noqa: {code}` names no xferbench rule (the rules are "
+                    f"{CODES[0]} to {CODES[-1]}): it silences nothing")
+        out[i] = codes
+    return out
+
+
+def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
+              raw: bytes | None = None) -> FileResult:
+    """Lint one file's text; ``raw`` (its bytes), when given, lets a file that cannot match
+    any rule skip the analysis after it parsed."""
+    result = FileResult(path, lines=text.count("\n") + (not text.endswith("\n") and bool(text)))
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        where = f"{path}:{exc.lineno or 0}:{(exc.offset or 1) - 1}"
+        result.problem = f"{where}: cannot parse: {exc.msg} (not linted)"
+        return result
+    except (ValueError, MemoryError) as exc:  # a NUL byte, or too big
+        result.problem = f"{path}: cannot parse: {exc} (not linted)"
+        return result
+    if not may_match(raw if raw is not None else text.encode("utf-8", "replace")):
+        noqa_lines(text, path, result)
+        return result
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        raws = Analyzer().run(tree)
+    except RecursionError:
+        result.problem = f"{path}: nested too deeply to analyse (not linted)"
+        return result
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not end the run
+        result.problem = (f"{path}: xferbench lint failed on this file ({type(exc).__name__}: "
+                          f"{exc}); not linted - please report it")
+        return result
+    silenced = noqa_lines(text, path, result)
+    lines = None if text.isascii() else text.splitlines()
+    seen = set()
+    for line, col, code, message, severity, fix in sorted(raws, key=lambda r: r[:3]):
+        if code not in codes or (line, col, code) in seen:
+            continue
+        seen.add((line, col, code))
+        quiet = silenced.get(line, frozenset())
+        if quiet is None or code in quiet:
+            continue
+        if lines is not None and line <= len(lines):  # ast counts UTF-8 bytes, we characters
+            col = len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
+        result.findings.append(Finding(path, line, col, code, message, severity, fix))
+    return result

@@ -1,0 +1,185 @@
+"""What the analysis knows about a value (``Val``: its type, where it lives, whether its host
+memory is pinned) and the tables it is read from: torch's factories and tensor methods, the
+names a model, an optimiser or a device goes by, the clocks."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# -- kinds of value ----------------------------------------------------------------------------
+UNKNOWN, TENSOR, MODULE, LOADER, OPTIM, OTHER, DEVICE_VAL, SEQ, TIME = range(9)
+# -- where a value lives: ON_DEVICE means "moved to an accelerator, or possibly one" --------------
+NOWHERE, ON_HOST, ON_DEVICE = range(3)
+# -- host memory ---------------------------------------------------------------------------------
+PIN_UNKNOWN, PAGEABLE, PINNED, PAGEABLE_IF = range(4)  # PAGEABLE_IF: if tag's loader is
+
+
+class Val:
+    """One value as far as the analysis can tell. ``tag``: per kind, the loader key whose
+    pinning decides PAGEABLE_IF, the factory record (XB102), the pinning loop (XB108) or the
+    pending device-to-host copy (XB106); ``items``: a sequence's elements; ``elem``: what
+    iterating it gives."""
+
+    __slots__ = ("kind", "where", "pin", "tag", "items", "elem")
+
+    def __init__(self, kind: int = UNKNOWN, where: int = NOWHERE, pin: int = PIN_UNKNOWN,
+                 tag: object = None, items: tuple | None = None, elem: Val | None = None):
+        self.kind, self.where, self.pin, self.tag = kind, where, pin, tag
+        self.items, self.elem = items, elem
+
+    @property
+    def on_device(self) -> bool:
+        return self.where == ON_DEVICE
+
+    @property
+    def tensorish(self) -> bool:
+        """A device value that a host read would sync on (a tensor or a structure of them)."""
+        return self.where == ON_DEVICE and self.kind not in (MODULE, OTHER, DEVICE_VAL, LOADER,
+                                                             OPTIM, TIME)
+
+    def __repr__(self) -> str:  # for tests and debugging
+        return f"Val(kind={self.kind}, where={self.where}, pin={self.pin}, tag={self.tag!r})"
+
+
+NOTHING = Val()
+HOST_OTHER = Val(OTHER, ON_HOST)
+NONE = Val(OTHER, ON_HOST)  # the constant None: a placeholder, neither loader nor tensor
+COUNTER_TAG = ("counter",)  # the tag of a step counter (a range() index, `step += 1`)
+COUNTER = Val(OTHER, ON_HOST, tag=COUNTER_TAG)
+
+
+def device_tensor(kind: int = TENSOR) -> Val:
+    return Val(kind, ON_DEVICE)
+
+
+# -- torch ---------------------------------------------------------------------------------------
+#: Factories that generate their data on the host unless given ``device=``.
+FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint",
+                       "randperm", "arange", "linspace", "logspace", "eye"})
+#: Their random ones: moved to ``device=`` they draw from the device's generator, so --fix
+#: leaves them (the numbers would change).
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})
+#: torch functions that copy host data into a new tensor (on the host unless device=).
+FROM_DATA = frozenset({"tensor", "as_tensor", "from_numpy", "asarray", "frombuffer"})
+#: torch functions that do not return a tensor (or not one worth tracking).
+NOT_OPS = frozenset({"device", "no_grad", "enable_grad", "inference_mode", "manual_seed",
+                     "load", "save", "compile", "is_tensor", "numel", "is_floating_point",
+                     "set_grad_enabled", "get_default_dtype", "set_default_dtype", "Generator",
+                     "autocast", "is_grad_enabled", "use_deterministic_algorithms", "typename",
+                     "set_printoptions", "set_num_threads", "get_num_threads", "dtype", "Size",
+                     "finfo", "iinfo", "equal", "allclose", "is_nonzero", "result_type"})
+#: Tensor methods that give metadata, not data: no device work, no read.
+META_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "stride",
+                          "is_contiguous", "data_ptr", "get_device", "is_pinned", "type",
+                          "storage_offset", "is_floating_point", "is_complex", "ndimension",
+                          "untyped_storage", "__len__", "has_names", "is_set_to", "nbytes"})
+META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
+                        "layout", "names", "is_leaf", "grad_fn", "is_sparse", "is_quantized",
+                        "is_meta", "itemsize", "nbytes", "is_mps", "is_xpu", "__class__"})
+#: Tensor methods whose result is a view of the same memory (pinning carries over).
+VIEWS = frozenset({"view", "view_as", "reshape", "narrow", "select", "permute", "t",
+                   "transpose", "expand", "expand_as", "squeeze", "unsqueeze", "flatten",
+                   "contiguous", "detach", "unflatten", "movedim", "split", "chunk", "unbind",
+                   "as_strided", "T", "mT", "__getitem__"})
+#: Methods that read a device tensor's value on the host (a synchronisation).
+HOST_READS = frozenset({"item", "tolist"})
+#: Methods a module returns itself from.
+MODULE_SELF = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double",
+                         "bfloat16", "requires_grad_", "apply", "share_memory", "xpu", "mps",
+                         "to_empty", "type", "zero_grad"})
+#: Container methods that hand out their items (dict of tensors, BatchEncoding).
+ITEMS = frozenset({"values", "get", "pop", "__getitem__", "setdefault"})
+#: Clocks whose difference times an interval.
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns",
+                    "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer"})
+#: Builtins that read their tensor argument's value on the host.
+VALUE_BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "repr", "format"})
+#: Builtins that neither read a value nor hand on a tensor.
+INERT_BUILTINS = frozenset({"len", "isinstance", "type", "id", "hasattr", "getattr", "callable",
+                            "issubclass", "setattr", "range", "vars", "dir", "hash"})
+#: Wrappers whose iteration gives their first argument's items.
+PASS_ITER = frozenset({"tqdm", "iter", "reversed", "tqdm.tqdm", "tqdm.auto.tqdm",
+                       "tqdm.notebook.tqdm", "rich.progress.track"})
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
+                          "lightning.LightningModule", "pytorch_lightning.LightningModule",
+                          "lightning.pytorch.LightningModule", "transformers.PreTrainedModel"})
+
+#: A model's name: the word last (``model``, ``ddp_model``, ``model2``, ``netG``), never
+#: inside another name (``get_model_device``, ``model_output``).
+_MODEL = re.compile(r"(?:^|_)(?:model|net|network|encoder|decoder|backbone|classifier|"
+                    r"generator|discriminator|critic|actor|policy|teacher|student|unet|vae)"
+                    r"(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
+_LOSS = re.compile(r"(?:^|_)(?:criterion|loss_fn|loss_func|lossfn|loss_function|"
+                   r"loss_fct|criteria)(?:$|_)")
+_OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")
+_DEVICE = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda|rank|local_rank|device_id|gpu_id)(?:$|_|\d)")
+
+
+def terminal(node: ast.expr) -> str | None:
+    """The last name of ``x`` or ``a.b.x``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+#: A helper that moves its argument to a device: batch_to_device, send_to_device, to_cuda.
+_MOVER = re.compile(r"(?:^|_)to_(?:device|cuda|gpu|accelerator)$")
+
+
+def mover_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_MOVER.search(name.lower()))  # type: ignore[union-attr]
+
+
+def model_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_MODEL.search(name.lower()))  # type: ignore[union-attr]
+
+
+def loss_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_LOSS.search(name.lower()))  # type: ignore[union-attr]
+
+
+def optim_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_OPTIM.search(name.lower())) and "sched" not in name.lower()
+
+
+def device_name(name: str) -> bool:
+    low = name.lower()
+    return bool(_DEVICE.search(low)) and "dtype" not in low and "count" not in low
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"  # the common case, fast
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def kwarg(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def is_true(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    return any(kw.arg is None for kw in call.keywords)

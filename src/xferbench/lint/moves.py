@@ -1,0 +1,299 @@
+"""Moves: ``.to(...)``, ``.cuda()``, ``.cpu()``: where the target is (a device, the host, a
+dtype), and the rules a move can break: create-then-move (XB102), discarded-to (XB103),
+module-move-in-loop (XB104), non-blocking-from-pageable (XB105), read-before-sync's copies
+(XB106) and pin-then-copy (XB108)."""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from .facts import (
+    DEVICE_VAL,
+    MODULE,
+    NOWHERE,
+    ON_DEVICE,
+    ON_HOST,
+    OTHER,
+    PAGEABLE,
+    PAGEABLE_IF,
+    PINNED,
+    RANDOM_FACTORIES,
+    SEQ,
+    TENSOR,
+    UNKNOWN,
+    Val,
+    device_name,
+    dotted,
+    is_true,
+    kwarg,
+    model_name,
+    terminal,
+)
+from .records import D2h, DictOf, Fac, Pinned
+
+ACCELERATORS = ("cuda", "mps", "xpu", "hpu", "npu", "xla", "privateuseone", "mtia", "hip",
+                "ipu", "mkldnn", "vulkan", "ve", "lazy")
+DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", "bfloat16",
+                    "int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "bool",
+                    "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn",
+                    "float8_e5m2", "qint8", "quint8", "uint16", "uint32", "uint64",
+                    "channels_last", "contiguous_format", "preserve_format"})
+#: Names whose ``.device`` is the device a program runs on (not a tensor's).
+SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "hparams",
+                      "accelerator", "trainer", "fabric", "settings", "training_args", "options",
+                      "FLAGS", "flags", "state", "runner", "engine", "env", "ctx", "context"})
+#: Keywords of .to() / .cuda() that --fix can drop when the copy goes away.
+DROPPABLE = frozenset({"non_blocking", "copy"})
+
+
+def chained(node: ast.expr, target: ast.AST) -> bool:
+    """Whether ``target`` is the head of the method chain ``node`` (``target.a().b()``)."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+        if node is target:
+            return True
+    return False
+
+
+class Moves:
+    """Move handlers, mixed into the analyser."""
+
+    def move(self, node: ast.Call, func: ast.Attribute, recv: Val, dropped: bool) -> Val:
+        kind = self.target_kind(node, func.attr)
+        nb = is_true(kwarg(node, "non_blocking"))
+        module = self.module_like(func.value, recv)
+        if dropped and not module:
+            self.discarded(node, func, recv)
+        if kind == "host":
+            return self.to_host(node, func, recv, nb)
+        if kind not in ("device", "maybe"):
+            return Val(recv.kind, recv.where) if recv.kind in (TENSOR, UNKNOWN) else recv
+        if module:
+            self.module_move(node, func)
+            return Val(MODULE)
+        created = self.create_then_move(node, func, recv, dropped)
+        if nb and not created:
+            self.from_pageable(node, func, recv)
+        if nb:
+            self.pin_then_copy(node, func, recv)
+        kind_out = recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN
+        if kind == "maybe":  # to another tensor's device, which may be the host
+            return Val(kind_out, NOWHERE)
+        if nb:
+            self.device_work()
+        elif recv.where == ON_HOST:
+            self.synced()  # a blocking host-to-device copy waits for the stream
+        tag = recv.tag if isinstance(recv.tag, DictOf) else None
+        return Val(kind_out, ON_DEVICE, tag=tag, elem=Val(UNKNOWN, ON_DEVICE)
+                   if recv.kind == SEQ else None)
+
+    def to_host(self, node: ast.Call, func: ast.Attribute, recv: Val, nb: bool) -> Val:
+        if self.module_like(func.value, recv):
+            return Val(MODULE)
+        kind = TENSOR if recv.kind == TENSOR else UNKNOWN
+        if nb:
+            if recv.where == ON_HOST:
+                return recv
+            self.device_work()
+            what = f"`{ast.unparse(func.value)}.{func.attr}(..., non_blocking=True)`"
+            if len(what) > 60:
+                what = f"the `.{func.attr}(..., non_blocking=True)` copy"
+            return Val(kind, ON_HOST, PAGEABLE, D2h(node, what))
+        call = "`.cpu()`" if func.attr == "cpu" else "`.to('cpu')`"
+        self.host_read(node, recv, call, at=self.method_at(func), strong=True)
+        return Val(kind, ON_HOST, PAGEABLE if recv.on_device else recv.pin)
+
+    # -- the target ------------------------------------------------------------------------------
+
+    def target_kind(self, node: ast.Call, method: str) -> str:
+        """"device", "host", "dtype" or "unknown": where ``x.to(...)`` sends x."""
+        if method != "to":
+            return "device"
+        target = kwarg(node, "device")
+        if target is None and node.args:
+            target = node.args[0]
+        if target is None:
+            return "dtype" if kwarg(node, "dtype") is not None else "unknown"
+        return self.device_kind(target)
+
+    def device_kind(self, node: ast.expr) -> str:
+        if isinstance(node, ast.Constant):
+            return self.constant_kind(node.value)
+        if isinstance(node, ast.IfExp):
+            kinds = {self.device_kind(node.body), self.device_kind(node.orelse)}
+            for kind in ("device", "maybe"):
+                if kind in kinds:
+                    return kind
+            return "host" if kinds == {"host"} else "unknown"
+        if isinstance(node, ast.Call):
+            qual = self.qualname(node.func) or ""
+            if qual == "torch.device":
+                return self.device_kind(node.args[0]) if node.args else (
+                    "device" if kwarg(node, "type") is not None else "unknown")
+            name = (dotted(node.func) or "").lower()
+            return "device" if "device" in name or "accelerator" in name else "unknown"
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.named_device_kind(node)
+        return "unknown"
+
+    @staticmethod
+    def constant_kind(value: object) -> str:
+        if isinstance(value, bool):
+            return "unknown"
+        if isinstance(value, int):
+            return "device"  # an accelerator's index
+        if isinstance(value, str):
+            head = value.lower().split(":")[0]
+            if head == "cpu":
+                return "host"
+            return "device" if head in ACCELERATORS else "unknown"
+        return "unknown"
+
+    def named_device_kind(self, node: ast.Name | ast.Attribute) -> str:
+        qual = self.qualname(node)
+        if qual is not None and qual.startswith("torch."):
+            return "dtype" if qual[6:] in DTYPES else "unknown"
+        key = dotted(node)
+        v = self.lookup(key) if key else None
+        name = terminal(node) or ""
+        if v is not None and v.kind == DEVICE_VAL:
+            return {ON_DEVICE: "device", ON_HOST: "host"}.get(v.where, "maybe")
+        if v is not None and v.kind == OTHER and isinstance(v.tag, str):
+            return self.constant_kind(v.tag)
+        if v is not None and (v.kind == TENSOR or v.tensorish):
+            return "unknown"  # .to(other): that tensor's device and dtype
+        if isinstance(node, ast.Attribute) and node.attr == "device":
+            return self.attribute_device_kind(node.value)
+        if "dtype" in name.lower():
+            return "dtype"
+        return "device" if device_name(name) else "unknown"
+
+    def attribute_device_kind(self, base: ast.expr) -> str:
+        """``<base>.device``: a tensor's device is where that tensor is ("maybe" when that is
+        not known); a settings object's (self, args, a model...) names the device to use."""
+        head = base
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        key = dotted(base)
+        v = self.lookup(key) if key else None
+        if v is not None and v.where != NOWHERE:
+            return "device" if v.where == ON_DEVICE else "host"
+        if isinstance(head, ast.Name) and head.id in SETTINGS or (
+                v is not None and v.kind == MODULE) or model_name(base):
+            return "device"
+        return "maybe"
+
+    def where_of(self, node: ast.expr | None) -> int:
+        """Where a factory's ``device=`` puts it (no ``device=``: the host)."""
+        if node is None:
+            return ON_HOST
+        kind = self.device_kind(node)
+        return ON_HOST if kind == "host" else ON_DEVICE if kind == "device" else NOWHERE
+
+    # -- the rules -------------------------------------------------------------------------------
+
+    def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
+        if recv.kind != TENSOR:
+            return
+        call = ast.unparse(node)
+        fix = None
+        if isinstance(func.value, ast.Name):
+            fix = f"{func.value.id} = {call}"
+        self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
+                    "not moved in place (a module is); assign it"
+                    + (f": `{fix}`" if fix else ""), fix=fix)
+
+    def module_move(self, node: ast.Call, func: ast.Attribute) -> None:
+        key = dotted(func.value)
+        if key is None or not self.frame.loops:
+            return
+        what = f"`{key}.{func.attr}(...)`"
+        self.candidate("XB104", self.method_at(func),
+                       f"{what} moves a module inside the batch loop: every step walks all "
+                       "its parameters and buffers (a no-op that still costs once they are "
+                       "there); move it once, before the loop", key)
+
+    def create_then_move(self, node: ast.Call, func: ast.Attribute, recv: Val,
+                         dropped: bool) -> bool:
+        rec = recv.tag
+        if not isinstance(rec, Fac):
+            return False
+        if func.value is rec.node:
+            fix = self.creation_fix(rec, node, func)
+            self.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
+                        fix=fix)
+            return True
+        if chained(func.value, rec.node):  # torch.ones(n).triu(1).to(dev)
+            self.report(rec.node, "XB102", self.created_message(rec, func, False))
+            return True
+        if isinstance(func.value, ast.Name) and rec.loop is self.current_loop() and not dropped:
+            rec.move = node
+        return False
+
+    @staticmethod
+    def created_message(rec: Fac, func: ast.Attribute, fixable: bool) -> str:
+        text = (f"`torch.{rec.factory}(...)` fills host memory and `.{func.attr}(...)` then "
+                "copies it to the device: pass `device=` to the factory and skip the copy")
+        if rec.factory in RANDOM_FACTORIES:
+            text += (" (the device's generator then draws the numbers, so a seeded run's "
+                     "values change: --fix leaves it to you)")
+        elif not fixable:
+            text += " (--fix leaves it: other arguments of the call need a look)"
+        return text
+
+    def creation_fix(self, rec: Fac, move: ast.Call, func: ast.Attribute) -> str | None:
+        """The factory call with ``device=``, where that rewrite keeps the meaning."""
+        target = self.fix_target(move, func)
+        factory = rec.node
+        blocked = {"requires_grad", "pin_memory", "out", None}
+        if (target is None or rec.factory in RANDOM_FACTORIES
+                or any(k.arg in blocked for k in factory.keywords)):
+            return None
+        fixed = copy.copy(factory)
+        keywords = [k for k in factory.keywords if k.arg != "device"]
+        fixed.keywords = [*keywords, ast.keyword(arg="device", value=target)]
+        return ast.unparse(fixed)
+
+    @staticmethod
+    def fix_target(move: ast.Call, func: ast.Attribute) -> ast.expr | None:
+        if func.attr != "to":
+            if move.args or any(k.arg not in DROPPABLE for k in move.keywords):
+                return None
+            return ast.Constant(func.attr)
+        positional = move.args
+        named = kwarg(move, "device")
+        others = [k for k in move.keywords if k.arg not in DROPPABLE and k.arg != "device"]
+        if others or (named is not None and positional) or len(positional) > 1:
+            return None
+        return named if named is not None else (positional[0] if positional else None)
+
+    def from_pageable(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
+        at = self.method_at(func)
+        source = (f"a DataLoader built without pin_memory=True (line {recv.tag})"
+                  if isinstance(recv.tag, int) else "a tensor made without pin_memory")
+        if recv.pin == PAGEABLE:
+            self.report(at, "XB105", self.pageable_message(source))
+        elif recv.pin == PAGEABLE_IF and isinstance(recv.tag, str):
+            self.candidate("XB105", at, self.pageable_message(
+                "a DataLoader built without pin_memory=True"), recv.tag)
+
+    @staticmethod
+    def pageable_message(source: str) -> str:
+        return (f"`non_blocking=True` from pageable memory ({source}): the host first copies "
+                "it into a pinned staging buffer itself, so the transfer cannot overlap "
+                "compute; pin the source (DataLoader(pin_memory=True)) for an asynchronous copy")
+
+    def pin_then_copy(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
+        if recv.pin != PINNED or not isinstance(recv.tag, Pinned):
+            return
+        pinned_here = isinstance(func.value, ast.Call) and isinstance(
+            func.value.func, ast.Attribute) and func.value.func.attr == "pin_memory"
+        loop = self.current_loop()
+        if loop is None or not (pinned_here or recv.tag.loop is loop):
+            return
+        self.report(self.method_at(func), "XB108",
+                    "`.pin_memory()` then `.to(dev, non_blocking=True)` for every batch pins on "
+                    "the main thread: slower than a plain `.to(dev)` (the PyTorch tutorial "
+                    "measures it); let the DataLoader pin in its worker thread "
+                    "(pin_memory=True) or copy without pinning")

@@ -1,0 +1,46 @@
+"""Small records a ``Val`` carries in its tag, for the rules that follow one value."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+
+class Fac:
+    """A host factory's result (create-then-move): how often it was read, and the move."""
+
+    __slots__ = ("node", "factory", "loop", "uses", "move", "bound")
+
+    def __init__(self, node: ast.Call, factory: str, loop: Any) -> None:
+        self.node, self.factory, self.loop = node, factory, loop
+        self.uses = 0
+        self.move: ast.Call | None = None
+        self.bound = False
+
+
+class D2h:
+    """A device-to-host copy made with non_blocking=True, not yet synchronised."""
+
+    __slots__ = ("node", "what", "live", "named")
+
+    def __init__(self, node: ast.AST, what: str) -> None:
+        self.node, self.what, self.live = node, what, True
+        self.named = False  # held in a name: pending only while the scope says so
+
+
+class Pinned:
+    """A tensor pinned with .pin_memory() inside ``loop`` (None: outside any loop)."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+
+
+class DictOf:
+    """A mapping whose values are ``value``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value

@@ -1,0 +1,100 @@
+"""Lint many files: found (``files.discover``), read, linted in worker processes when there
+are many (one per core), priced, and with ``--fix`` rewritten and linted again."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from .engine import FileResult, lint_text
+from .files import Pattern, Unreadable, discover, read_source
+from .fix import fix_source, parses, write_atomically
+from .rules import CODES, Finding
+
+#: Below this many files one process is faster than starting workers.
+PARALLEL_FROM = 64
+
+
+@dataclass
+class Outcome:
+    findings: list[Finding] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # files not linted, one sentence each
+    warnings: list[str] = field(default_factory=list)  # linted, with a remark
+    missing: list[str] = field(default_factory=list)  # paths that do not exist
+    files: int = 0  # files found
+    read: int = 0  # files linted
+    lines: int = 0
+    fixed: dict[str, int] = field(default_factory=dict)  # path -> findings fixed
+
+
+def lint_file(path: str, codes: frozenset[str] = frozenset(CODES)) -> FileResult:
+    try:
+        text, raw = read_source(path)
+    except Unreadable as exc:
+        return FileResult(path, problem=str(exc))
+    return lint_text(text, path, codes, raw)
+
+
+def _chunk(args: tuple[list[str], frozenset[str]]) -> list[FileResult]:
+    paths, codes = args
+    return [lint_file(p, codes) for p in paths]
+
+
+def jobs_default() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def lint_files(paths: list[str], codes: frozenset[str], jobs: int) -> Iterable[FileResult]:
+    """Each file's result, in the order of ``paths``."""
+    if jobs <= 1 or len(paths) < PARALLEL_FROM:
+        yield from (lint_file(p, codes) for p in paths)
+        return
+    # many small chunks, dealt round-robin: big and small files spread over the workers
+    count = jobs * 8
+    chunks = [(paths[i::count], codes) for i in range(count)]
+    order = {p: i for i, p in enumerate(paths)}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = [r for part in pool.map(_chunk, chunks) for r in part]
+    yield from sorted(results, key=lambda r: order[r.path])
+
+
+def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, jobs: int = 0,
+        fix: bool = False, gitignore: bool = True) -> Outcome:
+    found = discover(paths, excludes, gitignore)
+    out = Outcome(problems=list(found.problems), missing=list(found.missing),
+                  files=len(found.files))
+    for result in lint_files(found.files, codes, jobs or jobs_default()):
+        if fix and any(f.fix for f in result.findings):
+            result = _fix(result, codes, out)
+        if result.problem is not None:
+            out.problems.append(result.problem)
+            continue
+        out.read += 1
+        out.lines += result.lines
+        out.findings.extend(result.findings)
+        out.warnings.extend(result.warnings)
+    out.findings.sort(key=Finding.sort_key)
+    return out
+
+
+def _fix(result: FileResult, codes: frozenset[str], out: Outcome) -> FileResult:
+    """Rewrite one file's fixable findings; what it returns is the file linted again."""
+    path = result.path
+    text, raw = read_source(path)
+    new = fix_source(raw, result.findings)
+    if new == raw:
+        return result
+    if not parses(new):  # never write a file that does not parse
+        out.warnings.append(f"{path}: --fix would not leave a file that parses; left as it was")
+        return result
+    write_atomically(path, new)
+    again = lint_file(path, codes)
+    before = sum(1 for f in result.findings if f.fix)
+    after = sum(1 for f in again.findings if f.fix)
+    out.fixed[path] = max(before - after, 0)
+    return again

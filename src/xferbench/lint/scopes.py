@@ -1,0 +1,55 @@
+"""Scopes: a ``Frame`` per module, function, lambda or class body (what each name holds,
+the loops and step guards open in it, the state of the sequential rules), a ``Loop`` per loop
+(does it run a step, which functions it calls, which names it binds), and the join of what
+two branches of an ``if`` left in a name."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .facts import NOTHING, ON_DEVICE, UNKNOWN, Val
+
+
+class Loop:
+    __slots__ = ("step", "calls", "assigned", "comprehension")
+
+    def __init__(self, comprehension: bool = False) -> None:
+        self.comprehension = comprehension  # its steps count for the loop around it
+        self.step = False  # runs a forward, backward or optimiser step itself
+        self.calls: set[str] = set()  # names of the functions it calls
+        self.assigned: set[str] = set()  # names bound in it
+
+
+class Frame:
+    """One scope: the module, a function, a lambda or a class body."""
+
+    __slots__ = ("env", "parent", "kind", "loops", "guards", "step", "calls", "d2h", "clock",
+                 "work", "devicey", "defs", "module_class", "journals", "attrs")
+
+    def __init__(self, kind: str, parent: Frame | None) -> None:
+        self.env: dict[str, Val] = {}
+        self.parent, self.kind = parent, kind
+        self.loops: list[Loop] = []
+        self.guards: list[int] = []  # len(loops) when each `if x % n` guard was entered
+        self.step = False  # a step op outside any loop: a call of this function runs it
+        self.calls: set[str] = set()
+        self.d2h: dict[str, ast.AST] = {}  # names holding an unsynchronised D2H copy
+        self.clock = False  # a clock was read into a name: an interval may end
+        self.work = False  # device work queued since the last synchronise
+        self.devicey = False  # device work seen in this scope at all
+        self.defs: list[Any] = []  # factory results held in names (create-then-move)
+        self.module_class = False  # a class body of an nn.Module subclass
+        self.journals: list[dict[str, Val | None]] = []  # per open branch: values before it
+        self.attrs: dict[str, set[str]] = {}  # name -> its attribute keys bound ("x.grad")
+
+
+def joined(a: Val, b: Val) -> Val:
+    """What a name holds after two paths gave it ``a`` and ``b``."""
+    if a is b:
+        return a
+    if (a.kind, a.where, a.pin) == (b.kind, b.where, b.pin):
+        return Val(a.kind, a.where, a.pin, a.tag if a.tag == b.tag else None)
+    if a.tensorish and b.tensorish:
+        return Val(UNKNOWN, ON_DEVICE)
+    return NOTHING
