@@ -129,7 +129,7 @@ def test_capabilities_of_an_absent_device_raise():
 def test_capabilities_dict_has_every_field(gpu_caps):
     assert gpu_caps.to_dict() == {
         "device": "cuda:0", "pinned_memory": True, "timing_events": True,
-        "side_streams": True, "reason": "", "emulated": False,
+        "side_streams": True, "reason": "", "emulated": False, "stream_hold": True,
     }
     assert Capabilities(**gpu_caps.to_dict()) == gpu_caps
 
