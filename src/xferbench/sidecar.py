@@ -28,6 +28,8 @@ from .safefiles import load_json, write_json_atomic
 #:      combination without a number: skipped or failed, with its reason);
 #:      metadata.torch_threads is the benchmark processes' count, the one thread figure
 #:      (files written before that also carry it as run.threads, dropped on reading).
+#:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
+#:      records updated "run" alone), "run" wins.
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)
 SUFFIX = ".metadata"
@@ -97,7 +99,15 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
         if threads is not None:
             meta["torch_threads"] = threads  # the benchmark processes' count: the one figure
         data.update({"metadata": meta, "run": run, "runs": [run] if run else []})
-    data["schema_version"] = SCHEMA_VERSION
+    run, runs = data.get("run"), [r for r in data.get("runs") or () if isinstance(r, dict)]
+    if isinstance(run, dict) and run:
+        # "run" is the newest run as every version wrote it, and what a relabel before
+        # version 2's records updated alone: where it and the newest of "runs" differ, it wins
+        if runs and runs[-1].get("started_at") == run.get("started_at"):
+            runs[-1] = run
+        elif not runs:
+            runs = [run]
+    data.update({"runs": runs, "schema_version": SCHEMA_VERSION})
     return data
 
 
