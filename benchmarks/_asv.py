@@ -38,6 +38,7 @@ from asv_runner.benchmarks.mark import skip_for_params
 from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
 from xferbench.practices import quick
+from xferbench.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
 from xferbench.spec import DEFAULT_SPEC, MeasureSpec
 
 #: A combination that takes longer than this (seconds) is recorded as failed; the class goes on.
@@ -299,28 +300,28 @@ class Grid:
 
 
 class _Progress:
-    """One JSON line per measured combination into XFERBENCH_PROGRESS (``xferbench run``
+    """One ProgressLine per measured combination into XFERBENCH_PROGRESS (``xferbench run``
     prints them as they come); nothing when it is unset."""
 
-    def __init__(self, name: str, total: int, **ran_with: str) -> None:
+    def __init__(self, name: str, total: int, *, executable: str, torch: str) -> None:
         self.name, self.total, self.done = name, total, 0
         path = os.environ.get("XFERBENCH_PROGRESS")
         self.fh = open(path, "a", encoding="utf-8", buffering=1) if path else None
         # the interpreter and torch that measure: xferbench run checks them against its own
-        self._write({"event": "start", **ran_with})
+        self._write(ProgressLine("start", name, 0, total, executable=executable, torch=torch))
 
     def report(self, combo: tuple, entry: dict[str, Any], seconds: float) -> None:
         self.done += 1
-        status = "skipped" if "skip" in entry else "failed" if "error" in entry else "measured"
+        status = SKIPPED if "skip" in entry else FAILED if "error" in entry else MEASURED
         why = (entry.get("skip") or entry.get("error") or "").splitlines()[:1]
-        self._write({"event": "combination", "params": [str(p) for p in combo],
-                     "status": status, "seconds": round(seconds, 3), "why": "".join(why),
-                     "values": _summary(entry.get("values", {}))})
+        self._write(ProgressLine(
+            "combination", self.name, self.done, self.total,
+            params=tuple(str(p) for p in combo), status=status, seconds=round(seconds, 3),
+            why="".join(why), values=tuple(_summary(entry.get("values", {})).items())))
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, line: ProgressLine) -> None:
         if self.fh is not None:
-            record.update({"class": self.name, "done": self.done, "total": self.total})
-            self.fh.write(json.dumps(record) + "\n")
+            self.fh.write(json.dumps(line.to_dict()) + "\n")
 
     def close(self) -> None:
         if self.fh is not None:

@@ -56,7 +56,7 @@ def test_env_json_in_process_matches_collect(capsys):
     code, out, err = _exit_code(["env", "--json", "--device", "cpu"], capsys)
     assert (code, err) == (0, "")
     meta = json.loads(out)
-    expected = collect("cpu")
+    expected = collect("cpu").to_dict()
     assert meta["device"] == "cpu"
     assert meta["capabilities"] == expected["capabilities"]
     assert set(meta) == set(expected)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import asvrepo, labels
+from xferbench import asvrepo, safefiles
 from xferbench.commands.run.progress import Progress
-from xferbench.resultfiles import metadata_path
 from xferbench.results import load
+from xferbench.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -227,7 +227,7 @@ def test_a_full_disk_leaves_no_temporary_file_and_the_old_file_intact(small_disk
     target.write_text('{"kept": true}')
     _fill(small_disk)
     with pytest.raises(OSError):
-        labels.write_json_atomic(str(target), {"x": "y" * 100_000})
+        safefiles.write_json_atomic(str(target), {"x": "y" * 100_000})
     assert json.loads(target.read_text()) == {"kept": True}
     assert not list(small_disk.glob("*.tmp"))
 

@@ -16,18 +16,20 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "xferbench"
 #: Bottom to top; a module may import its own layer and those below it, never above.
 BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
 LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
-TOP_LEVEL = {
-    **dict.fromkeys(("errors", "flags", "units", "version"), BASE),
-    **dict.fromkeys(("devices", "device_memory", "stream_hold", "timing", "measurement",
-                     "metadata", "spec", "telemetry", "event_batches"), CORE),
-    "practices": PRACTICES,
-    **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
-                     "headline", "sitemap", "citation", "provenance", "outcomes", "merging",
-                     "prices"), RESULTS),
-    "lint": RESULTS,  # the rule engine: findings priced from prices.py
-    **dict.fromkeys(("commands", "pytest_plugin", "quick", "flake8_plugin"), COMMANDS),
-    **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
+#: Every top-level module and package, by layer (a new one goes into its layer's tuple).
+LAYERS = {
+    BASE: ("errors", "flags", "units", "version"),
+    CORE: ("devices", "device_memory", "stream_hold", "timing", "measurement", "metadata",
+           "spec", "telemetry", "event_batches"),
+    PRACTICES: ("practices",),
+    RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
+              "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
+              "provenance", "outcomes", "merging", "prices",
+              "lint"),  # lint: the rule engine, its findings priced from prices.py
+    COMMANDS: ("commands", "pytest_plugin", "quick", "flake8_plugin"),
+    ENTRY: ("cli", "__main__", ""),  # "": xferbench/__init__.py
 }
+TOP_LEVEL = {name: level for level, names in LAYERS.items() for name in names}
 #: Modules that list what sits below them and are exempt from the direction rule: the
 #: package's lazy API (xferbench/__init__.py) and the command registry.
 REGISTRIES = {"", "commands"}

@@ -14,6 +14,7 @@ from xferbench import XferbenchError
 from xferbench.asvrepo import default_machine_name
 from xferbench.devices import is_emulated
 from xferbench.metadata import (
+    MachineMetadata,
     _ranges,
     collect,
     collect_device,
@@ -26,7 +27,30 @@ from xferbench.metadata import (
 
 @pytest.fixture(scope="module")
 def cpu_meta():
-    return collect("cpu")
+    """The metadata as a sidecar records it."""
+    return collect("cpu").to_dict()
+
+
+def test_collect_is_a_typed_record_that_round_trips_through_its_dict(cpu_meta):
+    meta = collect("cpu")
+    assert isinstance(meta, MachineMetadata) and meta.device == "cpu"
+    assert meta.capabilities is not None and meta.capabilities.pinned_memory is False
+    assert MachineMetadata.from_dict(json.loads(json.dumps(cpu_meta))) == meta
+
+
+def test_metadata_from_an_older_file_reads_absent_fields_as_none():
+    old = MachineMetadata.from_dict({"torch": "2.4.0", "device": "cuda:0", "retired_key": 1,
+                                     "capabilities": {"device": "cuda:0"}})
+    assert (old.torch, old.gpu_name, old.emulated, old.capabilities) == (
+        "2.4.0", None, None, None)  # a probe without its fields is no probe
+    assert "retired_key" not in old.to_dict()
+
+
+def test_the_share_of_the_link_is_computed_in_one_place():
+    meta = MachineMetadata(pcie_theoretical_bytes_per_s=63.0e9)
+    assert meta.share_of_link(50.4) == pytest.approx(0.8)
+    assert meta.share_of_link(None) is None
+    assert MachineMetadata().share_of_link(50.4) is None
 
 
 def test_collect_on_this_machine_names_the_software(cpu_meta):
@@ -147,7 +171,7 @@ def test_cpu_ranges_are_compact(cpus, text):
 
 @pytest.mark.gpu
 def test_collect_on_the_accelerator_names_the_gpu(gpu_device):
-    meta = collect(gpu_device)
+    meta = collect(gpu_device).to_dict()
     assert meta["device"] == gpu_device.name
     assert meta["accelerator"] == gpu_device.type
     assert meta["gpu_name"] not in (None, "", "unknown")
@@ -156,13 +180,13 @@ def test_collect_on_the_accelerator_names_the_gpu(gpu_device):
     assert json.loads(json.dumps(meta, default=str))["device"] == gpu_device.name
     if meta["emulated"]:  # never to be mistaken for a measurement: said at the top
         assert "emulated" in meta["capabilities"]["reason"]
-        assert "emulated" in default_machine_name(meta)
+        assert "emulated" in default_machine_name(MachineMetadata.from_dict(meta))
 
 
 @pytest.mark.gpu
 @pytest.mark.cuda_only("NVML, with CUDA's device properties,")
 def test_collect_on_cuda_reads_the_device_properties_and_nvml(gpu_device):
-    meta = collect(gpu_device)
+    meta = collect(gpu_device).to_dict()
     if meta.get("hip"):
         pytest.skip("CUDA only: NVML is NVIDIA's, and this is a ROCm build")
     assert meta["emulated"] is False

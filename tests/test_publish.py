@@ -16,7 +16,7 @@ import pytest
 from conftest import committed_results
 
 from xferbench.cli import main
-from xferbench.commands.publish.pages import banner_html
+from xferbench.commands.publish.sections import banner_html
 from xferbench.commands.publish.site import SITE_MARKER
 from xferbench.outcomes import gaps, unmeasured
 from xferbench.provenance import provenance
@@ -46,6 +46,22 @@ def parse(page: Path) -> _Links:
     return p
 
 
+#: The clone's remote, as git would read it from its configuration (GIT_CONFIG_COUNT adds a
+#: setting for the processes started under it): the site's commit links lead there.
+REMOTE = "git@github.com:example-owner/xferbench.git"
+REMOTE_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "remote.origin.url",
+              "GIT_CONFIG_VALUE_0": REMOTE}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remote():
+    """Every site of this module is built in a clone whose remote is REMOTE."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in REMOTE_ENV.items():
+            mp.setenv(key, value)
+        yield
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("publish") / "site"
@@ -73,7 +89,7 @@ def test_site_has_the_pages_and_asv_data(site: Path):
     assert not list((site / "asv").glob("*.js"))
 
 
-COMMIT_LINK = re.compile(r'<a class="commit" href="https://github\.com/xferbench/xferbench/'
+COMMIT_LINK = re.compile(r'<a class="commit" href="https://github\.com/example-owner/xferbench/'
                          r'commit/[0-9a-f]{40}">')
 
 
@@ -92,7 +108,7 @@ def test_every_page_link_is_a_file_of_the_site(site: Path):
 
 def test_no_file_of_the_site_names_another_host(site: Path):
     # XML namespaces (xmlns="http://www.w3.org/2000/svg") are names, never fetched; a suite
-    # commit links to its page (asv.conf.json's show_commit_url): followed, never loaded
+    # commit links to its page at the clone's own remote: followed, never loaded
     namespace = re.compile(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"')
     for path in site.rglob("*"):
         if path.suffix in (".html", ".js", ".css", ".svg"):
@@ -310,3 +326,31 @@ def test_every_benchmark_and_every_reason_is_on_the_page(site: Path):
 def test_a_comparison_across_builds_says_so(site: Path):
     text = page_text(site)
     assert "Not only the release differs: build +cpu → +cu130; CUDA none → 13.0." in text
+
+
+@pytest.mark.parametrize(("remote", "url"), [
+    ("https://github.com/owner/xferbench.git", "https://github.com/owner/xferbench/commit/"),
+    ("https://user:token@github.com/owner/xferbench", "https://github.com/owner/xferbench/commit/"),
+    ("git@github.com:owner/xferbench.git", "https://github.com/owner/xferbench/commit/"),
+    ("ssh://git@gitlab.example.org:2222/group/sub/xferbench.git",
+     "https://gitlab.example.org/group/sub/xferbench/-/commit/"),
+    ("https://bitbucket.org/owner/xferbench/", "https://bitbucket.org/owner/xferbench/commits/"),
+    ("/work/main", None), ("file:///work/main", None), ("../xferbench", None), (None, None),
+])
+def test_commit_links_lead_to_the_clones_own_remote_or_nowhere(remote, url):
+    from xferbench.asvrepo import web_commit_url
+
+    assert web_commit_url(remote) == url
+
+
+@pytest.mark.parametrize(("remote", "linked"), [(REMOTE, True), ("/some/local/clone", False)])
+def test_the_asv_configuration_links_commits_only_to_a_web_remote(tmp_path, monkeypatch,
+                                                                   remote, linked):
+    from xferbench.asvrepo import find_repo, write_asv_config
+
+    for key, value in {**REMOTE_ENV, "GIT_CONFIG_VALUE_0": remote}.items():
+        monkeypatch.setenv(key, value)
+    conf = json.loads(Path(write_asv_config(find_repo(), str(tmp_path), str(tmp_path)))
+                      .read_text())
+    expected = "https://github.com/example-owner/xferbench/commit/" if linked else None
+    assert conf.get("show_commit_url") == expected

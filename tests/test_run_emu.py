@@ -20,8 +20,8 @@ from pathlib import Path
 import emu
 import pytest
 
-from xferbench.resultfiles import metadata_path
 from xferbench.results import load
+from xferbench.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 AUTOLOAD = str(REPO / "tests" / "emu" / "autoload")

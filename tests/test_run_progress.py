@@ -7,9 +7,11 @@ import io
 import json
 import time
 
-from xferbench.commands.run import Group, _groups, _outcomes
+from xferbench.commands.run.plan import Group, group_classes
 from xferbench.commands.run.progress import Progress
 from xferbench.commands.run.suite import SuiteClass
+from xferbench.commands.run.transaction import outcomes
+from xferbench.runrecords import Outcome
 
 COPY = SuiteClass("bench_copies", "Copy", ("track_device_s",),
                   ("direction", "host_memory", "sync", "layout", "size"), 2, 4,
@@ -53,15 +55,15 @@ def test_progress_prints_each_combination_with_done_total_and_time_left(tmp_path
     assert lines[2].endswith("Copy(h2d, pageable, blocking, one, 64MiB): device_s 6.81 ms (0.8 s)")
     assert lines[3].startswith("  [2/2 ") and "left" not in lines[3]
     assert lines[3].endswith(": skipped: 256 MiB x2 does not fit in the 0.4 GiB free on cpu")
-    assert progress.outcomes == {"bench_copies.Copy": [{
-        "params": {"direction": "h2d", "host_memory": "pageable", "sync": "blocking",
-                   "layout": "one", "size": "256MiB"},
-        "status": "skipped", "reason": "256 MiB x2 does not fit in the 0.4 GiB free on cpu"}]}
+    assert progress.outcomes == {"bench_copies.Copy": [Outcome(
+        (("direction", "h2d"), ("host_memory", "pageable"), ("sync", "blocking"),
+         ("layout", "one"), ("size", "256MiB")),
+        "skipped", "256 MiB x2 does not fit in the 0.4 GiB free on cpu")]}
     # the sidecar's outcomes: discovery skips per method, runtime ones per class
-    out = _outcomes([COPY], progress)
-    assert [row["status"] for row in out["bench_copies.Copy.track_device_s"]] == [
+    out = outcomes([COPY], progress)
+    assert [row.status for row in out["bench_copies.Copy.track_device_s"]] == [
         "skipped", "skipped"]
-    assert out["bench_copies.Copy.track_device_s"][0]["reason"] == (
+    assert out["bench_copies.Copy.track_device_s"][0].reason == (
         "pinned host memory needs an accelerator")
 
 
@@ -76,12 +78,12 @@ def test_each_measuring_class_is_an_asv_call_selecting_what_runs():
                                   "'blocking', 'one', '64MiB')")
     assert not re.search(copy_select, "bench_copies.Copy.track_device_s('h2d', 'pinned', "
                                       "'blocking', 'one', '64MiB')")
-    groups = _groups([COPY, PIN, LOOP], None)
+    groups = group_classes([COPY, PIN, LOOP], None)
     # classes with nothing to measure ride along with the first call: they cost no process
     assert groups == [
         Group("bench_copies.Copy (and, with nothing to measure here, PinMemory)",
               (copy_select, *PIN.selection()), (COPY, PIN)),
         Group("bench_sync.Loop", LOOP.selection(), (LOOP,)),
     ]
-    assert _groups([COPY, PIN, LOOP], r"Copy\.") == [
+    assert group_classes([COPY, PIN, LOOP], r"Copy\.") == [
         Group(r"--bench Copy\.", (r"Copy\.",), (COPY,))]

@@ -8,15 +8,17 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import committed_results
 
-from xferbench import asvrepo, labels
+from xferbench import asvrepo, protected, resultfiles
 from xferbench.cli import main
-from xferbench.resultfiles import metadata_path
+from xferbench.metadata import MachineMetadata
 from xferbench.results import load
+from xferbench.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,24 +67,25 @@ def test_two_torch_versions_get_two_result_files(tmp_path):
 def test_truncated_results_file_is_restored_from_its_backup(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"results": {"x": 1}}))
-    backup = labels.backup_path(str(path))
-    labels.protect(str(path), backup)
+    backup = protected.backup_path(str(path))
+    protected.protect(str(path), backup)
     path.write_text('{"results": {"x"')  # what a kill in the middle of asv's write leaves
-    labels.settle(str(path), backup)
+    protected.settle(str(path), backup)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     assert not os.path.exists(backup)
 
 
 def test_default_machine_name_names_the_gpu():
-    assert asvrepo.default_machine_name({"hostname": "node7", "gpu_name": "NVIDIA H200",
-                                        "accelerator": "cuda"}) == "node7-nvidia-h200"
-    assert asvrepo.default_machine_name({"hostname": "vm", "accelerator": None}) == "vm-cpu"
+    assert asvrepo.default_machine_name(MachineMetadata(
+        hostname="node7", gpu_name="NVIDIA H200", accelerator="cuda")) == "node7-nvidia-h200"
+    assert asvrepo.default_machine_name(MachineMetadata(hostname="vm")) == "vm-cpu"
 
 
 def test_an_emulated_device_says_so_in_the_machine_name():
-    meta = {"hostname": "vm", "accelerator": "npu", "gpu_name": "Ascend 910", "emulated": True}
+    meta = MachineMetadata(hostname="vm", accelerator="npu", gpu_name="Ascend 910",
+                           emulated=True)
     assert asvrepo.default_machine_name(meta) == "vm-ascend-910-emulated"
-    meta["gpu_name"] = "xferbench emulated accelerator"  # tests/emu's: said once, not twice
+    meta = replace(meta, gpu_name="xferbench emulated accelerator")  # said once, not twice
     assert asvrepo.default_machine_name(meta) == "vm-xferbench-emulated-accelerator"
 
 
@@ -186,13 +189,16 @@ def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
 
     shutil.copytree(REPO / "results", tmp_path / "r")
     real = "f" * 40
-    moved = labels.relabel(str(tmp_path / "r"), real)
+    moved = resultfiles.relabel(str(tmp_path / "r"), real)
     assert moved and all(Path(p).name.startswith("ffffffff-") for p in moved)
     rs = load(str(tmp_path / "r"))
     assert {r.commit for r in rs} == {real}
     assert all(json.loads(Path(metadata_path(p)).read_text())["run"]["commit"] == real
                for p in moved)
-    assert labels.main(["relabel", str(tmp_path / "r"), "abc"]) == 2
+    bad = subprocess.run([sys.executable, str(REPO / "scripts" / "relabel"), str(tmp_path / "r"),
+                          "abc"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert bad.stderr == "relabel: commit 'abc' is not a full 40-character git hash\n"
 
 
 @pytest.mark.slow
@@ -214,12 +220,59 @@ def test_an_unfinished_asv_call_leaves_the_results_file_as_it_was(tmp_path):
     """asv marks a class whose process died as failed and saves: the run puts the file back."""
     path = tmp_path / "r.json"
     path.write_text('{"results": {"x": 1}}')
-    backup = labels.backup_path(str(path))
-    labels.protect(str(path), backup)
+    backup = protected.backup_path(str(path))
+    protected.protect(str(path), backup)
     path.write_text('{"results": {"x": null}}')  # what the interrupted call saved
-    labels.discard(str(path), backup)
+    protected.discard(str(path), backup, existed=True)
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
+    # a second discard (the reaper put the file back already) leaves it as it is
+    protected.discard(str(path), backup, existed=True)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     fresh = tmp_path / "new.json"  # a file the interrupted call created: no trace left
     fresh.write_text("{}")
-    labels.discard(str(fresh), labels.backup_path(str(fresh)))
+    protected.discard(str(fresh), protected.backup_path(str(fresh)), existed=False)
     assert not fresh.exists()
+
+
+def test_a_protected_call_that_raises_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"results": {"x": 1}}')
+    with pytest.raises(KeyboardInterrupt):
+        with protected.protected(str(path)):
+            path.write_text('{"results": {"x": null}}')  # asv saved a class cut short
+            raise KeyboardInterrupt
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
+    assert not os.path.exists(protected.backup_path(str(path)))
+
+
+def test_a_protected_call_stopped_after_the_reaper_put_the_file_back_keeps_it(tmp_path):
+    """asv slow to stop: the run terminates the reaper, which restores the file from its
+    backup (the backup is gone), then the run's own discard must not remove the file."""
+    path = tmp_path / "r.json"
+    path.write_text('{"results": {"x": 1}}')
+    with pytest.raises(KeyboardInterrupt):
+        with protected.protected(str(path)):
+            path.write_text('{"results": {"x": null}}')
+            protected.discard(str(path), protected.backup_path(str(path)), existed=True)
+            raise KeyboardInterrupt
+    assert json.loads(path.read_text()) == {"results": {"x": 1}}
+
+
+def test_a_protected_call_keeps_what_asv_saved_unless_told_to_discard_it(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"results": {"x": 1}}')
+    with protected.protected(str(path)) as call:
+        path.write_text('{"results": {"x": 2}}')
+    assert call.changed() and json.loads(path.read_text()) == {"results": {"x": 2}}
+    with protected.protected(str(path)) as call:
+        path.write_text('{"results": {"x": 3}}')  # measured by another interpreter
+        call.discard()
+    assert not call.changed() and json.loads(path.read_text()) == {"results": {"x": 2}}
+    with protected.protected(str(path)) as call:
+        path.write_text('{"results": {"x"')  # cut short while asv wrote it
+    assert not call.changed() and json.loads(path.read_text()) == {"results": {"x": 2}}
+    fresh = tmp_path / "new.json"
+    with protected.protected(str(fresh)) as call:
+        fresh.write_text("{}")
+    assert call.changed() and fresh.exists()
+    assert not list(tmp_path.glob("*.xferbench-bak"))

@@ -12,6 +12,7 @@ import pytest
 
 from xferbench import telemetry
 from xferbench.devices import Device
+from xferbench.metadata import MachineMetadata
 from xferbench.provenance import link_caution
 from xferbench.telemetry import ClockReader, ClockState
 
@@ -107,7 +108,7 @@ def test_the_cpu_and_unknown_backends_have_no_telemetry(monkeypatch):
     ({}, None),
 ])
 def test_a_link_below_its_maximum_under_load_earns_a_caution(meta, caution):
-    got = link_caution(meta)
+    got = link_caution(MachineMetadata.from_dict(meta))
     assert (got is None) if caution is None else (caution in got and "not PyTorch" in got)
 
 

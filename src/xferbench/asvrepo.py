@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .errors import XferbenchError
+from .metadata import MachineMetadata
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -91,15 +92,63 @@ def git_branches(repo: str, wanted: list[str]) -> list[str]:
     return found or ["HEAD"]
 
 
+def _git(repo: str, *args: str) -> str:
+    """``git args`` in ``repo``: its output, "" where it fails or git is missing."""
+    try:
+        out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    except OSError:
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def own_remote(repo: str) -> str | None:
+    """The URL of ``repo``'s own remote: the current branch's, else ``origin``, else the only
+    one; None where there is none."""
+    branch = current_branch(repo)
+    name = _git(repo, "config", "--get", f"branch.{branch}.remote") if branch else ""
+    if not name:
+        names = _git(repo, "remote").split()
+        name = "origin" if "origin" in names else names[0] if len(names) == 1 else ""
+    return _git(repo, "config", "--get", f"remote.{name}.url") or None if name else None
+
+
+#: Where a forge shows one commit, after the repository's web address.
+_COMMIT_PAGES = (("gitlab", "/-/commit/"), ("bitbucket.org", "/commits/"))
+
+
+def web_commit_url(remote: str | None) -> str | None:
+    """The prefix a commit hash is appended to for its web page, from a git remote URL
+    (https, ssh or scp-like ``git@host:owner/repo.git``); None for a local path or a file://
+    remote, which has no web page. Credentials in the URL are never kept."""
+    if not remote:
+        return None
+    m = (re.fullmatch(r"(?:https?|ssh|git)://(?:[^@/]+@)?([^/:]+)(?::\d+)?/(.+?)(?:\.git)?/?",
+                      remote)
+         or re.fullmatch(r"[^@/:]+@([^/:]+):(?!/)(.+?)(?:\.git)?/?", remote))
+    if not m:
+        return None
+    host, path = m.group(1).lower(), m.group(2)
+    page = next((p for forge, p in _COMMIT_PAGES if forge in host), "/commit/")
+    return f"https://{host}/{path}{page}"
+
+
 def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
     """asv.conf.json of ``repo`` with absolute paths, the results folder and a private
-    work folder (environments, html) filled in; written into ``workdir``; returns its path."""
+    work folder (environments, html) filled in; written into ``workdir``; returns its path.
+
+    The commit links (asv's ``show_commit_url``) come from the repository's own remote where
+    asv.conf.json names none: a clone's links lead to its own commits, and one with no web
+    remote has none."""
     from asv import util as asv_util
 
     conf = asv_util.load_json(os.path.join(repo, "asv.conf.json"), js_comments=True)
     branch = current_branch(repo)
     if branch:  # asv refuses a commit on a branch its configuration does not name
         conf["branches"] = [branch]
+    if not conf.get("show_commit_url"):
+        url = web_commit_url(own_remote(repo))
+        if url:
+            conf["show_commit_url"] = url
     conf.update({
         "repo": repo,
         "benchmark_dir": os.path.join(repo, "benchmarks"),
@@ -133,34 +182,37 @@ def check_machine_name(name: str) -> str:
     return name
 
 
-def default_machine_name(meta: dict[str, Any]) -> str:
+def default_machine_name(meta: MachineMetadata) -> str:
     """``node7-nvidia-h200``: host and GPU; an emulated device's name says "emulated"."""
-    gpu = meta.get("gpu_name") or ("cpu" if not meta.get("accelerator") else meta["accelerator"])
-    name = slug(f"{meta.get('hostname', 'host')}-{gpu}")
-    if meta.get("emulated") and "emulated" not in name:
+    gpu = meta.gpu_name or meta.accelerator or "cpu"
+    name = slug(f"{meta.hostname or 'host'}-{gpu}")
+    if meta.emulated and "emulated" not in name:
         name += "-emulated"
     return name
 
 
-def torch_label(meta: dict[str, Any]) -> tuple[str, str]:
+def torch_label(meta: MachineMetadata) -> tuple[str, str]:
     """("2.13.0+cpu", "none") or ("2.14.1+cu128", "12.8"): the installed torch and its CUDA."""
-    cuda = meta.get("cuda") or (f"hip{meta['hip']}" if meta.get("hip") else "none")
-    return str(meta.get("torch", "unknown")), str(cuda)
+    cuda = meta.cuda or (f"hip{meta.hip}" if meta.hip else "none")
+    return str(meta.torch or "unknown"), str(cuda)
 
 
-def write_machine_file(home: str, name: str, meta: dict[str, Any]) -> None:
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def write_machine_file(home: str, name: str, meta: MachineMetadata) -> None:
     """Register the machine without questions: asv reads ~/.asv-machine.json."""
     ram = ""
     try:
         ram = str(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
         pass
-    cpu = str(meta.get("cpu_model", "unknown"))
-    if meta.get("gpu_name"):
-        cpu = f"{cpu}; GPU {meta['gpu_name']}"
-    record = {"arch": str(meta.get("arch", "")), "cpu": cpu, "machine": name,
-              "num_cpu": str(meta.get("cpu_count", "")), "os": str(meta.get("os", "")),
-              "ram": ram}
+    cpu = str(meta.cpu_model or "unknown")
+    if meta.gpu_name:
+        cpu = f"{cpu}; GPU {meta.gpu_name}"
+    record = {"arch": _text(meta.arch), "cpu": cpu, "machine": name,
+              "num_cpu": _text(meta.cpu_count), "os": _text(meta.os), "ram": ram}
     with open(os.path.join(home, ".asv-machine.json"), "w") as fh:
         json.dump({name: record, "version": 1}, fh)
 

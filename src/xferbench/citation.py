@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import XferbenchError
+from .metadata import share_of_link
 from .provenance import link_caution
 from .results import Result, ResultSet
 from .sitemap import figure_path
@@ -60,9 +61,7 @@ class Citation:
 
     @property
     def share_of_pcie(self) -> float | None:
-        if self.gbps is None or not self.pcie_theoretical_bytes_per_s:
-            return None
-        return self.gbps * 1e9 / self.pcie_theoretical_bytes_per_s
+        return share_of_link(self.gbps, self.pcie_theoretical_bytes_per_s)
 
 
 # -- choosing the result -----------------------------------------------------------------------
@@ -180,11 +179,11 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
     meta = rs.metadata_for(r)
 
     def text(key: str) -> str:
-        value = meta.get(key)
+        value = getattr(meta, key)
         return "unknown" if value in (None, "") else str(value)
 
     def integer(key: str) -> int | None:
-        value = meta.get(key)
+        value = getattr(meta, key)
         return int(value) if isinstance(value, (int, float)) else None
 
     return Citation(
@@ -193,12 +192,12 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         n_samples=len(r.samples) if r.samples else None,
         nbytes=r.nbytes, gbps=r.gbps,
         torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=text("gpu_name"),
-        device=str(meta.get("device") or "unknown"),
+        device=str(meta.device or "unknown"),
         pcie_gen=integer("pcie_gen_load") or integer("pcie_gen"),
         pcie_width=integer("pcie_width_load") or integer("pcie_width"),
         pcie_under_load=integer("pcie_gen_load") is not None,
         pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
-        pcie_theoretical_bytes_per_s=meta.get("pcie_theoretical_bytes_per_s"),
+        pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s,
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick, caution=link_caution(meta),

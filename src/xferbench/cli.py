@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 from . import __version__
 from .commands import COMMANDS
-from .errors import XferbenchError
+from .errors import ExitCode, XferbenchError
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line and exits 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(ExitCode.BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,17 +46,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.error("a command is required: env, run, fleet, list, publish, compare, cite or "
-                     "lint")
+        names = [c.__name__.rsplit(".", 1)[-1] for c in COMMANDS]
+        parser.error(f"a command is required: {', '.join(names[:-1])} or {names[-1]}")
+    return int(_dispatch(args))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
-        return int(args.func(args) or 0)
+        return int(args.func(args) or ExitCode.OK)
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     except OSError as exc:  # the disk, not the input: a full or read-only disk, a gone folder
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"xferbench: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print("xferbench: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED

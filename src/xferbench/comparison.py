@@ -20,10 +20,10 @@ WORSE = "worse"
 WITHIN = "within threshold"  # significant, but smaller than the threshold
 NOT_SIGNIFICANT = "not significant"
 MISSING = "missing"
-FAILED = "failed in B"  # measured in A, failed in B: the candidate broke it, a regression
-MARKS = (WORSE, FAILED, BETTER, WITHIN, NOT_SIGNIFICANT, MISSING)
+FAILED_IN_B = "failed in B"  # measured in A, failed in B: the candidate broke it, a regression
+MARKS = (WORSE, FAILED_IN_B, BETTER, WITHIN, NOT_SIGNIFICANT, MISSING)
 #: The marks that fail a comparison (compare's exit status 1).
-REGRESSIONS = (WORSE, FAILED)
+REGRESSIONS = (WORSE, FAILED_IN_B)
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: floa
             skipped_both += 1
             continue
         if sa == "measured" and sb == "failed":
-            rows.append(Row(**base, mark=FAILED))
+            rows.append(Row(**base, mark=FAILED_IN_B))
             continue
         if sa != "measured" or sb != "measured":
             note = f"A {sa}" if sa != "measured" else f"B {sb}"

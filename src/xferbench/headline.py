@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .devices import Capabilities
-from .errors import XferbenchError
+from .errors import ExitCode, XferbenchError
 from .practices import HEADLINE_NBYTES
 from .practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS, CopyCase, copy_skip_reason
 from .practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_reason
@@ -133,10 +133,10 @@ class HeadlineValue:
 
 def _caps(rs: ResultSet) -> Capabilities | None:
     """The capability probe recorded with the runs in ``rs`` (the first one found)."""
-    for path in dict.fromkeys(r.path for r in rs):
-        caps = rs.metadata.get(path, {}).get("metadata", {}).get("capabilities")
+    for r in rs:
+        caps = rs.metadata_for(r).capabilities
         if caps:
-            return Capabilities(**caps)
+            return caps
     return None
 
 
@@ -205,18 +205,17 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
                 for sync in SYNCS:
                     r = rs.latest(benchmark, direction=direction, host_memory=host_memory,
                                   sync=sync, layout=layout, size=size)
-                    clock = clock_of(benchmark, rs.metadata_for(r).get("device") if r else None)
+                    clock = clock_of(benchmark, rs.metadata_for(r).device if r else None)
                     if r is None or any(row["clock"] == clock == "host" and row["direction"] ==
                                         direction and row["host_memory"] == host_memory
                                         and row["sync"] == sync for row in rows):
                         continue  # a CPU's host copy, once (older runs stored it twice)
-                    peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
                     rate = gbps(nbytes, r.value)  # type: ignore[arg-type]
+                    share = rs.metadata_for(r).share_of_link(rate) if direction != "d2d" \
+                        else None
                     rows.append({
                         "clock": clock, "direction": direction, "host_memory": host_memory,
-                        "sync": sync, "gbps": rate, "noise": r.spread,
-                        "share_of_pcie": ((rate * 1e9 / peak) if (peak and direction != "d2d")
-                                          else None),
+                        "sync": sync, "gbps": rate, "noise": r.spread, "share_of_pcie": share,
                     })
     return rows
 
@@ -273,6 +272,16 @@ def hazard_table(rs: ResultSet) -> list[str]:
     return out
 
 
+def series_tables(rs: ResultSet) -> list[str]:
+    """The copy table, the headlines and the hazards of one series, a blank line between:
+    what ``xferbench run`` prints at its end and this module's command line for each series."""
+    blocks = (format_copy_rows(copy_rows(rs)), format_headlines(headlines(rs)), hazard_table(rs))
+    out: list[str] = []
+    for block in blocks:
+        out += ["", "\n".join(block)]  # an empty block is an empty line
+    return out[1:]
+
+
 def _hazard_cell(kind: str, stream: str, r: Result | None) -> str:
     if r is None:
         return "n/a"
@@ -288,19 +297,15 @@ def main(argv: list[str] | None = None) -> int:
         rs = load(args[0] if args else "results")
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     for machine in rs.machines():
         for torch_version in rs.filter(machine=machine).torch_versions():
             series = rs.filter(machine=machine, torch=torch_version)
             print(f"#### {machine}, torch {torch_version}\n")
-            print("\n".join(format_copy_rows(copy_rows(series))))
+            print("\n".join(series_tables(series)))
             print()
-            print("\n".join(format_headlines(headlines(series))))
-            print()
-            print("\n".join(hazard_table(series)))
-            print()
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(int(main()))

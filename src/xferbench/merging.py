@@ -18,14 +18,17 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from .asvrepo import results_lock, slug
 from .errors import XferbenchError
-from .labels import RUNS_KEPT, write_json_atomic
-from .resultfiles import METADATA_SCHEMA_VERSION, iter_result_files, load_json, metadata_path
+from .resultfiles import iter_result_files
 from .results import load
+from .runrecords import RunRecord
+from .safefiles import load_json, write_json_atomic
+from .sidecar import RUNS_KEPT, Sidecar, load_sidecar, metadata_path
 
 #: A fleet task's staging folder: written when the task starts, and last, when its run
 #: finished (the completion marker), or when it did not.
@@ -104,15 +107,16 @@ def open_source(folder: str, label: str | None = None, node: str = "", tag: str 
         load_json(os.path.join(results_dir, machine, "machine.json"), "machine file")
     if not staged:
         for path in sorted({r.path for r in rs}):
-            run = rs.metadata.get(path, {}).get("run")
+            side = rs.sidecars.get(path)
+            run = side.run if side else None
             if not run:
                 raise XferbenchError(
                     f"{path} has no .metadata: whether the run that wrote it finished is "
                     "unknown (it was not made by xferbench run), so it is not merged")
-            if run.get("complete") is not True:
+            if run.complete is not True:
                 raise XferbenchError(
                     f"{path} is from a run that did not finish (its .metadata says complete: "
-                    f"{str(run.get('complete')).lower()}): nothing of {given} is merged")
+                    f"{str(run.complete).lower()}): nothing of {given} is merged")
     return Source(folder, results_dir, label or given, node, tag)
 
 
@@ -123,12 +127,10 @@ def hosts(results_dir: str) -> dict[str, set[str]]:
         return out
     for machine, path in iter_result_files(results_dir):
         found = out.setdefault(machine, set())
-        side = metadata_path(path)
-        if os.path.exists(side):
-            meta = load_json(side, "metadata file")
-            host = (meta.get("metadata") or {}).get("hostname") if isinstance(meta, dict) else None
-            if host and host != "unknown":
-                found.add(str(host))
+        side = load_sidecar(path)
+        host = side.metadata.hostname if side and side.metadata else None
+        if host and host != "unknown":
+            found.add(str(host))
     return out
 
 
@@ -186,7 +188,7 @@ def merge(placements: list[Placement], dest: str) -> list[Merged]:
         _plan_benchmarks(placements, dest, writes)
         for path, data in writes.items():
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            write_json_atomic(path, data)
+            write_json_atomic(path, data.to_dict() if isinstance(data, Sidecar) else data)
     return done
 
 
@@ -226,11 +228,11 @@ def _plan_one(p: Placement, dest: str, writes: dict[str, Any]) -> Merged:
         done.taken += len(taken)
         done.kept += len(new["results"]) - len(taken)
         writes[out] = merged
-        side = metadata_path(path)
-        if os.path.exists(side):
-            incoming = _renamed_sidecar(load_json(side, "metadata file"), p.target)
-            before = _current(metadata_path(out), writes, "metadata file")
-            writes[metadata_path(out)] = merge_sidecars(before or {}, incoming, taken)
+        incoming = load_sidecar(path)
+        if incoming is not None:
+            before = writes.get(metadata_path(out)) or load_sidecar(out)
+            writes[metadata_path(out)] = merge_sidecars(
+                before, _renamed_sidecar(incoming, p.target), taken)
         done.files.append(out)
     return done
 
@@ -239,13 +241,8 @@ def _renamed_results(data: dict[str, Any], machine: str) -> dict[str, Any]:
     return {**data, "params": {**data.get("params", {}), "machine": machine}}
 
 
-def _renamed_sidecar(data: dict[str, Any], machine: str) -> dict[str, Any]:
-    run = data.get("run")
-    out = dict(data)
-    if isinstance(run, dict):
-        out["run"] = {**run, "machine": machine}
-    out["runs"] = [{**r, "machine": machine} for r in data.get("runs", []) if isinstance(r, dict)]
-    return out
+def _renamed_sidecar(side: Sidecar, machine: str) -> Sidecar:
+    return replace(side, runs=tuple(replace(r, machine=machine) for r in side.runs))
 
 
 def _started(row: Any, columns: list[str]) -> int:
@@ -277,24 +274,20 @@ def merge_results(old: dict[str, Any], new: dict[str, Any], path: str
             "results": results, "durations": durations}, taken
 
 
-def merge_sidecars(old: dict[str, Any], new: dict[str, Any], taken: list[str]) -> dict[str, Any]:
-    """Two ``.metadata`` sidecars of one results file: every run of both (newest last, as
-    ``labels.record_run`` keeps them); per benchmark, the run whose result was kept."""
-    runs = {str(r.get("started_at")): r for side in (old, new) for r in _runs(side)}
-    ordered = [runs[k] for k in sorted(runs)][-RUNS_KEPT:]
-    benchmarks = dict(old.get("benchmarks") or {})
-    outcomes = dict(old.get("outcomes") or {})
+def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidecar:
+    """Two sidecars of one results file (both read, so upgraded, by ``sidecar.load_sidecar``):
+    every run of both (newest last, as ``sidecar.record_run`` keeps them); per benchmark, the
+    run whose result was kept; the metadata of the side with the newest run."""
+    if old is None:
+        old = Sidecar(None)
+    runs: dict[str, RunRecord] = {str(r.started_at): r for s in (old, new) for r in s.runs}
+    ordered = tuple(runs[k] for k in sorted(runs))[-RUNS_KEPT:]
+    benchmarks, outcomes = dict(old.benchmarks), dict(old.outcomes)
     for name in taken:
-        for key, into in (("benchmarks", benchmarks), ("outcomes", outcomes)):
-            if name in (new.get(key) or {}):
-                into[name] = new[key][name]
-    newest = max((old, new), key=lambda s: str((s.get("run") or {}).get("started_at", "")))
-    return {**newest, "schema_version": METADATA_SCHEMA_VERSION, "runs": ordered,
-            "benchmarks": benchmarks, "outcomes": outcomes}
-
-
-def _runs(sidecar: dict[str, Any]) -> list[dict[str, Any]]:
-    runs = [r for r in sidecar.get("runs", []) if isinstance(r, dict)]
-    if not runs and isinstance(sidecar.get("run"), dict):
-        runs = [sidecar["run"]]  # a version-1 sidecar: its one run
-    return runs
+        if name in new.benchmarks:
+            benchmarks[name] = new.benchmarks[name]
+        if name in new.outcomes:
+            outcomes[name] = new.outcomes[name]
+    newest = max((old, new), key=lambda s: str(s.run.started_at if s.run else ""))
+    return Sidecar(newest.metadata, ordered, MappingProxyType(benchmarks),
+                   MappingProxyType(outcomes))

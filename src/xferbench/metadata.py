@@ -1,7 +1,9 @@
 """Metadata: the software and machine state recorded next to every result.
 
 One ``collect_<area>()`` per area; each tolerates absence (no NVML, a CPU-only torch, an
-old torch without torch.accelerator) and reports "unknown" rather than raising.
+old torch without torch.accelerator) and reports "unknown" rather than raising. ``collect``
+gathers them into one typed ``MachineMetadata``, which every reader uses (``from_dict`` reads
+a sidecar's, ``to_dict`` writes it).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ import os
 import platform
 import socket
 import sys
+from dataclasses import dataclass, fields
 from typing import Any
 
 from . import telemetry
-from .devices import Device, capabilities, resolve_device
+from .devices import Capabilities, Device, capabilities, resolve_device
 from .version import __version__
 
 # torch and pynvml load inside the functions that read them: `import xferbench` stays
@@ -171,7 +174,7 @@ def collect_numa(pci_bus_id: str | None) -> dict[str, Any]:
         return {"gpu_numa_node": None}
 
 
-def collect(device: str | Device = "auto", *, under_load: bool = False) -> dict[str, Any]:
+def collect(device: str | Device = "auto", *, under_load: bool = False) -> MachineMetadata:
     """Everything known about this machine and ``device``; unknown fields are None/"unknown".
     With ``under_load``, also the SM clock, throttle reasons and PCIe link read while the
     device copies and computes for a moment (``telemetry.under_load``: an idle link and clock
@@ -199,7 +202,114 @@ def collect(device: str | Device = "auto", *, under_load: bool = False) -> dict[
     meta["capabilities"] = caps.to_dict()
     # Results made on an emulated device must never pass for measurements: said at the top.
     meta["emulated"] = caps.emulated
-    return meta
+    return MachineMetadata.from_dict(meta)
+
+
+def share_of_link(gbps: float | None, link_bytes_per_s: float | None) -> float | None:
+    """``gbps`` (10^9 bytes/s) as a share of a link's theoretical rate in bytes/s, or None
+    where either is unknown."""
+    if gbps is None or not link_bytes_per_s:
+        return None
+    return gbps * 1e9 / float(link_bytes_per_s)
+
+
+#: Written only where NVML was asked (a CUDA device): "nvml" then says how that went.
+NVML_FIELDS = ("driver", "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max",
+               "sm_clock_mhz", "mem_clock_mhz", "nvml")
+#: Written only where they were read, under load (``collect(under_load=True)``, a run on an
+#: accelerator): "telemetry" says why there are none where they could not be.
+LOAD_FIELDS = ("sm_clock_mhz_load", "sm_clock_max_mhz", "throttle_reasons_load",
+               "pcie_gen_load", "pcie_width_load", "telemetry")
+
+
+@dataclass(frozen=True)
+class MachineMetadata:
+    """What ``collect`` found, one field per key of the sidecar's ``metadata``; None where a
+    file from an older version did not record it (or there is none: no GPU, a CPU build)."""
+
+    xferbench: str | None = None
+    python: str | None = None
+    python_implementation: str | None = None
+    executable: str | None = None
+    hostname: str | None = None
+    os: str | None = None
+    arch: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | str | None = None  # "unknown" where the OS does not say
+    cpu_affinity: str | None = None  # "0-3,6"
+    torch: str | None = None
+    torch_git: str | None = None
+    cuda: str | None = None  # the CUDA the build targets; None: a CPU build
+    hip: str | None = None
+    torch_threads: int | None = None  # in the benchmark processes, for a run's metadata
+    has_torch_accelerator: bool | None = None
+    device: str | None = None  # "cuda:0", "cpu"
+    accelerator: str | None = None  # the device type; None on the CPU
+    gpu_name: str | None = None
+    compute_capability: str | None = None
+    multiprocessors: int | None = None
+    device_memory_bytes: int | None = None
+    pci_bus_id: str | None = None
+    device_error: str | None = None  # only where reading the device's properties failed
+    driver: str | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    nvml: str | None = None  # None: NVML was not asked (not a CUDA device)
+    gpu_numa_node: int | None = None
+    pcie_theoretical_bytes_per_s: float | None = None  # one way, after line coding
+    sm_clock_mhz_load: int | None = None  # read while the device copied and computed
+    sm_clock_max_mhz: int | None = None
+    throttle_reasons_load: tuple[str, ...] | None = None
+    pcie_gen_load: int | None = None  # the link while copies ran (an idle link reads low)
+    pcie_width_load: int | None = None
+    telemetry: str | None = None  # why there is no reading under load, where there is none
+    capabilities: Capabilities | None = None
+    emulated: bool | None = None
+
+    def share_of_link(self, gbps: float | None) -> float | None:
+        """``gbps`` as a share of this machine's PCIe link (``share_of_link``)."""
+        return share_of_link(gbps, self.pcie_theoretical_bytes_per_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["capabilities"] = self.capabilities.to_dict() if self.capabilities else None
+        if self.device_error is None:
+            del out["device_error"]
+        if self.nvml is None:
+            for key in NVML_FIELDS:
+                del out[key]
+        if all(out[key] is None for key in LOAD_FIELDS):
+            for key in LOAD_FIELDS:
+                del out[key]
+        elif self.throttle_reasons_load is not None:
+            out["throttle_reasons_load"] = list(self.throttle_reasons_load)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MachineMetadata:
+        """The known keys of ``data`` (others are ignored; absent ones are None)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["capabilities"] = _capabilities(data.get("capabilities"))
+        if isinstance(values.get("throttle_reasons_load"), list):
+            values["throttle_reasons_load"] = tuple(values["throttle_reasons_load"])
+        return cls(**values)
+
+
+def _capabilities(data: Any) -> Capabilities | None:
+    if isinstance(data, Capabilities):
+        return data
+    if not isinstance(data, dict):
+        return None
+    known = {f.name for f in fields(Capabilities)}
+    try:
+        return Capabilities(**{k: v for k, v in data.items() if k in known})
+    except TypeError:  # a field it needs is missing: an older probe
+        return None
 
 
 def _ranges(cpus: list[int]) -> str:

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .results import ResultSet, version_key
+from .runrecords import FAILED, SKIPPED
 
 NOT_RECORDED = "reason not recorded"
-SKIPPED = "skipped"
-FAILED = "failed"
+#: Beside the recorded statuses (runrecords.SKIPPED, FAILED): a benchmark a series holds no
+#: result of at all.
 NOT_RUN = "not run"
 
 
@@ -47,14 +48,10 @@ def _key(params: Any) -> tuple[tuple[str, str], ...]:
 
 def _recorded(rs: ResultSet, path: str) -> dict[tuple[str, tuple], tuple[str, str]]:
     """(benchmark, params) -> (status, reason) from the sidecar of the results file ``path``."""
-    out = {}
-    outcomes = rs.metadata.get(path, {}).get("outcomes") or {}
-    for name, entries in outcomes.items() if isinstance(outcomes, dict) else ():
-        for e in entries if isinstance(entries, list) else ():
-            if isinstance(e, dict):
-                out[(name, _key(e.get("params") or {}))] = (
-                    str(e.get("status") or SKIPPED), str(e.get("reason") or NOT_RECORDED))
-    return out
+    side = rs.sidecars.get(path)
+    return {(name, _key(o.params)): (o.status, o.reason or NOT_RECORDED)
+            for name, rows in (side.outcomes.items() if side else ())
+            for o in rows}
 
 
 def unmeasured(rs: ResultSet) -> list[Unmeasured]:

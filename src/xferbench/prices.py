@@ -190,13 +190,13 @@ class Rate:
 
 def _series(rs: ResultSet, r: Result) -> Series:
     meta = rs.metadata_for(r)
-    return Series(machine=r.machine, torch=r.torch, device=str(meta.get("device") or "unknown"),
-                  gpu=meta.get("gpu_name") or None, emulated=bool(meta.get("emulated")))
+    return Series(machine=r.machine, torch=r.torch, device=str(meta.device or "unknown"),
+                  gpu=meta.gpu_name or None, emulated=bool(meta.emulated))
 
 
 def _full(rs: ResultSet) -> ResultSet:
     """Only full runs: a quick run's number is never a price."""
-    return ResultSet([r for r in rs if not r.quick], rs.benchmarks, rs.root, rs.metadata)
+    return ResultSet([r for r in rs if not r.quick], rs.benchmarks, rs.root, rs.sidecars)
 
 
 def _cite(rs: ResultSet, r: Result) -> str:

@@ -3,9 +3,8 @@
 torch build, threads, Python, OS, quick or full); the reasons a series is not for citation
 (the site's banner); and what differs between two series besides the PyTorch release.
 
-The thread count is one figure: the benchmark processes'. Sidecars of schema 2 keep it in
-``metadata.torch_threads``; those of schema 1 kept the parent process's count there and the
-benchmark processes' in ``run.torch_threads``, which is read instead.
+The thread count is one figure: the benchmark processes', ``metadata.torch_threads`` (the
+sidecar's loader upgrades files of schema 1, which kept it elsewhere).
 """
 
 from __future__ import annotations
@@ -15,7 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .metadata import MachineMetadata
 from .results import Result, ResultSet, version_key
+from .runrecords import ISO_FORMAT
 
 QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
@@ -89,13 +90,13 @@ class Provenance:
         return out
 
 
-def link_caution(meta: dict[str, Any]) -> str | None:
+def link_caution(meta: MachineMetadata) -> str | None:
     """A PCIe link that ran below its maximum while the suite measured (read under load:
     an idle link trains down, so only the under-load reading counts), in one sentence; None
     where it ran at its maximum or was not read. nvbandwidth's first question of a slow copy:
     the machine (a riser, a slot, the BIOS) before PyTorch."""
-    gen, width = _int(meta.get("pcie_gen_load")), _int(meta.get("pcie_width_load"))
-    gen_max, width_max = _int(meta.get("pcie_gen_max")), _int(meta.get("pcie_width_max"))
+    gen, width = _int(meta.pcie_gen_load), _int(meta.pcie_width_load)
+    gen_max, width_max = _int(meta.pcie_gen_max), _int(meta.pcie_width_max)
     if not (gen and width and gen_max and width_max) or (gen >= gen_max and width >= width_max):
         return None
     return (f"the PCIe link ran at Gen{gen} x{width} under load, below its maximum "
@@ -105,7 +106,7 @@ def link_caution(meta: dict[str, Any]) -> str | None:
 
 def _iso_ms(text: Any) -> int | None:
     try:
-        return calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")) * 1000
+        return calendar.timegm(time.strptime(str(text), ISO_FORMAT)) * 1000
     except (ValueError, OverflowError):
         return None
 
@@ -125,23 +126,20 @@ def series_provenance(rs: ResultSet, machine: str, torch: str) -> Provenance:
     if not results:
         raise KeyError(f"no series torch {torch} on {machine}")
     newest: Result = max(results, key=lambda r: (r.date_ms, r.started_ms or 0))
-    side = rs.metadata.get(newest.path, {})
-    meta, run = side.get("metadata", {}), side.get("run", {})
-    threads = _int(run.get("torch_threads"))  # schema 1: the benchmark processes' figure
-    if threads is None:
-        threads = _int(meta.get("torch_threads"))
-    measured = _iso_ms(run.get("started_at")) or newest.started_ms or newest.date_ms
+    side = rs.sidecars.get(newest.path)
+    meta = side.metadata if side and side.metadata else MachineMetadata()
+    run = side.run if side else None
+    measured = (_iso_ms(run.started_at) if run else None) or newest.started_ms or newest.date_ms
     return Provenance(
         machine=machine, torch=torch, commit=newest.commit, measured_ms=measured,
-        device=str(meta.get("device") or run.get("device") or "unknown"),
-        gpu=_text(meta.get("gpu_name")), cpu_model=_text(meta.get("cpu_model")),
-        driver=_text(meta.get("driver")), cuda=_text(newest.cuda),
-        torch_git=_text(meta.get("torch_git")), threads=threads,
-        python=_text(meta.get("python")) or _text(newest.python), os=_text(meta.get("os")),
+        device=str(meta.device or (run.device if run else None) or "unknown"),
+        gpu=_text(meta.gpu_name), cpu_model=_text(meta.cpu_model),
+        driver=_text(meta.driver), cuda=_text(newest.cuda),
+        torch_git=_text(meta.torch_git), threads=_int(meta.torch_threads),
+        python=_text(meta.python) or _text(newest.python), os=_text(meta.os),
         quick=any(r.quick for r in results),
-        complete=run.get("complete") if isinstance(run.get("complete"), bool) else None,
-        has_metadata=bool(meta), commits=tuple(sorted({r.commit for r in results})),
-        caution=link_caution(meta),
+        complete=run.complete if run else None, has_metadata=bool(side and side.metadata),
+        commits=tuple(sorted({r.commit for r in results})), caution=link_caution(meta),
     )
 
 

@@ -113,7 +113,7 @@ class Settings:
     def software(self) -> dict[str, Any]:
         """torch, CUDA/HIP, driver and GPU of this run, collected once per session."""
         if self._software is None:
-            meta = collect(self.device())
+            meta = collect(self.device()).to_dict()
             keys = ("xferbench", "torch", "cuda", "hip", "driver", "gpu_name", "torch_threads",
                     "emulated")
             self._software = {k: meta.get(k) for k in keys}

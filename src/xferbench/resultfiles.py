@@ -1,5 +1,7 @@
 """The files of a results folder: asv's ``benchmarks.json`` and results files, found and read
-as JSON with one sentence for a damaged one, and xferbench's ``.metadata`` sidecars.
+as JSON with one sentence for a damaged one, labelled with what asv does not record (torch,
+CUDA, device) and relabelled with the real suite commit; the ``.metadata`` sidecars are
+``sidecar.py``'s.
 
 Layout (asv's, plus one sidecar per results file):
   <results>/benchmarks.json                      what asv discovered: params, units, types
@@ -12,38 +14,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from .errors import XferbenchError
+from .safefiles import load_json, loads_ok, write_json_atomic
+from .sidecar import relabel_sidecar
 
-#: Version of the .metadata sidecar. Changelog:
-#:   1: first version ({"schema_version", "metadata", "run": {...}}).
-#:   2: + "runs" (every run that wrote into the file, newest last), "benchmarks" (the run that
-#:      measured each benchmark, by its started_at), "outcomes" (per benchmark, each
-#:      combination without a number: skipped or failed, with its reason). Version 1 reads.
-METADATA_SCHEMA_VERSION = 2
-METADATA_SCHEMA_VERSIONS = (1, 2)
-METADATA_SUFFIX = ".metadata"
 #: The "version" of asv 0.6's results files and benchmarks.json.
 ASV_FORMAT_VERSION = 2
-
-
-def load_json(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise XferbenchError(
-            f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}): "
-            "it may be truncated; restore it from git or delete it"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise XferbenchError(
-            f"{what} {path} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}):"
-            " it is damaged or not a results file; restore it from git or delete it") from None
-    except OSError as exc:
-        raise XferbenchError(f"{what} {path} cannot be read: {exc.strerror}") from None
 
 
 def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
@@ -76,24 +56,42 @@ def iter_result_files(root: str) -> Iterable[tuple[str, str]]:
                 yield entry, os.path.join(folder, name)
 
 
-def metadata_path(results_path: str) -> str:
-    return results_path[: -len(".json")] + METADATA_SUFFIX
+def label_results(path: str, torch_version: str, cuda: str, python: str, device: str,
+                  series: dict[str, str] | None = None) -> None:
+    """Record the installed torch and CUDA, the device and the series' options ("quick")
+    in the results file's params, atomically."""
+    if not os.path.exists(path) or not loads_ok(path):
+        return
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    data.setdefault("params", {}).update(
+        {"torch": torch_version, "cuda": cuda, "python": python, "device": device,
+         **(series or {})})
+    data["requirements"] = {"torch": torch_version}
+    write_json_atomic(path, data)
 
 
-def load_metadata(results_path: str) -> dict[str, Any]:
-    path = metadata_path(results_path)
-    if not os.path.exists(path):
-        return {}
-    data = load_json(path, "metadata file")
-    if not isinstance(data, dict):
-        raise XferbenchError(f"metadata file {path} is not a JSON object: it may be damaged; "
-                             "restore it from git or delete it")
-    if data.get("schema_version") not in METADATA_SCHEMA_VERSIONS:
-        raise XferbenchError(
-            f"metadata file {path} has schema_version {data.get('schema_version')!r}: "
-            f"this xferbench reads versions {', '.join(map(str, METADATA_SCHEMA_VERSIONS))}"
-        )
-    for key in ("metadata", "run"):
-        if not isinstance(data.get(key, {}), dict):
-            raise XferbenchError(f"metadata file {path} has a {key!r} that is not an object")
-    return data
+def relabel(results_dir: str, commit: str) -> list[str]:
+    """Give every results file under ``results_dir`` the suite commit ``commit``.
+
+    For runs made in a copy of the tree without its git history (a GPU machine's snapshot
+    commit): the files are renamed to the new commit's prefix, their sidecars with them.
+    ``scripts/relabel`` is its command line (the last step of scripts/gpu-check).
+    """
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise XferbenchError(f"commit {commit!r} is not a full 40-character git hash")
+    moved = []
+    for _machine, path in list(iter_result_files(results_dir)):
+        data = load_json(path, "results file")
+        old = str(data.get("commit_hash", ""))
+        if old == commit:
+            continue
+        data["commit_hash"] = commit
+        name = os.path.basename(path)
+        new_path = os.path.join(os.path.dirname(path), commit[:8] + name[len(old[:8]):])
+        write_json_atomic(new_path, data)
+        relabel_sidecar(path, new_path, commit, old)
+        if new_path != path:
+            os.remove(path)
+        moved.append(new_path)
+    return moved

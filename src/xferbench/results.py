@@ -1,6 +1,6 @@
 """Results: asv's results folder read into flat, typed records (``Result``, one benchmark at
-one parameter combination), gathered in a ``ResultSet`` with the xferbench metadata of each
-file; ``load`` and ``load_file`` are the entry points (the files: ``resultfiles``)."""
+one parameter combination), gathered in a ``ResultSet`` with the sidecar of each file;
+``load`` and ``load_file`` are the entry points (the files: ``resultfiles``, ``sidecar``)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import XferbenchError
-from .resultfiles import (
-    ASV_FORMAT_VERSION,
-    iter_result_files,
-    load_benchmarks,
-    load_json,
-    load_metadata,
-)
+from .metadata import MachineMetadata
+from .resultfiles import ASV_FORMAT_VERSION, iter_result_files, load_benchmarks
+from .safefiles import load_json
+from .sidecar import Sidecar, load_sidecar
 from .units import gbps, parse_size
 
 
@@ -91,7 +88,7 @@ class ResultSet:
     results: list[Result]
     benchmarks: dict[str, dict[str, Any]]
     root: str
-    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # results path -> sidecar
+    sidecars: dict[str, Sidecar] = field(default_factory=dict)  # results path -> its sidecar
 
     def __iter__(self) -> Iterator[Result]:
         return iter(self.results)
@@ -111,7 +108,7 @@ class ResultSet:
             and (pattern is None or pattern.search(r.benchmark))
             and (path is None or os.path.abspath(r.path) == os.path.abspath(path))
         ]
-        return ResultSet(kept, self.benchmarks, self.root, self.metadata)
+        return ResultSet(kept, self.benchmarks, self.root, self.sidecars)
 
     def find(self, benchmark: str, **params: Any) -> list[Result]:
         """Results of ``benchmark`` whose params include ``params`` (values compared as text)."""
@@ -133,8 +130,11 @@ class ResultSet:
     def machines(self) -> list[str]:
         return sorted({r.machine for r in self.results})
 
-    def metadata_for(self, result: Result) -> dict[str, Any]:
-        return self.metadata.get(result.path, {}).get("metadata", {})
+    def metadata_for(self, result: Result) -> MachineMetadata:
+        """The machine ``result`` was measured on; every field None where its file has no
+        sidecar."""
+        side = self.sidecars.get(result.path)
+        return side.metadata if side and side.metadata else MachineMetadata()
 
     def declared_params(self, benchmark: str) -> dict[str, list[Any]]:
         """The parameter names of ``benchmark`` and their values, in asv's declared order."""
@@ -174,7 +174,7 @@ class ResultSet:
             if old is None or (r.date_ms, r.started_ms or 0, r.ok) > (
                     old.date_ms, old.started_ms or 0, old.ok):
                 best[key] = r
-        return ResultSet(list(best.values()), self.benchmarks, self.root, self.metadata)
+        return ResultSet(list(best.values()), self.benchmarks, self.root, self.sidecars)
 
 
 def nbytes_of(params: dict[str, Any]) -> int | None:
@@ -288,11 +288,10 @@ def _column_reader(cols: dict[str, Any], i: int) -> Any:
     return column
 
 
-def _sidecar_quick(meta: dict[str, Any]) -> bool:
+def _sidecar_quick(side: Sidecar | None) -> bool:
     """Whether the sidecar says its run had quick budgets (files from before the "quick"
     param say so only there)."""
-    run = meta.get("run", {}) if meta else {}
-    return bool(run.get("quick") or run.get("short_budgets"))
+    return bool(side and side.run and side.run.quick)
 
 
 def load_file(path: str) -> ResultSet:
@@ -303,11 +302,11 @@ def load_file(path: str) -> ResultSet:
         raise XferbenchError(f"results file {path} does not exist")
     root = os.path.dirname(os.path.dirname(path))
     benchmarks = load_benchmarks(root)
-    meta = load_metadata(path)
-    results = parse_results_file(path, benchmarks, quick=_sidecar_quick(meta))
+    side = load_sidecar(path)
+    results = parse_results_file(path, benchmarks, quick=_sidecar_quick(side))
     if not results:
         raise XferbenchError(f"results file {path} holds no results")
-    return ResultSet(results, benchmarks, root, {path: meta} if meta else {})
+    return ResultSet(results, benchmarks, root, {path: side} if side else {})
 
 
 def load(root: str = "results") -> ResultSet:
@@ -315,12 +314,12 @@ def load(root: str = "results") -> ResultSet:
     root = os.path.abspath(root)
     benchmarks = load_benchmarks(root)
     results: list[Result] = []
-    metadata: dict[str, dict[str, Any]] = {}
+    sidecars: dict[str, Sidecar] = {}
     for _machine, path in iter_result_files(root):
-        meta = load_metadata(path)
-        results.extend(parse_results_file(path, benchmarks, quick=_sidecar_quick(meta)))
-        if meta:
-            metadata[path] = meta
+        side = load_sidecar(path)
+        results.extend(parse_results_file(path, benchmarks, quick=_sidecar_quick(side)))
+        if side:
+            sidecars[path] = side
     if not results:
         raise XferbenchError(f"no results in {root}: run 'xferbench run' first")
-    return ResultSet(results, benchmarks, root, metadata)
+    return ResultSet(results, benchmarks, root, sidecars)

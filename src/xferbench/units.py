@@ -1,7 +1,7 @@
 """Units: byte sizes and their labels, GB/s, and values formatted for people.
 
-The bottom of the package: it imports nothing of xferbench, so the measurement core, the
-practices, the results layer and the commands all format a number the same way. Stored
+In the base layer, beside errors.py (the one module it imports), so that the measurement
+core, the practices, the results layer and the commands all format a number the same way. Stored
 values are seconds and bytes; conversion happens only where text is made.
 """
 

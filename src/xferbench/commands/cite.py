@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 from ..citation import as_dict, cite, format_markdown, parse_params
+from ..errors import ExitCode
+from ..options import add_format, add_results
 from ..results import load
 
 
@@ -28,18 +30,17 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--torch", default=None, metavar="VERSION",
                    help="PyTorch version to cite (default: the newest measurement)")
     p.add_argument("--machine", default=None, help="machine to cite (default: the newest)")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="results folder (default: results)")
+    add_results(p)
     p.add_argument("--site", default="site", metavar="DIR",
                    help="the published site, for the figure's path (default: site)")
     p.add_argument("--allow-quick", action="store_true",
                    help="cite a quick run's number if there is no other (marked as such)")
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
-                   help="markdown sentence and table (default) or JSON")
+    add_format(p, help="markdown sentence and table (default) or JSON",
+               choices=("markdown", "json"))
     p.set_defaults(func=cmd_cite)
 
 
-def cmd_cite(args: argparse.Namespace) -> int:
+def cmd_cite(args: argparse.Namespace) -> ExitCode:
     params = parse_params(args.params, args.param)
     c = cite(load(args.results), args.benchmark, params, torch=args.torch,
              machine=args.machine, site=args.site, allow_quick=args.allow_quick)
@@ -48,4 +49,4 @@ def cmd_cite(args: argparse.Namespace) -> int:
     else:
         for line in format_markdown(c):
             print(line)
-    return 0
+    return ExitCode.OK

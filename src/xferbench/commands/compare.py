@@ -18,8 +18,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..comparison import FAILED, MARKS, REGRESSIONS, Row, compare_results
-from ..errors import XferbenchError
+from ..comparison import FAILED_IN_B, MARKS, REGRESSIONS, Row, compare_results
+from ..errors import ExitCode, XferbenchError
+from ..options import add_bench, add_format, add_results, bench_pattern
 from ..results import Result, ResultSet, load, load_file
 from ..stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from ..units import format_value
@@ -40,8 +41,7 @@ def register_cli(sub: Any) -> None:
                    help="baseline: PyTorch version, suite commit or results file")
     p.add_argument("b", metavar="B",
                    help="candidate: PyTorch version, suite commit or results file")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="results folder (default: results)")
+    add_results(p)
     p.add_argument("--threshold", type=parse_threshold, default=THRESHOLD, metavar="PCT",
                    help="smallest change that counts as a regression, as 10%% or 0.1 "
                         "(default: 10%%)")
@@ -50,10 +50,8 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--machine", default=None, help="only this machine")
     p.add_argument("--torch", default=None, metavar="VERSION",
                    help="only this PyTorch version (where A and B are commits)")
-    p.add_argument("--bench", default=None, metavar="REGEX",
-                   help="only benchmarks whose name matches REGEX")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text table (default) or JSON")
+    add_bench(p, help="only benchmarks whose name matches REGEX")
+    add_format(p, help="text table (default) or JSON")
     p.set_defaults(func=cmd_compare)
 
 
@@ -82,8 +80,8 @@ class Comparison:
         return [r for r in self.rows if r.mark in REGRESSIONS]
 
     @property
-    def exit_status(self) -> int:
-        return 1 if self.regressions else 0
+    def exit_status(self) -> ExitCode:
+        return ExitCode.REGRESSION if self.regressions else ExitCode.OK
 
     def counts(self) -> dict[str, int]:
         return {m: sum(1 for r in self.rows if r.mark == m) for m in MARKS}
@@ -126,12 +124,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
             cache["rs"] = load(results)
         return cache["rs"]
 
-    pattern = None
-    if bench is not None:
-        try:
-            pattern = re.compile(bench)
-        except re.error as exc:
-            raise XferbenchError(f"--bench {bench!r} is not a regular expression: {exc}") from None
+    pattern = bench_pattern(bench)
     sides = []
     for spec in (a_spec, b_spec):
         side = resolve_side(spec, load_root)
@@ -218,7 +211,7 @@ def format_comparison(c: Comparison) -> list[str]:
     lines.append(f"better/worse: significant (p < {c.alpha:g}, Mann-Whitney U on the samples; "
                  f"without samples, disjoint 99% CIs) and beyond {c.threshold:.0%}.")
     if c.regressions:
-        worse = sum(1 for r in c.regressions if r.mark != FAILED)
+        worse = sum(1 for r in c.regressions if r.mark != FAILED_IN_B)
         broke = len(c.regressions) - worse
         lines.append(f"REGRESSION: {worse} significantly worse by more than {c.threshold:.0%} "
                      f"in B" + (f"; {broke} measured in A but failed in B" if broke else ""))
@@ -245,12 +238,12 @@ def as_dict(c: Comparison) -> dict[str, Any]:
     }
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def cmd_compare(args: argparse.Namespace) -> ExitCode:
     try:
         c = _compare(args)
     except MeasuredNothing as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
-        return 3
+        return ExitCode.FAILED
     if args.format == "json":
         print(json.dumps(as_dict(c), indent=2))
     else:

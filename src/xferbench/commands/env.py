@@ -6,7 +6,9 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import ExitCode
 from ..metadata import collect
+from ..options import add_device, add_format
 
 #: Fields whose None means "there is none" (a CPU build has no CUDA, a CPU no GPU), not
 #: "could not be read": the table says "none" for them, "unknown" for the others.
@@ -24,21 +26,18 @@ def register_cli(sub: Any) -> None:
         description="What is recorded with every result: PyTorch and its build, CUDA/HIP, "
                     "driver, GPU, PCIe link, NUMA node, CPU, threads, OS, Python, and the "
                     "device's capabilities. Exit status 2 when the device is absent.")
-    env.add_argument("--device", default="auto",
-                     help="auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a "
-                          "registered PrivateUse1 backend (e.g. emu)")
-    env.add_argument("--format", choices=("text", "json"), default="text",
-                     help="a table (default) or JSON")
+    add_device(env)
+    add_format(env, help="a table (default) or JSON")
     env.add_argument("--json", dest="format", action="store_const", const="json",
                      help="the same as --format json")
     env.set_defaults(func=cmd_env)
 
 
-def cmd_env(args: argparse.Namespace) -> int:
-    meta = collect(args.device)
+def cmd_env(args: argparse.Namespace) -> ExitCode:
+    meta = collect(args.device).to_dict()
     if args.format == "json":
         print(json.dumps(meta, indent=2, sort_keys=True, default=str))
-        return 0
+        return ExitCode.OK
     cpu_only = meta.get("accelerator") is None
     width = max(len(k) for k in meta)
     for key in sorted(meta):
@@ -50,4 +49,4 @@ def cmd_env(args: argparse.Namespace) -> int:
                 cpu_only or ABSENT_WHEN_NONE[key] == "torch")
             value = "none" if absent else "unknown"
         print(f"{key:<{width}}  {value}")
-    return 0
+    return ExitCode.OK

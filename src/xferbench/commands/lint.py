@@ -13,12 +13,13 @@ import sys
 import time
 from typing import Any
 
-from ..errors import XferbenchError
+from ..errors import ExitCode, XferbenchError
 from ..lint.config import Config, find_pyproject, load_config
 from ..lint.files import Pattern, parse_patterns
 from ..lint.report import as_json, as_sarif, priced, text_lines
 from ..lint.rules import CODES, RULES, SEVERITIES, at_or_above, choose
 from ..lint.runner import Outcome, run
+from ..options import add_format
 from ..prices import PriceBook
 
 
@@ -37,8 +38,8 @@ def register_cli(sub: Any) -> None:
                "(a path that does not exist, an unknown code, a broken config, nothing read)")
     p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
                    help="files and folders (default: .)")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
-                   help="text (flake8's path:line:col: CODE message), json or sarif (2.1.0)")
+    add_format(p, help="text (flake8's path:line:col: CODE message), json or sarif (2.1.0)",
+               choices=("text", "json", "sarif"))
     p.add_argument("--select", type=_codes, default=None, metavar="CODES",
                    help="codes or prefixes to report, comma-separated (default: all)")
     p.add_argument("--ignore", type=_codes, default=None, metavar="CODES",
@@ -103,9 +104,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
         if outcome.read == 0 and not outcome.missing:
             print("xferbench lint: nothing could be read: no Python file was linted",
                   file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     failing = at_or_above(fail_on)
-    return 1 if any(f.severity in failing for f in findings) else 0
+    return ExitCode.REGRESSION if any(f.severity in failing for f in findings) else ExitCode.OK
 
 
 def _summary(args: argparse.Namespace, outcome: Outcome, elapsed: float) -> None:

@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import ExitCode
+from ..options import add_format, add_results
 from ..results import ResultSet, load
 
 
@@ -17,10 +19,8 @@ def register_cli(sub: Any) -> None:
         description="Every benchmark in the results folder with its unit, its parameters and "
                     "their values (as cite's --params takes them), and per series (machine, "
                     "PyTorch) how many combinations have a number.")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="results folder (default: results)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text (default) or JSON")
+    add_results(p)
+    add_format(p, help="text (default) or JSON")
     p.set_defaults(func=cmd_list)
 
 
@@ -61,10 +61,10 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def cmd_list(args: argparse.Namespace) -> ExitCode:
     entries = listing(load(args.results))
     if args.format == "json":
         print(json.dumps(entries, indent=2))
     else:
         print("\n".join(format_listing(entries)))
-    return 0
+    return ExitCode.OK

@@ -182,6 +182,24 @@ def compile_first_step(step: Any, batch: Any, dev: Device) -> float:
         return time.perf_counter() - t0
 
 
+def _modules(size: ModelSize, tdev: Any, vocab: int) -> Any:
+    """The model's modules on ``tdev``, uninitialised: ``restart`` copies the state in."""
+    import torch
+    from torch import nn
+
+    layers: list[Any] = []
+    dims = [size.in_features] + [size.width] * size.depth
+    for fan_in, fan_out in zip(dims, dims[1:]):
+        layers += [nn.Linear(fan_in, fan_out, device=tdev), nn.ReLU()]
+    model = nn.ModuleDict({
+        "image": nn.Sequential(*layers),
+        "head": nn.Linear(size.width, OUT_DIM, device=tdev),
+    })
+    # the token table is a frozen buffer (no embedding backward), not an nn.Embedding
+    model.register_buffer("tokens", torch.empty(vocab, size.width, device=tdev))
+    return model
+
+
 def build_model(size: ModelSize, dev: Device, *, amp_dtype: Any, compiled: bool,
                 features: tuple[int, ...], vocab: int, classes: int,
                 seed: int) -> tuple[Any, Any, Any, Any]:
@@ -197,16 +215,7 @@ def build_model(size: ModelSize, dev: Device, *, amp_dtype: Any, compiled: bool,
         raise XferbenchError(f"images of shape {features} do not pool to {size.in_features} "
                              "features: the model takes 3 x 64 x 64")
     tdev = dev.torch()
-    layers: list[Any] = []
-    dims = [size.in_features] + [size.width] * size.depth
-    for fan_in, fan_out in zip(dims, dims[1:]):
-        layers += [nn.Linear(fan_in, fan_out, device=tdev), nn.ReLU()]
-    model = nn.ModuleDict({
-        "image": nn.Sequential(*layers),
-        "head": nn.Linear(size.width, OUT_DIM, device=tdev),
-    })
-    # the token table is a frozen buffer (no embedding backward), not an nn.Embedding
-    model.register_buffer("tokens", torch.empty(vocab, size.width, device=tdev))
+    model = _modules(size, tdev, vocab)
     targets = torch.empty(classes, OUT_DIM, device=tdev)
     linear = [m for m in model.modules() if isinstance(m, nn.Linear)]
     state = [t for m in linear for t in (m.weight, m.bias)] + [model.tokens, targets]

@@ -131,16 +131,11 @@ def check_params(case: LoopCase, params: list[Any], ref: Reference) -> None:
             )
 
 
-def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
-    """Model, optimiser and batches for ``case`` (seeded, on the device), and the reference."""
+def _mlp(case: LoopCase, tdev: Any) -> Any:
+    """The seeded MLP of ``case`` on ``tdev``."""
     import torch
     from torch import nn
 
-    dev = resolve_device(device)
-    reason = loop_skip_reason(case, capabilities(dev))
-    if reason:
-        raise XferbenchError(f"{case.label} on {dev}: {reason}")
-    tdev = dev.torch()
     layers: list[Any] = []
     dims = [case.width] * case.depth + [OUT_DIM]
     # fork_rng: seed the weights without changing the caller's global random state
@@ -150,17 +145,48 @@ def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
             layers.append(nn.Linear(dims[i], dims[i + 1]))
             if i < case.depth - 1:
                 layers.append(nn.ReLU())
-        model = nn.Sequential(*layers).to(tdev)
-    params = list(model.parameters())
-    initial = [p.detach().clone() for p in params]
-    opt = torch.optim.SGD(params, lr=LR, momentum=MOMENTUM)
+        return nn.Sequential(*layers).to(tdev)
+
+
+def _batches(case: LoopCase, tdev: Any) -> tuple[Any, Any]:
+    """Inputs and targets of every step, on the device."""
+    import torch
+
     gen = torch.Generator().manual_seed(SEED)
     # Targets from a fixed linear teacher, so that the loop has something to learn; batches
     # already on the device: no input copy in the loop, only the reads under test.
     xs = torch.randn(case.steps, case.batch, case.width, generator=gen)
     teacher = torch.randn(case.width, OUT_DIM, generator=gen) / case.width**0.5
-    ys = (xs @ teacher).to(tdev)
-    xs = xs.to(tdev)
+    return xs.to(tdev), (xs @ teacher).to(tdev)
+
+
+def _reference(steps: int, step: Callable[[int], tuple[Any, Any]], params: list[Any],
+               dev: Device) -> Reference:
+    """The reference epoch keeps every value on the device and reads them after the loop."""
+    traced = [step(i) for i in range(steps)]
+    synchronize(dev)
+    return Reference(
+        losses=[loss.item() for loss, _ in traced],
+        per_sample=[ps.detach().to("cpu") for _, ps in traced],
+        # copy=True: on the CPU .to("cpu") would alias the live parameters
+        params=[p.detach().to("cpu", copy=True) for p in params],
+    )
+
+
+def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
+    """Model, optimiser and batches for ``case`` (seeded, on the device), and the reference."""
+    import torch
+
+    dev = resolve_device(device)
+    reason = loop_skip_reason(case, capabilities(dev))
+    if reason:
+        raise XferbenchError(f"{case.label} on {dev}: {reason}")
+    tdev = dev.torch()
+    model = _mlp(case, tdev)
+    params = list(model.parameters())
+    initial = [p.detach().clone() for p in params]
+    opt = torch.optim.SGD(params, lr=LR, momentum=MOMENTUM)
+    xs, ys = _batches(case, tdev)
 
     def restart() -> None:
         # Same starting point every epoch: parameters and momentum (copies queued, no read).
@@ -178,18 +204,8 @@ def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
         opt.step()
         return loss, per_sample
 
-    # The reference epoch keeps every value on the device and reads them after the loop.
     restart()
-    traced = [step(i) for i in range(case.steps)]
-    synchronize(dev)
-    reference = Reference(
-        losses=[loss.item() for loss, _ in traced],
-        per_sample=[ps.detach().to("cpu") for _, ps in traced],
-        # copy=True: on the CPU .to("cpu") would alias the live parameters
-        params=[p.detach().to("cpu", copy=True) for p in params],
-    )
-    del traced
-
+    reference = _reference(case.steps, step, params, dev)
     readings: list[Any] = []
     read, start, end = readers(case.read, readings, tdev)
     steps = case.steps

@@ -128,7 +128,27 @@ def readers(read: str, readings: list[Any], tdev: Any) -> tuple[
     def nothing() -> None:
         pass
 
-    r = read
+    if read != "device_accumulate":
+        return _step_reader(read, readings), nothing, nothing
+    total: list[Any] = []
+
+    def start() -> None:
+        total[:] = [torch.zeros((), device=tdev)]
+
+    def accumulate(i: int, loss: Any, ps: Any) -> None:
+        total[0] += loss.detach()  # queued on the device: no read, no stall
+
+    def end() -> None:
+        readings.append(total[0].item())  # the one synchronisation of the epoch
+
+    return accumulate, start, end
+
+
+def _step_reader(r: str, readings: list[Any]) -> Callable[[int, Any, Any], None]:
+    """read(step, loss, per_sample) for a read made during the steps (all but
+    device_accumulate)."""
+    import torch
+
     if r == "item_every_batch":
         def read(i: int, loss: Any, ps: Any) -> None:
             readings.append(loss.item())
@@ -136,19 +156,6 @@ def readers(read: str, readings: list[Any], tdev: Any) -> tuple[
         def read(i: int, loss: Any, ps: Any) -> None:
             if i % LOG_EVERY == 0:
                 readings.append(loss.item())
-    elif r == "device_accumulate":
-        total: list[Any] = []
-
-        def start() -> None:
-            total[:] = [torch.zeros((), device=tdev)]
-
-        def read(i: int, loss: Any, ps: Any) -> None:
-            total[0] += loss.detach()  # queued on the device: no read, no stall
-
-        def end() -> None:
-            readings.append(total[0].item())  # the one synchronisation of the epoch
-
-        return read, start, end
     elif r == "cpu":
         def read(i: int, loss: Any, ps: Any) -> None:
             readings.append(loss.detach().cpu())
@@ -180,6 +187,6 @@ def readers(read: str, readings: list[Any], tdev: Any) -> tuple[
         def read(i: int, loss: Any, ps: Any) -> None:
             d = ps.detach()
             readings.append(d[d > HARD_LOSS])  # boolean indexing runs a nonzero inside
-    return read, nothing, nothing
+    return read
 
 

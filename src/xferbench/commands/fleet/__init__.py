@@ -23,8 +23,8 @@ from typing import Any
 
 from ...asvrepo import check_machine_name
 from ...errors import XferbenchError
-from ...labels import check_output_folder
 from ...practices import SWEEPS
+from ...safefiles import check_output_folder
 from .executors import EXECUTORS, require_submitit
 from .flow import Request, merge_folders, resume, start, status
 

@@ -17,7 +17,7 @@ import subprocess
 from typing import Any
 
 from ...errors import XferbenchError
-from ...labels import alive
+from ...safefiles import alive
 
 # submitit loads inside the functions that need it: it is an optional extra.
 

@@ -248,8 +248,8 @@ def _refuse_emulated(sources: list[Source], dest: str) -> None:
     if os.path.realpath(dest) != os.path.realpath(own):
         return
     for src in sources:
-        if any((m.get("metadata") or {}).get("emulated")
-               for m in load(src.results_dir).metadata.values()):
+        if any(side.metadata and side.metadata.emulated
+               for side in load(src.results_dir).sidecars.values()):
             raise XferbenchError(f"{src.folder} holds results from an emulated device: its "
                                  f"times are not measurements, so they do not go into {dest};"
                                  " give --results DIR")

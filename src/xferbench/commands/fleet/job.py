@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import XferbenchError
-from ...labels import write_json_atomic
 from ...merging import FAILED, FINISHED, STARTED, read_marker
-from ...resultfiles import load_json
+from ...safefiles import load_json, write_json_atomic
 
 PLAN = "fleet.json"
 KIND = "xferbench fleet job"

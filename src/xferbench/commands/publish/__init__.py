@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ...errors import ExitCode
+from ...options import add_results
 from ...stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from .site import format_site, publish
 
@@ -20,8 +22,7 @@ def register_cli(sub: Any) -> None:
                        help="build the static site (asv's data and the cross-version view)",
                        description="asv publish plus the cross-version view, as one static "
                                    "site that needs no network.")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="results folder (default: results)")
+    add_results(p)
     p.add_argument("--out", default="site", metavar="DIR",
                    help="where the site goes (default: site); replaced as a whole")
     p.add_argument("--threshold", type=parse_threshold, default=THRESHOLD, metavar="PCT",
@@ -32,8 +33,8 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=cmd_publish)
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
+def cmd_publish(args: argparse.Namespace) -> ExitCode:
     site = publish(args.results, args.out, threshold=args.threshold, alpha=args.alpha)
     for line in format_site(site):
         print(line)
-    return 0
+    return ExitCode.OK

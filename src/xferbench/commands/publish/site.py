@@ -29,15 +29,15 @@ from typing import Any
 
 from ...asvrepo import find_repo, git_branches, write_asv_config
 from ...errors import XferbenchError
-from ...labels import check_output_folder
 from ...outcomes import unmeasured
 from ...practices import HEADLINE_NBYTES
 from ...provenance import provenance
 from ...results import ResultSet, load, version_key
+from ...safefiles import check_output_folder
 from ...sitemap import headline_figure_path
 from ...stats import ALPHA, THRESHOLD
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
-from .sections import render_asv_page, render_index
+from .pages import IndexPage, render_asv_page, render_index
 from .views import (
     bandwidth_panels,
     benchmark_views,
@@ -200,9 +200,9 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
     copies = [(s, copy_table(rs, s)) for s in all_series]
 
     pages = {
-        "index.html": render_index(all_series, heads, copies, bw, steps, views,
-                                   threshold=threshold, alpha=alpha, warnings=site.warnings,
-                                   commit_url=link, headline_nbytes=HEADLINE_NBYTES),
+        "index.html": render_index(IndexPage(
+            all_series, heads, copies, bw, steps, views, threshold=threshold, alpha=alpha,
+            warnings=site.warnings, commit_url=link, headline_nbytes=HEADLINE_NBYTES)),
         "asv.html": render_asv_page([s.provenance for s in all_series]),
         "style.css": _asset("style.css"),
         "asv.js": _asset("asv.js"),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...citation import Citation, citation
-from ...comparison import BETTER, FAILED, WORSE, Row, compare_results
+from ...comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
 from ...headline import HEADLINES, HeadlineValue, headlines
 from ...outcomes import Gap, gaps, unmeasured
 from ...practices import HEADLINE_NBYTES
@@ -110,15 +110,15 @@ def copy_table(rs: ResultSet, s: Series) -> list[CopyRow]:
         found = [r for r in s.results.find(benchmark, size=size) if r.ok]
         found.sort(key=lambda r: [order.get((k, str(v)), 99) for k, v in r.params])
         for r in found:
-            row_clock = clock_of(benchmark, rs.metadata_for(r).get("device"))
+            meta = rs.metadata_for(r)
+            row_clock = clock_of(benchmark, meta.device)
             if row_clock == "host" and any(c.clock == "host" and c.result.params == r.params
                                            for c in rows):
                 continue  # a CPU's host copy, once (older runs stored it twice)
-            peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
             share = None
-            if peak and r.gbps is not None and r.param_dict.get("direction") != "d2d":
-                share = r.gbps * 1e9 / float(peak)
-            rows.append(CopyRow(r, share, cite_of(rs, r), rs.metadata_for(r).get("device")))
+            if r.param_dict.get("direction") != "d2d":
+                share = meta.share_of_link(r.gbps)
+            rows.append(CopyRow(r, share, cite_of(rs, r), meta.device))
     return rows
 
 
@@ -194,7 +194,7 @@ def param_order(rs: ResultSet, benchmark: str) -> dict[tuple[str, str], int]:
 
 def peak_gbps(rs: ResultSet, s: Series) -> float | None:
     for r in s.results:
-        peak = rs.metadata_for(r).get("pcie_theoretical_bytes_per_s")
+        peak = rs.metadata_for(r).pcie_theoretical_bytes_per_s
         if peak:
             return float(peak) / 1e9
     return None
@@ -223,7 +223,7 @@ class Step:
 
     @property
     def regressions(self) -> list[StepRow]:
-        return self.marked(WORSE, FAILED)
+        return self.marked(WORSE, FAILED_IN_B)
 
     @property
     def improvements(self) -> list[StepRow]:

@@ -8,10 +8,12 @@ the reaper is killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import IO, Any
 
 #: Set by the SIGTERM handler: asv got no SIGINT from a terminal and must be asked to stop.
@@ -22,6 +24,16 @@ def terminate_as_interrupt(signum: int, frame: Any) -> None:
     """SIGTERM stops the run the way Ctrl-C does: asv is stopped, results kept."""
     _TERMINATED.append(True)
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises KeyboardInterrupt (``terminate_as_interrupt``)."""
+    previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_asv(cmd: list[str], *, cwd: str, env: dict[str, str], lock_fd: int,

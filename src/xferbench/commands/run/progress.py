@@ -8,8 +8,9 @@ import json
 import os
 import threading
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
+from ...runrecords import FAILED, MEASURED, SKIPPED, Outcome, ProgressLine
 from ...units import format_seconds, format_value
 
 
@@ -20,7 +21,7 @@ class Progress:
         self.path, self.total, self.out = path, total, out
         self.done = 0
         self.started = time.monotonic()
-        self.outcomes: dict[str, list[dict[str, Any]]] = {}  # class -> runtime skips/failures
+        self.outcomes: dict[str, list[Outcome]] = {}  # class -> runtime skips/failures
         self._param_names: dict[str, list[str]] = {}
         self.expect: dict[str, str] = {}
         #: Set when a class's process ran another interpreter or torch than this run's.
@@ -57,46 +58,40 @@ class Progress:
                 else:
                     time.sleep(0.1)
 
-    def _line(self, line: str) -> None:
+    def _line(self, text: str) -> None:
         try:
-            record = json.loads(line)
-        except ValueError:
+            line = ProgressLine.from_dict(json.loads(text))
+        except (ValueError, TypeError, AttributeError):
             return
-        name = record.get("class", "?")
-        if record.get("event") == "start":
+        name = line.class_name
+        if line.event == "start":
             for key, want in self.expect.items():
-                got = record.get(key)
+                got = getattr(line, key, None)
                 if got is not None and got != want and not self.mismatch:
                     self.mismatch = (f"{name} ran with {key} {got}, not this run's {want}: "
                                      "something else's interpreter answered")
             # asv's "Setting up ..." line waits for its "ok": ours go below it
-            print(f"\n  {name}: measuring {record.get('total')} combinations in one process",
+            print(f"\n  {name}: measuring {line.total} combinations in one process",
                   file=self.out, flush=True)
             return
         self.done += 1
-        status = record.get("status")
-        params = record.get("params", [])
-        if status in ("skipped", "failed"):
-            names = self._param_names.get(name) or [f"p{i}" for i in range(len(params))]
+        if line.status in (SKIPPED, FAILED):
+            names = self._param_names.get(name) or [f"p{i}" for i in range(len(line.params))]
             self.outcomes.setdefault(name, []).append(
-                {"params": dict(zip(names, params)), "status": status,
-                 "reason": record.get("why", "")})
-        print(self.format(record), file=self.out, flush=True)
+                Outcome(tuple(zip(names, line.params)), line.status, line.why))
+        print(self.format(line), file=self.out, flush=True)
 
-    def format(self, record: dict[str, Any]) -> str:
+    def format(self, line: ProgressLine) -> str:
         elapsed = time.monotonic() - self.started
         left = ""
         if 0 < self.done < self.total:
             left = f", ~{format_seconds(elapsed / self.done * (self.total - self.done))} left"
         head = f"  [{self.done}/{self.total} {format_seconds(elapsed)}{left}]"
-        what = f"{record.get('class', '?').split('.', 1)[-1]}({', '.join(record['params'])})"
-        status = record.get("status")
-        if status != "measured":
-            return f"{head} {what}: {status}: {record.get('why', '')}"
-        values = ", ".join(
-            f"{m.removeprefix('track_')} {_value(m, v)}"
-            for m, v in sorted(record.get("values", {}).items()))
-        return f"{head} {what}: {values} ({record.get('seconds', 0):.1f} s)"
+        what = f"{line.class_name.split('.', 1)[-1]}({', '.join(line.params)})"
+        if line.status != MEASURED:
+            return f"{head} {what}: {line.status}: {line.why}"
+        values = ", ".join(f"{m.removeprefix('track_')} {_value(m, v)}" for m, v in line.values)
+        return f"{head} {what}: {values} ({line.seconds:.1f} s)"
 
 
 def _value(method: str, value: float) -> str:

@@ -23,7 +23,8 @@ import subprocess
 import sys
 import time
 
-from ...labels import backup_path, discard
+from ...errors import ExitCode
+from ...protected import backup_path, discard
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -94,7 +95,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         print("usage: python -m xferbench.commands.run.reaper PARENT RESULTS_FILE -- CMD...",
               file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     parent, results_file, cmd = int(argv[0]), argv[1], argv[3:]
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -103,6 +104,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # asv has it already, from the terminal
     if os.getppid() != parent:  # xferbench run died before we could watch it
         return 1
+    existed = os.path.exists(results_file)  # before asv starts: as the call found it
     child = subprocess.Popen(cmd, preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                    signal.SIG_DFL))
 
@@ -118,13 +120,13 @@ def main(argv: list[str]) -> int:
         except subprocess.TimeoutExpired:
             if orphaned:  # the class in progress never finished: it leaves no trace
                 kill_below(os.getpid(), grace_s=0.5)
-                discard(results_file, backup_path(results_file))
+                discard(results_file, backup_path(results_file), existed=existed)
                 return 137
     kill_below(os.getpid())  # what asv left behind: its fork server, a stuck benchmark
     if orphaned:
-        discard(results_file, backup_path(results_file))
+        discard(results_file, backup_path(results_file), existed=existed)
     return code
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(int(main(sys.argv[1:])))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import XferbenchError
+from ...runrecords import SKIPPED, Outcome
 
 #: The suite's files, in the order they run: a run cut short keeps the classes it finished,
 #: so the headline copies come first and the long creation grid last (the hazards, which
@@ -68,14 +69,13 @@ def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
             for d in data]
 
 
-def skipped_at_discovery(classes: list[SuiteClass]) -> dict[str, list[dict[str, Any]]]:
-    """{benchmark: [{"params": {...}, "status": "skipped", "reason": ...}]} for every
-    combination a method skips on this device."""
-    out: dict[str, list[dict[str, Any]]] = {}
+def skipped_at_discovery(classes: list[SuiteClass]) -> dict[str, list[Outcome]]:
+    """{benchmark: its Outcomes} for every combination a method skips on this device."""
+    out: dict[str, list[Outcome]] = {}
     for c in classes:
         for method, rows in c.skips.items():
             if rows:
                 out[f"{c.full_name}.{method}"] = [
-                    {"params": dict(zip(c.param_names, row[:-1])), "status": "skipped",
-                     "reason": row[-1]} for row in rows]
+                    Outcome(tuple(zip(c.param_names, row[:-1])), SKIPPED, row[-1])
+                    for row in rows]
     return out

@@ -1,0 +1,189 @@
+"""The sections of the site's index page across releases and sizes: the changes between
+consecutive PyTorch versions, bandwidth against size, and every benchmark (its trends and
+what was not measured, with why). Formatting only, no arithmetic: the numbers come from
+``views``."""
+
+from __future__ import annotations
+
+import json
+
+from ...comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
+from ...outcomes import Gap
+from ...units import GBPS, format_value
+from .markup import (
+    anchor,
+    cells,
+    e,
+    figure,
+    interval,
+    row_class,
+    samples,
+    self_link,
+    table,
+    times,
+    verdict_cell,
+)
+from .views import BandwidthPanel, BenchmarkView, Step, StepRow
+
+STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",
+                "verdict"]
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _step_rows(rows: list[StepRow], alpha: float) -> list[str]:
+    out = []
+    for sr in rows:
+        r, v = sr.row, sr.verdict
+        a = format_value(r.a.value if r.a else None, r.unit)
+        b = format_value(r.b.value if r.b else None, r.unit)
+        if v is None:
+            out.append('<tr class="ns">' + cells(STEP_HEADERS, [
+                e(r.label()), e(a), e(b), "", "", "", e(r.mark if not r.note else r.note)])
+                + "</tr>")
+            continue
+        out.append(f"<tr{row_class(v)}>" + cells(STEP_HEADERS, [
+            e(r.label()), e(a), e(b), times(v.ratio) + ("†" if v.ratio_outside else ""),
+            e(interval(v.interval, alpha, v.test)), samples(v.n_a, v.n_b), verdict_cell(v)])
+            + "</tr>")
+    return out
+
+
+def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[str]:
+    body = ['<section id="changes">', "<h2>Changes between consecutive PyTorch versions</h2>",
+            f"<p>B against A for every benchmark both measured, as <code>xferbench compare A "
+            f"B --threshold {threshold:.0%} --alpha {alpha:g}</code> marks it: a regression "
+            f"or an improvement is significant (Mann-Whitney U, p &lt; {alpha:g}) and beyond "
+            f"{threshold:.0%}. B/A below 1: B takes less (for times, B is faster). The "
+            f"interval is the {1 - alpha:.0%} interval of B/A from the same test; † marks a "
+            "ratio of medians outside it (the two differ in shape, not only by a factor). "
+            "The samples are within one run each: noise between runs is not in them.</p>"]
+    if not steps:
+        body.append('<p class="na">One PyTorch version per machine: nothing to compare.</p>')
+    newest = {s.machine: s for s in steps}
+    for step in steps:
+        ident = anchor("changes", step.machine, step.a.torch, step.b.torch)
+        counts = (f"{plural(len(step.regressions), 'regression')}, "
+                  f"{plural(len(step.improvements), 'improvement')}, {step.count(WITHIN)} "
+                  f"within {threshold:.0%}, {step.count(NOT_SIGNIFICANT)} no detectable "
+                  "difference")
+        opened = " open" if newest[step.machine] is step else ""
+        body.append(f'<details class="step" id="{e(ident)}"{opened}><summary>torch '
+                    f"{e(step.a.torch)} → torch {e(step.b.torch)} on {e(step.machine)}: "
+                    f"{e(counts)}</summary>")
+        if step.differences:
+            diffs = "; ".join(f"{what} {a} → {b}" for what, a, b in step.differences)
+            body.append(f'<p class="warning">Not only the release differs: {e(diffs)}. Every '
+                        "change below measures these differences too.</p>")
+        for title, rows in (("Regressions", step.regressions),
+                            ("Improvements", step.improvements)):
+            body.append(f"<h4>{title} ({len(rows)})</h4>")
+            if rows:
+                body += table("steps", STEP_HEADERS, _step_rows(rows, alpha))
+            else:
+                body.append(f'<p class="na">No {title.lower()} beyond {threshold:.0%}.</p>')
+        failed = step.count(FAILED_IN_B)
+        one_side = [r for r in step.rows if r.verdict is None and r.row.mark != FAILED_IN_B]
+        body.append(f"<details><summary>Every compared row ({len(step.compared)}); "
+                    f"{failed} failed in B, {len(one_side)} measured on one side only"
+                    "</summary>")
+        body += table("steps", STEP_HEADERS, _step_rows(list(step.rows), alpha))
+        body += ["</details>", "</details>"]
+    body.append("</section>")
+    return body
+
+
+def bandwidth_section(panels: list[BandwidthPanel]) -> list[str]:
+    body = ['<section id="bandwidth">', "<h2>Bandwidth against size</h2>",
+            f"<p>Copies, {GBPS} against size, for each machine's newest release (the trends "
+            "below show every release): both axes logarithmic, the band is the IQR. Each "
+            "figure names its clock: the completion clock (host, from the call until the copy "
+            "is done: every copy, blocking and non_blocking alike) or device time (events "
+            "around calls queued back to back: the pinned non_blocking and d2d copies "
+            "alone).</p>"]
+    if not panels:
+        body.append('<p class="na">No copy was measured.</p>')
+    body.append('<div class="figures">')
+    for p in panels:
+        body += figure(p.path, f"{p.direction} copies, layout {p.layout}, {p.clock} clock: "
+                               f"torch {p.torch} on {p.machine}")
+    body += ["</div>", "</section>"]
+    return body
+
+
+def _gap_item(g: Gap, series_count: int) -> str:
+    where = ("every series" if len(g.series) == series_count
+             else ", ".join(f"torch {t} on {m}" for m, t in g.series))
+    combos = "; ".join(", ".join(str(v) for _, v in c) or "(no parameters)" for c in g.combos)
+    n = len(g.combos)
+    return (f"<li><details><summary>{e(g.status)}: {e(g.reason)}: {n} combination"
+            f"{'s' if n != 1 else ''} ({e(where)})</summary><p>{e(combos)}</p></details></li>")
+
+
+def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
+    body = ['<section id="benchmarks">', "<h2>Every benchmark</h2>",
+            "<p>Each benchmark's median against the PyTorch release, one small chart per "
+            "parameter combination: the band is the IQR, a solid step is one "
+            f"<code>xferbench compare</code>'s test finds (p &lt; {alpha:g}), a dotted grey "
+            "step one it cannot tell apart; the value axis is logarithmic where the values "
+            "span a decade. Choose the combinations to show; below each benchmark, every "
+            "combination without a number and why.</p>"]
+    toc = [f'<li><a href="#{e(anchor("bench", v.name))}">{e(v.name)}</a> '
+           f"({len(v.trends)} charts)</li>" for v in views]
+    body += ['<ul class="toc">', *toc, "</ul>"]
+    for v in views:
+        ident = anchor("bench", v.name)
+        better = "higher" if v.unit.strip().endswith("/s") else "lower"
+        series_count = len(v.series)
+        per_series = {(s.machine, s.torch): 0 for s in v.series}
+        for t in v.trends:
+            for p in t.points:
+                per_series[(t.machine, p.torch)] = per_series.get((t.machine, p.torch), 0) + 1
+        counts = sorted(set(per_series.values()))
+        measured = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}")
+        body += [f'<section class="bench" id="{e(ident)}">',
+                 f"<h3>{e(v.name)} {self_link(ident)}</h3>",
+                 f"<p>Unit: {e(v.unit)} ({better} is better). Parameters: "
+                 f"{e(', '.join(v.params) or 'none')}. Measured: {e(measured)} of "
+                 f"{v.combos} combinations per series, in {series_count} series.</p>"]
+        if v.trends:
+            body += _picker(v, ident)
+            body.append('<div class="figures trends">')
+            for t in v.trends:
+                params = {"machine": t.machine, **{k: str(x) for k, x in t.params}}
+                caption = f"{t.machine}: " + (", ".join(f"{k}={x}" for k, x in t.params)
+                                              or "no parameters")
+                body += figure(t.path, caption, lazy=True, attrs=f' class="trend" '
+                                                                 f'data-params="{e(json.dumps(params))}"')
+            body.append("</div>")
+        else:
+            body.append('<p class="na">Not measured in any series.</p>')
+        if v.gaps:
+            body += ["<h4>Without a number</h4>", '<ul class="gaps">',
+                     *[_gap_item(g, series_count) for g in v.gaps], "</ul>"]
+        body.append("</section>")
+    body.append("</section>")
+    return body
+
+
+def _picker(v: BenchmarkView, ident: str) -> list[str]:
+    """One select per parameter whose values differ (and per machine, if several): the
+    page's script shows the charts that match; without it, every chart shows."""
+    choices = dict(v.shown_params)
+    machines = sorted({t.machine for t in v.trends})
+    default = v.default_choice()
+    if len(machines) > 1:
+        choices = {"machine": machines, **choices}
+    if not choices:
+        return []
+    out = [f'<form class="pick" data-for="{e(ident)}">']
+    for name, values in choices.items():
+        options = ['<option value="">every value</option>'] + [
+            f'<option value="{e(x)}"{" selected" if default.get(name) == x else ""}>'
+            f"{e(x)}</option>" for x in values]
+        out.append(f'<label>{e(name)} <select name="{e(name)}">{"".join(options)}</select>'
+                   "</label>")
+    out += ['<output class="count"></output>', "</form>"]
+    return out

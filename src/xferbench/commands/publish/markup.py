@@ -1,0 +1,119 @@
+"""HTML for the site's pages: escaping, the page shell, tables, figures, and the cells every
+section shares (intervals, sample counts, verdicts, citations). Formatting only, no
+arithmetic."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ...asvrepo import slug
+from ...citation import Citation, command, sentence
+from ...stats import NO_DIFFERENCE, Verdict
+
+
+def e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def page(title: str, body: list[str], scripts: Iterable[str] = ()) -> str:
+    head = [
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # no favicon request: nothing is loaded that the site does not hold
+        '<link rel="icon" href="data:,">',
+        f"<title>{e(title)}</title>", '<link rel="stylesheet" href="style.css">', "</head>",
+        "<body>",
+        '<nav><a href="index.html">cross-version view</a> <a href="asv.html">asv data</a></nav>',
+    ]
+    tail = [f'<script src="{e(s)}"></script>' for s in scripts] + ["</body>", "</html>", ""]
+    return "\n".join(head + body + tail)
+
+
+def anchor(*parts: str) -> str:
+    return "-".join(slug(p) for p in parts)
+
+
+def self_link(ident: str) -> str:
+    return f'<a class="self" href="#{e(ident)}" title="link to this row">#</a>'
+
+
+def figure(path: str, caption: str, attrs: str = "", lazy: bool = False) -> list[str]:
+    """A figure that links to its SVG; ``lazy`` ones load when scrolled to (and never while
+    the trend picker hides them)."""
+    load = ' loading="lazy"' if lazy else ""
+    return [f'<figure{attrs} data-figure="{e(path)}">',
+            f'<a href="{e(path)}"><img src="{e(path)}" alt="{e(caption)}"{load}></a>',
+            f"<figcaption>{e(caption)}</figcaption>", "</figure>"]
+
+
+def table(cls: str, headers: list[str], rows: list[str]) -> list[str]:
+    """A table whose cells carry their header (data-label): narrow screens stack the rows."""
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    return [f'<table class="{cls} stack"><thead><tr>{head}</tr></thead><tbody>', *rows,
+            "</tbody></table>"]
+
+
+def cells(headers: list[str], values: list[str]) -> str:
+    labels = [" ".join(re.sub(r"<[^>]+>", " ", h).split()) for h in headers]
+    return "".join(f'<td data-label="{e(label)}">{v}</td>' for label, v in zip(labels, values))
+
+
+# -- numbers -----------------------------------------------------------------------------------
+
+def times(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return "inf" if math.isinf(x) else f"{x:.3f}x" if x < 10 else f"{x:.3g}x"
+
+
+def interval(iv: tuple[float, float] | None, alpha: float, test: str) -> str:
+    """"0.981x to 1.004x (95%)"; an open side says so; where there are too few samples,
+    "unbounded"."""
+    if iv is None:
+        return "n/a (no samples)" if test != "99% CI" else "n/a"
+    lo, hi = iv
+    level = "asv's 99% CIs" if test == "99% CI" else f"{1 - alpha:.0%}"
+    if lo <= 0 and math.isinf(hi):
+        return f"unbounded ({level}: too few samples)"
+    if lo <= 0:
+        return f"up to {times(hi)} ({level})"
+    if math.isinf(hi):
+        return f"from {times(lo)} ({level})"
+    return f"{times(lo)} to {times(hi)} ({level})"
+
+
+def samples(*counts: int | None) -> str:
+    return " / ".join("not recorded" if n is None else str(n) for n in counts)
+
+
+def verdict_cell(v: Verdict) -> str:
+    p = "" if v.p_value is None else f", p = {v.p_value:.2g}"
+    cls = "ns" if v.word == NO_DIFFERENCE else "sig"
+    return f'<span class="verdict {cls}" title="{e(v.test)}{e(p)}">{e(v.word)}</span>'
+
+
+def row_class(v: Verdict | None) -> str:
+    return ' class="ns"' if v is None or not v.significant else ""
+
+
+def code(text: str) -> str:
+    """Escape ``text`` and set `backticked` spans as code, as the sentence is written."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(text))
+
+
+def cite_block(cites: Iterable[Citation]) -> str:
+    """The sentence ``xferbench cite`` prints, the command that prints it and the figure."""
+    out = ['<details class="cite"><summary>cite</summary>']
+    for c in cites:
+        out += [f'<p class="sentence">{code(sentence(c))}</p>',
+                f"<pre><code>{e(command(c))}</code></pre>",
+                f'<p class="figure-link">figure: <a href="{e(c.figure)}">{e(c.figure)}</a></p>']
+    out.append("</details>")
+    return "".join(out)
+
+
+# -- header, banner, provenance ----------------------------------------------------------------

@@ -1,0 +1,169 @@
+"""What a run will do, decided once before anything is written: the options checked, the
+device, suite commit, metadata, machine name and series resolved, and the suite split into
+asv calls. ``RunPlan`` is frozen; the transaction (``transaction.py``) and the report
+(``report.py``) only read it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, replace
+
+from ...asvrepo import check_machine_name, default_machine_name, find_repo, git_head, torch_label
+from ...devices import Device, resolve_device
+from ...errors import XferbenchError
+from ...metadata import MachineMetadata, collect
+from ...options import bench_pattern
+from ...practices import parse_sweep
+from ...safefiles import check_output_folder
+from .suite import SuiteClass, describe_suite
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a run was asked, checked before anything imports torch or writes."""
+
+    results_dir: str  # absolute
+    results_given: str  # as the user wrote it, for messages
+    bench: str | None
+    machine: str | None
+    threads: int | None
+    sweep: str
+    quick: bool
+    device: str = "auto"
+    format: str = "text"
+
+
+def check_options(args: argparse.Namespace) -> Options:
+    """The run's options from the command line, or one sentence for the first bad one."""
+    bench_pattern(args.bench)
+    if args.threads is not None and args.threads < 1:
+        raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
+    sweep = args.sweep or parse_sweep(os.environ.get("XFERBENCH_SWEEP"))
+    machine = check_machine_name(args.machine) if args.machine is not None else None
+    check_output_folder("--results", args.results)
+    return Options(os.path.abspath(args.results), args.results, args.bench, machine,
+                   args.threads, sweep, bool(args.quick), args.device, args.format)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One asv call. asv saves a results file only when a call ends, so each class that
+    measures something is a call of its own: an interrupt or a time limit loses the class in
+    progress, never the classes before it."""
+
+    title: str
+    regexes: tuple[str, ...]
+    classes: tuple[SuiteClass, ...]
+
+    def benchmarks(self) -> list[str]:
+        return [b for c in self.classes for b in c.benchmarks()]
+
+
+def group_classes(classes: list[SuiteClass], bench: str | None) -> list[Group]:
+    """The asv calls: the user's ``--bench`` selection as one, else one per class that
+    measures something here."""
+    if bench is not None:  # the user's selection: one call, as asv run --bench
+        chosen = tuple(c for c in classes if any(re.search(bench, b) for b in c.benchmarks()))
+        return [Group(f"--bench {bench}", (bench,), chosen)]
+    groups = [Group(c.full_name, c.selection(), (c,)) for c in classes if c.measured]
+    idle = tuple(c for c in classes if not c.measured)
+    if idle:  # recorded as skipped, with their reasons, in the first call: they cost nothing
+        first = groups[0] if groups else Group("", (), ())
+        title = f"{first.title} (and, with nothing to measure here, " \
+                f"{', '.join(c.name for c in idle)})".strip()
+        groups[:1] = [Group(title, first.regexes + tuple(r for c in idle for r in c.selection()),
+                            first.classes + idle)]
+    return groups
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run decided before it measures."""
+
+    options: Options
+    device: Device
+    repo: str
+    commit: str
+    meta: MachineMetadata  # torch_threads: the benchmark processes'
+    machine: str
+    torch_version: str
+    cuda: str
+    threads: int | None  # OMP_NUM_THREADS of the benchmark processes; None: torch's default
+    groups: tuple[Group, ...]
+    classes: tuple[SuiteClass, ...]
+
+    @property
+    def total(self) -> int:
+        """The combinations to measure, in every call."""
+        return sum(c.measured for g in self.groups for c in g.classes)
+
+    @property
+    def series_suffix(self) -> str:
+        """The interpreter wrapper's name suffix that files this run's figures apart."""
+        return ("-quick" if self.options.quick else "") + (
+            f"-threads{self.options.threads}" if self.options.threads is not None else "")
+
+    @property
+    def series_params(self) -> dict[str, str]:
+        """The params that keep this run's figures apart in the results file."""
+        params = {"quick": "yes" if self.options.quick else "no"}
+        if self.options.threads is not None:
+            params["threads"] = str(self.options.threads)
+        return params
+
+    def env(self, work: str | None = None, progress: str | None = None) -> dict[str, str]:
+        """The environment of the suite's processes; ``work`` is asv's $HOME (its machine
+        file) and ``progress`` the progress file, where the run has them."""
+        env = dict(os.environ)
+        env.update({
+            "XFERBENCH_DEVICE": self.device.name,
+            "XFERBENCH_PROBE": json.dumps({"device": self.device.name,
+                                           "capabilities": self.meta.to_dict()["capabilities"]}),
+            "XFERBENCH_SWEEP": self.options.sweep,
+            "XFERBENCH_QUICK": "1" if self.options.quick else "0",
+        })
+        if work is not None:
+            env["HOME"] = work  # asv's machine file lives in $HOME; keep the user's untouched
+        if progress is not None:
+            env["XFERBENCH_PROGRESS"] = progress
+        if self.threads:
+            env["OMP_NUM_THREADS"] = str(self.threads)  # read by torch when it initialises
+        return env
+
+    def asv_command(self, conf: str, wrapper: str, group: Group) -> list[str]:
+        cmd = [sys.executable, "-m", "asv", "run", "--config", conf,
+               "-E", f"existing:{wrapper}", "--set-commit-hash", self.commit,
+               "--machine", self.machine, "--record-samples", "--show-stderr"]
+        for regex in group.regexes:
+            cmd += ["--bench", regex]
+        if self.options.quick:
+            cmd.append("--quick")
+        return cmd
+
+
+def make_plan(opts: Options) -> RunPlan:
+    """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
+    dev = resolve_device(opts.device)
+    repo = find_repo()
+    commit = git_head(repo)
+    meta = collect(dev)
+    if meta.emulated and os.path.realpath(opts.results_dir) == os.path.realpath(
+            os.path.join(repo, "results")):
+        raise XferbenchError(
+            f"device {dev} is emulated: its times are not measurements, so they do not go "
+            f"into {opts.results_given}/; give --results DIR")
+    torch_version, cuda = torch_label(meta)
+    # On a CPU the benchmarks share the cores with asv itself; one thread, as
+    # torch.utils.benchmark does, keeps CPU figures from swinging with the machine's load.
+    threads = opts.threads or (None if dev.is_accelerator else 1)
+    if threads:
+        meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
+    plan = RunPlan(opts, dev, repo, commit, meta, opts.machine or default_machine_name(meta),
+                   torch_version, cuda, threads, (), ())
+    classes = describe_suite(repo, plan.env())
+    return replace(plan, classes=tuple(classes),
+                   groups=tuple(group_classes(classes, opts.bench)))

@@ -1,0 +1,108 @@
+"""What a run found, as ``compare`` reports a comparison: one ``RunReport`` built from the plan
+and what the calls did, rendered as text (the copy table, the headlines, the hazards and the
+next commands) or as a JSON summary, with the exit status it earns."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ExitCode
+from ...headline import headlines, series_tables
+from ...results import ResultSet, load
+from ...runrecords import FAILED, Outcome
+from ...sidecar import metadata_path
+from .plan import RunPlan
+from .transaction import Done
+
+#: Failed combinations named one by one on stderr; the rest are counted.
+FAILURES_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class RunReport:
+    plan: RunPlan
+    results_file: str
+    results: ResultSet | None  # the results file's, None where asv saved none
+    seconds: float
+    asv_exit: tuple[int, ...]
+    failures: tuple[Outcome, ...]  # combinations that failed while measuring
+    interrupted: bool = False
+
+    def _rs(self) -> ResultSet:
+        return self.results if self.results is not None else ResultSet([], {}, "")
+
+    @property
+    def measured(self) -> int:
+        return sum(1 for r in self.results or () if r.ok)
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for r in self.results or () if r.value is not None and not r.ok)
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures) + sum(1 for r in self.results or () if r.value is None)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        if self.results is None or self.measured == 0 or self.failed:
+            return ExitCode.FAILED
+        return ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON summary (``--format json``)."""
+        plan = self.plan
+        return {
+            "results": self.results_file, "metadata": metadata_path(self.results_file),
+            "machine": plan.machine, "torch": plan.torch_version, "commit": plan.commit,
+            "quick": plan.options.quick, "seconds": round(self.seconds, 1),
+            "measured": self.measured, "skipped": self.skipped, "failed": self.failed,
+            "asv_exit": list(self.asv_exit),
+            "headlines": {v.headline.key: v.ratio for v in headlines(self._rs())},
+        }
+
+    def text(self) -> list[str]:
+        """The text summary (``--format text``), for stdout."""
+        rs, plan = self._rs(), self.plan
+        lines = ["", f"results: {os.path.relpath(self.results_file)} ({self.seconds:.0f} s; "
+                     f"{self.measured} measured, {self.skipped} skipped, {self.failed} failed)"]
+        if plan.options.sweep == "smoke":
+            lines.append("smoke sweep: every branch ran at one size; it quotes no headline")
+        else:
+            lines += ["", *series_tables(rs)]
+        if plan.meta.emulated:
+            lines.append("the device is emulated: these times are host threads', not measurements")
+        results = "" if plan.options.results_dir == os.path.abspath("results") else \
+            f" --results {os.path.relpath(plan.options.results_dir)}"
+        return lines + [
+            "", f"next: xferbench publish{results}   (the dashboard, into site/)",
+            f"      xferbench compare OTHER_TORCH {plan.torch_version}{results}   (regressions)",
+            f"      xferbench list{results}   (what can be cited; then xferbench cite ...)"]
+
+    def problems(self) -> list[str]:
+        """What went wrong, one sentence a line, for stderr."""
+        if self.interrupted:
+            return ["", "xferbench run: interrupted; results saved so far are kept"]
+        if self.results is None:
+            return ["xferbench run: asv saved no results (see its output above)"]
+        if self.measured == 0:
+            return ["xferbench run: nothing was measured (see asv's output above)"]
+        if not self.failed:
+            return []
+        return [f"xferbench run: failed: {o.to_dict()['params']}: {o.reason}"
+                for o in self.failures[:FAILURES_SHOWN]] + [
+            f"xferbench run: {self.failed} combinations failed (see asv's output above)"]
+
+
+def report(plan: RunPlan, done: Done) -> RunReport:
+    failures = tuple(o for rows in done.progress.outcomes.values() for o in rows
+                     if o.status == FAILED)
+    results = None
+    if os.path.exists(done.results_file) and not done.interrupted:
+        results = load(plan.options.results_dir).filter(path=done.results_file)
+    return RunReport(plan, done.results_file, results, done.seconds, done.codes, failures,
+                     done.interrupted)

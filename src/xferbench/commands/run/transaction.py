@@ -1,0 +1,156 @@
+"""Carrying a plan out: the run's asv calls in turn, each one a transaction on the results file
+(``asv_call``: protected, run, then discarded or kept, labelled and recorded in the sidecar),
+and what the run did, for the report."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import TextIO
+
+from ...asvrepo import (
+    check_wrapper,
+    interpreter_wrapper,
+    results_file,
+    write_asv_config,
+    write_machine_file,
+)
+from ...errors import XferbenchError
+from ...protected import protected
+from ...resultfiles import label_results
+from ...runrecords import AsvCall, Outcome, RunRecord, iso_now
+from ...sidecar import record_run
+from .asvcall import run_asv, sigterm_as_interrupt
+from .plan import Group, RunPlan
+from .progress import Progress, progress_path
+from .suite import SuiteClass, skipped_at_discovery
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the calls share, made in the run's private work folder under the lock."""
+
+    lock_fd: int
+    conf: str  # the asv configuration written for this run
+    wrapper: str  # the interpreter wrapper whose path names torch and CUDA
+    results_file: str  # the file every call of this run writes into
+    env: dict[str, str]
+    out: TextIO  # where progress and asv's output go
+
+
+@dataclass
+class Ledger:
+    """What the run has done so far: its record, the benchmarks saved, asv's exit statuses
+    and the classes whose calls are over."""
+
+    record: RunRecord
+    saved: list[str] = field(default_factory=list)
+    codes: list[int] = field(default_factory=list)
+    done: list[SuiteClass] = field(default_factory=list)
+
+
+def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
+    """Every combination of the finished classes that has no number, with its reason: skipped
+    at discovery (per method), or skipped or failed while measuring (per class)."""
+    out = skipped_at_discovery(done)
+    for c in done:
+        for row in progress.outcomes.get(c.full_name, []):
+            for name in c.benchmarks():
+                out.setdefault(name, []).append(row)
+    return out
+
+
+def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
+    wrapper = interpreter_wrapper(plan.torch_version, plan.cuda, plan.series_suffix)
+    conf = write_asv_config(plan.repo, plan.options.results_dir, work)
+    write_machine_file(work, plan.machine, plan.meta)
+    target = results_file(plan.options.results_dir, plan.machine, plan.commit, wrapper)
+    return Setup(lock_fd, conf, wrapper, target, plan.env(work, progress_path(work)), out)
+
+
+def asv_call(plan: RunPlan, s: Setup, group: Group, progress: Progress, ledger: Ledger) -> None:
+    """One asv call as a transaction on the results file: whatever happens to the call (an
+    interrupt, a kill, a class measured by another interpreter), the file is what asv saved
+    whole, or what it was before; what was saved is labelled and recorded in the sidecar."""
+    check_wrapper(s.wrapper)  # the results must carry this interpreter's torch
+    with protected(s.results_file) as call:
+        code = run_asv(plan.asv_command(s.conf, s.wrapper, group), cwd=plan.repo, env=s.env,
+                       lock_fd=s.lock_fd, results_file=s.results_file, stdout=s.out)
+        if progress.mismatch:  # numbers from another interpreter are never labelled
+            call.discard()
+    if progress.mismatch:
+        raise XferbenchError(progress.mismatch + "; this class's results were discarded")
+    label_results(s.results_file, plan.torch_version, plan.cuda, plan.meta.python or "",
+                  plan.device.name, plan.series_params)
+    ledger.codes.append(code)
+    ledger.done += group.classes
+    ledger.record = ledger.record.with_call(AsvCall(" | ".join(group.regexes), code))
+    if call.changed():
+        ledger.saved += group.benchmarks()
+        record_run(s.results_file, plan.meta, ledger.record, ledger.saved,
+                   outcomes(ledger.done, progress))
+
+
+@dataclass(frozen=True)
+class Done:
+    """What the run did, for the report."""
+
+    results_file: str
+    seconds: float
+    codes: tuple[int, ...]
+    progress: Progress
+    interrupted: bool = False
+
+
+def announce(plan: RunPlan, out: TextIO) -> None:
+    if plan.meta.emulated:
+        print(f"xferbench run: {plan.device} is emulated on the host: every accelerator path "
+              "runs, but no time below is a measurement", file=out, flush=True)
+    quick = " (quick)" if plan.options.quick else ""
+    print(f"xferbench run: torch {plan.torch_version} (CUDA {plan.cuda}) on {plan.device.name}, "
+          f"machine {plan.machine}, suite {plan.commit[:8]}, {plan.options.sweep} grid{quick}: "
+          f"{plan.total} combinations to measure in {len(plan.groups)} asv calls",
+          file=out, flush=True)
+
+
+def carry_out(plan: RunPlan, s: Setup) -> Done:
+    """Every asv call of ``plan`` in turn; an interrupt (Ctrl-C, SIGTERM) stops the run and
+    keeps what the calls before it saved."""
+    opts = plan.options
+    ledger = Ledger(RunRecord(plan.commit, plan.machine, plan.device.name, opts.sweep,
+                              opts.quick, opts.bench, iso_now()))
+    announce(plan, s.out)
+    started = time.monotonic()
+    progress = Progress(s.env["XFERBENCH_PROGRESS"], plan.total, s.out).start(
+        {c.full_name: list(c.param_names) for c in plan.classes},
+        expect={"executable": sys.executable, "torch": plan.torch_version})
+    interrupted = False
+    try:
+        with sigterm_as_interrupt():
+            for i, group in enumerate(plan.groups, 1):
+                print(f"[{i}/{len(plan.groups)}] {group.title} "
+                      f"({time.monotonic() - started:.0f} s so far)", file=s.out, flush=True)
+                asv_call(plan, s, group, progress, ledger)
+        ledger.record = replace(ledger.record, complete=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.stop()
+    if ledger.saved:
+        if not interrupted:
+            ledger.record = replace(ledger.record, finished_at=iso_now())
+        record_run(s.results_file, plan.meta, ledger.record, ledger.saved,
+                   outcomes(ledger.done, progress))
+    return Done(s.results_file, time.monotonic() - started, tuple(ledger.codes), progress,
+                interrupted)
+
+
+def results_folder(plan: RunPlan) -> None:
+    """Make the results folder, or one sentence why it cannot be."""
+    try:
+        os.makedirs(plan.options.results_dir, exist_ok=True)
+    except OSError as exc:
+        raise XferbenchError(
+            f"--results {plan.options.results_given} cannot be made: {exc.strerror}") from None

@@ -1,0 +1,43 @@
+"""The command-line options several commands share, declared once (as asv's
+``commands/common_args.py``): the results folder, the output format, the benchmark regex and
+the device. A command adds them to its parser; their checks live here too."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .errors import XferbenchError
+
+DEVICE_HELP = ("auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a registered "
+               "PrivateUse1 backend (e.g. emu)")
+
+
+def add_results(parser: Any) -> None:
+    """``--results DIR``: the results folder a command reads (or a run writes)."""
+    parser.add_argument("--results", default="results", metavar="DIR",
+                        help="results folder (default: results)")
+
+
+def add_format(parser: Any, help: str, choices: tuple[str, ...] = ("text", "json")) -> None:
+    """``--format``: the first choice is the default."""
+    parser.add_argument("--format", choices=choices, default=choices[0], help=help)
+
+
+def add_bench(parser: Any, help: str) -> None:
+    """``--bench REGEX``: checked with ``bench_pattern`` where the command runs."""
+    parser.add_argument("--bench", default=None, metavar="REGEX", help=help)
+
+
+def add_device(parser: Any) -> None:
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
+
+
+def bench_pattern(bench: str | None) -> re.Pattern[str] | None:
+    """``--bench`` compiled, None where none was given; one sentence for a bad one."""
+    if bench is None:
+        return None
+    try:
+        return re.compile(bench)
+    except re.error as exc:
+        raise XferbenchError(f"--bench {bench!r} is not a regular expression: {exc}") from None

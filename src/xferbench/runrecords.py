@@ -1,0 +1,153 @@
+"""The records a run makes, typed: what a suite class's process reports as it measures
+(``ProgressLine``, one JSON line each), every combination left without a number and why
+(``Outcome``), and each run that wrote into a results file (``RunRecord``, with one
+``AsvCall`` per asv call). Each has ``to_dict`` (what is written) and ``from_dict`` (what is
+read; old versions of the sidecar are upgraded before, in ``sidecar.py``, in one place)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+#: An Outcome's status: skipped (at discovery, or did not fit) or failed while measuring.
+SKIPPED = "skipped"
+FAILED = "failed"
+#: A ProgressLine's status for a combination with its numbers.
+MEASURED = "measured"
+
+
+#: How a run record writes its times: ISO 8601, UTC, to the second.
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def iso_now() -> str:
+    return time.strftime(ISO_FORMAT, time.gmtime())
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One combination of one benchmark without a number, and why."""
+
+    params: tuple[tuple[str, str], ...]  # (name, value as text), in declared order
+    status: str  # SKIPPED or FAILED
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"params": dict(self.params), "status": self.status, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        params = data.get("params") or {}
+        return cls(tuple((str(k), str(v)) for k, v in params.items()),
+                   str(data.get("status") or SKIPPED), str(data.get("reason") or ""))
+
+
+@dataclass(frozen=True)
+class AsvCall:
+    """One asv call of a run: the --bench regexes it was given and asv's exit status."""
+
+    bench: str  # the regexes, joined by " | "
+    asv_exit: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bench": self.bench, "asv_exit": self.asv_exit}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AsvCall:
+        return cls(str(data.get("bench", "")), int(data.get("asv_exit", -1)))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One ``xferbench run`` that wrote into a results file. Times are ISO 8601 UTC; a run is
+    known by its ``started_at``."""
+
+    commit: str
+    machine: str
+    device: str | None
+    sweep: str | None
+    quick: bool
+    bench: str | None  # the user's --bench, None for the whole suite
+    started_at: str | None
+    complete: bool | None = False  # None: not recorded (never in files this version writes)
+    files: tuple[AsvCall, ...] = ()
+    finished_at: str | None = None  # set once the run is over, if it saved anything
+    snapshot_commit: str | None = None  # set by relabel: the commit the run was filed under
+
+    def with_call(self, call: AsvCall) -> RunRecord:
+        return replace(self, files=(*self.files, call))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "commit": self.commit, "machine": self.machine, "device": self.device,
+            "sweep": self.sweep, "quick": self.quick, "bench": self.bench,
+            "started_at": self.started_at, "complete": self.complete,
+            "files": [f.to_dict() for f in self.files]}
+        for key in ("finished_at", "snapshot_commit"):  # written only once they are known
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        complete = data.get("complete")
+        return cls(
+            commit=str(data.get("commit", "")), machine=str(data.get("machine", "")),
+            device=_str_or_none(data.get("device")), sweep=_str_or_none(data.get("sweep")),
+            quick=bool(data.get("quick")), bench=_str_or_none(data.get("bench")),
+            started_at=_str_or_none(data.get("started_at")),
+            complete=complete if isinstance(complete, bool) else None,
+            files=tuple(AsvCall.from_dict(f) for f in data.get("files") or ()
+                        if isinstance(f, dict)),
+            finished_at=_str_or_none(data.get("finished_at")),
+            snapshot_commit=_str_or_none(data.get("snapshot_commit")))
+
+
+@dataclass(frozen=True)
+class ProgressLine:
+    """One line of the progress protocol (XFERBENCH_PROGRESS): a class's process says it
+    started (``event`` "start", with the interpreter and torch it runs), then reports each
+    combination it measured, skipped or failed (``event`` "combination")."""
+
+    event: str  # "start" or "combination"
+    class_name: str  # "bench_copies.Copy"
+    done: int
+    total: int
+    params: tuple[str, ...] = ()
+    status: str = ""  # MEASURED, SKIPPED or FAILED
+    seconds: float = 0.0
+    why: str = ""  # the first line of the reason a combination has no number
+    values: tuple[tuple[str, float], ...] = ()  # (track method, median)
+    executable: str | None = None  # the start line's
+    torch: str | None = None  # the start line's
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.event, "class": self.class_name,
+                               "done": self.done, "total": self.total}
+        if self.event == "start":
+            out.update({k: v for k, v in (("executable", self.executable),
+                                          ("torch", self.torch)) if v is not None})
+        else:
+            out.update({"params": list(self.params), "status": self.status,
+                        "seconds": self.seconds, "why": self.why,
+                        "values": dict(self.values)})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProgressLine:
+        values = data.get("values") or {}
+        return cls(
+            event=str(data.get("event", "combination")),
+            class_name=str(data.get("class", "?")),
+            done=int(data.get("done", 0)), total=int(data.get("total", 0)),
+            params=tuple(str(p) for p in data.get("params") or ()),
+            status=str(data.get("status", "")), seconds=float(data.get("seconds", 0)),
+            why=str(data.get("why", "")),
+            values=tuple((str(k), float(v)) for k, v in sorted(values.items())),
+            executable=_str_or_none(data.get("executable")),
+            torch=_str_or_none(data.get("torch")))

@@ -1,0 +1,179 @@
+"""The ``.metadata`` sidecar beside each asv results file: what asv does not record (the
+machine's metadata, every run that wrote into the file, which run measured each benchmark,
+and every combination without a number with its reason), typed, read and written here alone.
+
+Old versions are upgraded in one place, ``upgrade`` (as pyperf's loader does), so that every
+reader sees the current version only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from .errors import XferbenchError
+from .metadata import MachineMetadata
+from .runrecords import Outcome, RunRecord
+from .safefiles import load_json, write_json_atomic
+
+#: Version of the .metadata sidecar. Changelog:
+#:   1: first version ({"schema_version", "metadata", "run": {...}}); the run recorded the
+#:      benchmark processes' thread count as run.torch_threads (metadata.torch_threads was
+#:      the parent process's) and quick runs as run.short_budgets.
+#:   2: + "runs" (every run that wrote into the file, newest last), "benchmarks" (the run that
+#:      measured each benchmark, by its started_at), "outcomes" (per benchmark, each
+#:      combination without a number: skipped or failed, with its reason);
+#:      metadata.torch_threads is the benchmark processes' count, the one thread figure
+#:      (files written before that also carry it as run.threads, dropped on reading).
+#:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
+#:      records updated "run" alone), "run" wins.
+SCHEMA_VERSION = 2
+SCHEMA_VERSIONS = (1, 2)
+SUFFIX = ".metadata"
+#: Runs kept in a sidecar's history.
+RUNS_KEPT = 20
+
+
+def metadata_path(results_path: str) -> str:
+    """The sidecar of an asv results file (``<commit8>-<env>.json``)."""
+    return results_path[: -len(".json")] + SUFFIX
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """One results file's sidecar, at the current schema version."""
+
+    metadata: MachineMetadata | None  # None: none recorded
+    runs: tuple[RunRecord, ...] = ()  # newest last
+    #: benchmark -> the started_at of the run that measured it last
+    benchmarks: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    #: benchmark -> its combinations without a number in that run
+    outcomes: Mapping[str, tuple[Outcome, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def run(self) -> RunRecord | None:
+        """The newest run."""
+        return self.runs[-1] if self.runs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "metadata": self.metadata.to_dict() if self.metadata else {},
+            "run": self.run.to_dict() if self.run else {},
+            "runs": [r.to_dict() for r in self.runs],
+            "benchmarks": dict(self.benchmarks),
+            "outcomes": {name: [o.to_dict() for o in rows]
+                         for name, rows in self.outcomes.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sidecar:
+        """A sidecar of the current version (``upgrade`` first for any other)."""
+        meta = data.get("metadata") or {}
+        outcomes = data.get("outcomes") or {}
+        return cls(
+            metadata=MachineMetadata.from_dict(meta) if meta else None,
+            runs=tuple(RunRecord.from_dict(r) for r in data.get("runs") or ()
+                       if isinstance(r, dict)),
+            benchmarks=MappingProxyType(
+                {str(k): None if v is None else str(v)
+                 for k, v in (data.get("benchmarks") or {}).items()}),
+            outcomes=MappingProxyType(
+                {str(name): tuple(Outcome.from_dict(o) for o in rows if isinstance(o, dict))
+                 for name, rows in outcomes.items() if isinstance(rows, list)}))
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A sidecar's JSON of any version this xferbench reads, as the current version's (keys
+    no version reads any more are left for ``from_dict`` to ignore)."""
+    data = dict(data)
+    if data.get("schema_version") == 1:
+        run = dict(data.get("run") or {})
+        meta = dict(data.get("metadata") or {})
+        if run.pop("short_budgets", False):
+            run["quick"] = True
+        threads = run.pop("torch_threads", None)
+        if threads is not None:
+            meta["torch_threads"] = threads  # the benchmark processes' count: the one figure
+        data.update({"metadata": meta, "run": run, "runs": [run] if run else []})
+    run, runs = data.get("run"), [r for r in data.get("runs") or () if isinstance(r, dict)]
+    if isinstance(run, dict) and run:
+        # "run" is the newest run as every version wrote it, and what a relabel before
+        # version 2's records updated alone: where it and the newest of "runs" differ, it wins
+        if runs and runs[-1].get("started_at") == run.get("started_at"):
+            runs[-1] = run
+        elif not runs:
+            runs = [run]
+    data.update({"runs": runs, "schema_version": SCHEMA_VERSION})
+    return data
+
+
+def check(data: Any, path: str) -> dict[str, Any]:
+    """``data`` read from ``path``, if it is a sidecar this xferbench reads; else one
+    sentence."""
+    if not isinstance(data, dict):
+        raise XferbenchError(f"metadata file {path} is not a JSON object: it may be damaged; "
+                             "restore it from git or delete it")
+    if data.get("schema_version") not in SCHEMA_VERSIONS:
+        raise XferbenchError(
+            f"metadata file {path} has schema_version {data.get('schema_version')!r}: "
+            f"this xferbench reads versions {', '.join(map(str, SCHEMA_VERSIONS))}")
+    for key in ("metadata", "run"):
+        if not isinstance(data.get(key, {}), dict):
+            raise XferbenchError(f"metadata file {path} has a {key!r} that is not an object")
+    return data
+
+
+def load_sidecar(results_path: str) -> Sidecar | None:
+    """The sidecar of the results file ``results_path``, upgraded; None where there is none."""
+    path = metadata_path(results_path)
+    if not os.path.exists(path):
+        return None
+    return Sidecar.from_dict(upgrade(check(load_json(path, "metadata file"), path)))
+
+
+def _readable(results_path: str) -> Sidecar | None:
+    """The sidecar to update, or None where it is missing or unreadable (it is rewritten)."""
+    try:
+        return load_sidecar(results_path)
+    except XferbenchError:
+        return None
+
+
+def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
+               outcomes: Mapping[str, list[Outcome]]) -> None:
+    """Update the sidecar of ``results_path`` after ``run`` saved the benchmarks ``saved``
+    into it, with ``outcomes`` (per benchmark, its combinations without a number).
+
+    The sidecar keeps every run that wrote into the file (``runs``), which run measured each
+    benchmark (``benchmarks``), and each benchmark's combinations without a number
+    (``outcomes``): a later run that re-measures some classes replaces their entries and keeps
+    the others', so an interrupted run never hides the complete one before it.
+    """
+    old = _readable(results_path) or Sidecar(None)
+    runs = [r for r in old.runs if r.started_at != run.started_at] + [run]
+    benchmarks = dict(old.benchmarks)
+    kept = dict(old.outcomes)
+    for name in saved:
+        benchmarks[name] = run.started_at
+        kept[name] = tuple(outcomes.get(name, ()))
+    new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
+                  MappingProxyType(kept))
+    write_json_atomic(metadata_path(results_path), new.to_dict())
+
+
+def relabel_sidecar(old_results: str, new_results: str, commit: str, snapshot: str) -> None:
+    """Move the sidecar of ``old_results`` beside ``new_results``, its newest run filed under
+    the suite commit ``commit`` (``snapshot`` the one it was made at)."""
+    side = load_sidecar(old_results)
+    if side is None:
+        return
+    if side.runs:
+        newest = replace(side.runs[-1], commit=commit, snapshot_commit=snapshot)
+        side = replace(side, runs=(*side.runs[:-1], newest))
+    write_json_atomic(metadata_path(new_results), side.to_dict())
+    if metadata_path(new_results) != metadata_path(old_results):
+        os.remove(metadata_path(old_results))
