@@ -19,10 +19,11 @@ LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry 
 TOP_LEVEL = {
     **dict.fromkeys(("errors", "units", "version"), BASE),
     **dict.fromkeys(("devices", "device_memory", "stream_hold", "timing", "measurement",
-                     "metadata"), CORE),
+                     "metadata", "device_watch", "auditing"), CORE),
     "practices": PRACTICES,
     **dict.fromkeys(("results", "resultfiles", "labels", "asvrepo", "stats", "comparison",
-                     "headline", "sitemap", "citation", "provenance", "outcomes", "prices"), RESULTS),
+                     "headline", "sitemap", "citation", "provenance", "outcomes", "prices",
+                     "auditor", "audit_report", "audit_findings"), RESULTS),
     **dict.fromkeys(("commands", "pytest_plugin", "quick"), COMMANDS),
     **dict.fromkeys(("cli", "__main__", ""), ENTRY),  # "": xferbench/__init__.py
 }

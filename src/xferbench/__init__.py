@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from .errors import XferbenchError
 from .version import __version__
 
-__all__ = ["Measurement", "XferbenchError", "measure", "resolve_device", "__version__"]
+__all__ = ["Audit", "Measurement", "XferbenchError", "audit", "measure", "resolve_device",
+           "__version__"]
 
 if TYPE_CHECKING:
+    from .auditor import Audit, audit
     from .devices import resolve_device
     from .measurement import Measurement
     from .timing import measure
@@ -23,6 +25,8 @@ _LAZY = {
     "measure": ("timing", "measure"),
     "Measurement": ("measurement", "Measurement"),
     "resolve_device": ("devices", "resolve_device"),
+    "audit": ("auditor", "audit"),
+    "Audit": ("auditor", "Audit"),
 }
 
 
