@@ -225,6 +225,10 @@ def _footer(d: dict[str, Any]) -> list[str]:
                      "explicit synchronise left out, plus blocking host-to-device copies)")
     for note in d["notes"]:
         lines += ["note on a device-mismatch error:", *("  " + ln for ln in note.splitlines())]
+    script = d.get("script")
+    if script is not None and script["exit_status"] != 0:
+        lines.append(f"the script exited with status {script['exit_status']}: this reports "
+                     "the steps that ran")
     return lines
 
 

@@ -1,9 +1,9 @@
 """The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, list,
-publish, compare, cite); nothing else lives here.
+publish, compare, cite, audit); nothing else lives here.
 
 Exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an environment error
 (one sentence on stderr, nothing written); 3 a run that measured nothing or lost results;
-130 interrupted.
+130 interrupted. ``audit`` exits with its script's own status.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Benchmarks for PyTorch host-device transfer practices.",
         epilog="exit status: 0 ok; 1 a regression found (compare only); 2 bad input or an "
                "environment error (one sentence on stderr, nothing written); 3 a run that "
-               "measured nothing or lost results; 130 interrupted",
+               "measured nothing or lost results; 130 interrupted; audit: its script's own "
+               "status",
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"xferbench {__version__}")
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.error("a command is required: env, run, list, publish, compare or cite")
+        parser.error("a command is required: env, run, list, publish, compare, cite or audit")
     try:
         return int(args.func(args) or 0)
     except XferbenchError as exc:

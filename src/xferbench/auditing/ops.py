@@ -70,6 +70,9 @@ CALL_KINDS = {
 #: copy inside ``.cpu()``/``.tolist()``/``.numpy()`` (the tensor is on the host already),
 #: so these count from the call itself there.
 HOST_READ_CALLS = frozenset({"tolist", "numpy", "cpu", "__repr__", "__str__", "__format__"})
+#: Calls that format a tensor: torch's formatter turns every mode off, so the copy of a
+#: device tensor to the host inside them is recorded from the call itself.
+PRINT_CALLS = frozenset({"__repr__", "__str__", "__format__"})
 #: Calls that make a tensor from data and can place it on a device in one step: the copy
 #: inside them happens below the dispatcher (``torch.tensor(data, device=dev)``).
 DATA_CALLS = frozenset({"tensor", "as_tensor", "asarray", "new_tensor"})

@@ -51,6 +51,7 @@ from .ops import (
     HOST_READ_CALLS,
     INDEX,
     PIN,
+    PRINT_CALLS,
     SYNC,
     SYNC_OPS,
     call_label,
@@ -142,6 +143,8 @@ class Recorder:
             self._cpu_call_done(call, args, kwargs, out)
         elif name in DATA_CALLS and not call.copied:
             self._data_call_done(call, args, out)
+        elif name in PRINT_CALLS and not call.waited:
+            self._print_done(call, args)
         return out
 
     def _cpu_call_done(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -182,6 +185,16 @@ class Recorder:
                 return
             self.events.append(CopyEvent(H2D, nbytes(out), PAGEABLE, False, False, "cpu",
                                          str(out.device), call.label, self._site()))
+
+    def _print_done(self, call: Call, args: tuple[Any, ...]) -> None:
+        """Printing a device tensor copies it to the host, below the dispatcher (torch's
+        formatter turns the modes off): one wait, recorded from the call."""
+        import torch
+
+        with torch._C.DisableTorchFunction():
+            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if first is not None and first.device.type != "cpu":
+                self._wait(call, "print", str(first.device), True, f"Tensor.{call.name}")
 
     # -- the dispatch mode ----------------------------------------------------------------
 
@@ -227,8 +240,8 @@ class Recorder:
         if sides is None:
             return False
         src, dst, non_blocking = sides
-        if src.device == dst.device:
-            return False
+        if src.device == dst.device or "meta" in (src.device.type, dst.device.type):
+            return False  # no transfer (a meta tensor has no data to move)
         call = self.calls[-1] if self.calls else None
         key = (src.data_ptr(), str(dst.device))
         if call is not None:
@@ -301,14 +314,16 @@ class Recorder:
     def _propagate(self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                    out: Any) -> None:
         """What is computed from host-made tensors alone is host-made too (``torch.rand(n)
-        > 0.5``); an in-place op that mixes in other data ends it."""
+        > 0.5``), made from data where data went in; an in-place op that mixes in a tensor
+        from outside the audit ends it."""
         results = [t for t in outputs(out) if t.device.type == "cpu"]
         if not results:
             return
         inputs = tensors_in((*args, *kwargs.values()))
         origins = [self.origin_of(t) for t in inputs]
         if inputs and all(o is not None for o in origins):
-            first = origins[0]
+            # data mixed in (torch.tensor, from_numpy) makes it data: no create-then-move
+            first = next((o for o in origins if o is not None and o.from_data), origins[0])
             assert first is not None
             # a view is no new tensor: it keeps the line that made its base
             made = first.made_site if _is_view(func) else self._site()

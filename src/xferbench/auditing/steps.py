@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import Event, Mark
+from .events import Event, Mark, Site
 
 OPTIMIZER, MANUAL, NONE = "optimizer", "manual", "none"
 
@@ -83,20 +83,31 @@ def segment(events: list[Event], marks: list[Mark], limit: int | None = None) ->
 
 
 def _realign(raw: list[list[Event]], tail: list[Event]) -> tuple[list[list[Event]], list[Event]]:
-    """Move what each step ran before its beginning to the step before (see the module)."""
+    """Move what each step ran before its beginning to the step before (see the module).
+
+    The beginning is the first line of step 1 that every later step runs. Where there is
+    none and no line of step 1 recurs at all (step 1 ran only setup, or nothing, before its
+    optimizer step), every recurring event runs after the optimizer step: each segment
+    belongs to the step before it."""
     if len(raw) == 1:
         return [raw[0] + tail], []  # one step: everything after it is its own
     later = [{e.site for e in s} for s in raw[1:]]
     head = next((e.site for e in raw[0] if all(e.site in sites for sites in later)), None)
-    if head is None:
-        return raw, tail
     steps: list[list[Event]] = [list(raw[0])]
-    post_sites = set()
-    for seg in raw[1:]:
-        cut = next(i for i, e in enumerate(seg) if e.site == head)
-        steps[-1] += seg[:cut]
-        post_sites.update(e.site for e in seg[:cut])
-        steps.append(list(seg[cut:]))
+    post_sites: set[Site] = set()
+    if head is not None:
+        for seg in raw[1:]:
+            cut = next(i for i, e in enumerate(seg) if e.site == head)
+            steps[-1] += seg[:cut]
+            post_sites.update(e.site for e in seg[:cut])
+            steps.append(list(seg[cut:]))
+    elif not any(e.site in sites for e in raw[0] for sites in later):
+        for seg in raw[1:]:
+            steps[-1] += seg
+            post_sites.update(e.site for e in seg)
+            steps.append([])
+    else:
+        return raw, tail
     cut = next((i for i, e in enumerate(tail) if e.site not in post_sites), len(tail))
     steps[-1] += tail[:cut]
     return steps, tail[cut:]
