@@ -292,3 +292,71 @@ def test_schema_rejects_a_report_that_breaks_it():
                    {**data, "boundary": "epoch"}, {k: v for k, v in data.items() if k != "steps"}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, schema())
+
+
+# -- prices (a fabricated GPU price book: test data, not a measurement) -------------------
+
+def _gpu_book():
+    from xferbench.prices import Price, PriceBook, Rate, Series
+
+    h200 = Series("gpu-test", "2.5.0", "cuda:0", "NVIDIA H200")
+    cpu = Series("cpu-box", "2.5.0", "cpu", None)
+    item = Price("item_per_epoch", "per-batch `.item()`", "one read per epoch", "steps/s",
+                 ratio=2.0, practice_s=0.001, baseline_s=0.002, noise=0.03, series=h200,
+                 command="xferbench cite Loop.track_step_s --params read=item_every_batch")
+    rates = (Rate("h2d", "pageable", "blocking", 1 << 20, 1e-4, 0.01, h200, "cite-pageable"),
+             Rate("h2d", "pinned", "blocking", 1 << 20, 5e-5, 0.01, h200, "cite-pinned"),
+             Rate("h2d", "pinned", "blocking", 64 << 20, 1.0, 0.01, cpu, "cpu-figure"))
+    return PriceBook("test data", (item,), rates, ({"machine": "gpu-test", "torch": "2.5.0",
+                                                    "quick": False, "device": "cuda:0",
+                                                    "gpu": "NVIDIA H200"},))
+
+
+def test_findings_are_priced_from_gpu_figures_the_costliest_first():
+    from xferbench.audit_findings import findings
+    from xferbench.auditing import CopyEvent, Site
+
+    here = Site("train.py", 10, "step", "x = batch.to(dev)")
+    there = Site("train.py", 20, "step", "loss.item()")
+    copy = CopyEvent("h2d", 1 << 20, "pageable", True, False, "cpu", "cuda:0", ".to()", here)
+    wait = SyncEvent("item", "cuda:0", True, ".item()", "aten::_local_scalar_dense", there)
+    steps = ((copy, wait), (copy, wait, wait))  # the second step reads twice
+    found = findings(steps, (), _gpu_book())
+    by_kind = {f.kind: f for f in found}
+    sync, pageable = by_kind["sync"], by_kind["pageable_copy"]
+    assert sync.per_step == 1.5 and sync.price.gpu and sync.price.cite.startswith("xferbench cite")
+    assert sync.price.cost_s == pytest.approx(1.5 * 0.001)  # 1.5 waits x (2 ms - 1 ms)
+    # 1 MiB a step at 1 MiB per 100 us, pinned at 50 us: the fix saves 50 us a step
+    assert pageable.price.cost_s == pytest.approx(1e-4)
+    assert pageable.price.saving_s == pytest.approx(5e-5)
+    assert "NVIDIA H200" in pageable.price.text and "cpu-box" not in pageable.price.text
+    assert [f.kind for f in found] == ["sync", "pageable_copy"]  # 1.5 ms before 0.1 ms
+    assert pageable.lint == "XB105" and sync.lint == "XB101"
+
+
+def test_a_cpu_only_price_table_is_never_quoted_as_a_gpu_figure():
+    from xferbench.audit_findings import findings
+    from xferbench.auditing import Site
+    from xferbench.prices import PriceBook
+
+    book = PriceBook.load(None)  # the shipped table: CPU runs only, today
+    wait = SyncEvent("item", "cuda:0", True, ".item()", "aten::_local_scalar_dense",
+                     Site("t.py", 1, "f"))
+    (sync,) = findings(((wait,),), (), book)
+    if book.get("item_per_epoch") is None:
+        assert not sync.price.gpu and sync.price.cost_s is None
+        assert sync.price.text.startswith("no GPU price yet")
+    else:  # a table made on a GPU: its figure, with the command that cites it
+        assert sync.price.gpu and sync.price.cite.startswith("xferbench cite")
+
+
+def test_the_overhead_measurement_runs_both_ways_and_counts_the_aten_calls():
+    from xferbench.auditing.overhead import format_overheads, measure
+
+    results = measure(calls=20, repeats=2, step_calls=2)
+    by_name = {r.name: r for r in results}
+    assert by_name["op"].aten_calls == 1 and by_name["read"].aten_calls == 1
+    assert by_name["step"].aten_calls > 20  # forward, backward, the optimizer's update
+    assert all(len(r.plain_s) == len(r.audited_s) == 2 and r.plain > 0 for r in results)
+    lines = format_overheads(results)
+    assert lines[0].split()[:3] == ["workload", "plain", "audited"] and len(lines) == 5

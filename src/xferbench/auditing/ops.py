@@ -77,12 +77,13 @@ PRINT_CALLS = frozenset({"__repr__", "__str__", "__format__"})
 #: inside them happens below the dispatcher (``torch.tensor(data, device=dev)``).
 DATA_CALLS = frozenset({"tensor", "as_tensor", "asarray", "new_tensor"})
 
-_categories: dict[Any, tuple[str | None, str]] = {}
+#: The classification of each OpOverload seen, by the op (filled by ``classify``).
+CATEGORIES: dict[Any, tuple[str | None, str]] = {}
 
 
 def classify(func: Any) -> tuple[str | None, str]:
     """(category or None, op name without overload) of an ``OpOverload``."""
-    found = _categories.get(func)
+    found = CATEGORIES.get(func)
     if found is None:
         name = func.__name__.split(".")[0]
         category: str | None = None
@@ -100,7 +101,7 @@ def classify(func: Any) -> tuple[str | None, str]:
             elif name in PIN_OPS:
                 category = PIN
         found = (category, name)
-        _categories[func] = found
+        CATEGORIES[func] = found
     return found
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType, MethodWrapperType
 from typing import Any
 
@@ -44,6 +44,7 @@ from .frames import is_internal, site_of, user_frame
 from .mismatch import annotate, is_mismatch
 from .ops import (
     CALL_KINDS,
+    CATEGORIES,
     COPY,
     DATA_CALLS,
     FACTORY,
@@ -66,24 +67,42 @@ from .tables import TensorTable
 # torch loads inside the functions that need it: the package imports without it.
 
 _OVERRIDES = ("overrides.py",)
+#: Calls a CPU-only run looks at once they return: host reads, and moves.
+CPU_CALLS = HOST_READ_CALLS | {"to", "cuda"}
 
 
-@dataclass
+
 class Call:
-    """A call the user's code (or torch's own) made into torch, seen by the function mode."""
+    """A call the user's code (or torch's own) made into torch, seen by the function mode.
+    (A plain class with slots: one is made per call, so it is kept cheap.)"""
 
-    func: Any
-    name: str  # "item", "__bool__", "to"
-    label: str  # ".item()", "bool()", ".to()"
-    frame: FrameType | None  # the frame it was called from (torch's dispatch frames skipped)
-    device_given: bool = False  # called with device= (a factory told where to make it)
-    waited: bool = False  # a wait was recorded inside it
-    copied: set[tuple[int, str]] = field(default_factory=set)  # (source pointer, destination)
+    __slots__ = ("func", "name", "label", "_frame", "_resolved", "device_given", "waited",
+                 "copied")
+
+    def __init__(self, func: Any, name: str, label: str, frame: FrameType | None,
+                 device_given: bool) -> None:
+        self.func = func
+        self.name = name  # "item", "__bool__", "to"
+        self.label = label  # ".item()", "bool()", ".to()"
+        self._frame = frame  # the frame the mode's handler was called from
+        self._resolved = False
+        self.device_given = device_given  # called with device= (a factory told where)
+        self.waited = False  # a wait was recorded inside it
+        self.copied: set[tuple[int, str]] | None = None  # (source pointer, destination)
+
+    @property
+    def frame(self) -> FrameType | None:
+        """The frame that made the call, past torch's own dispatch frames."""
+        if not self._resolved:
+            self._frame = _caller(self._frame, self.func)
+            self._resolved = True
+        return self._frame
 
     @property
     def by_user(self) -> bool:
         """Called from the user's code, not from inside torch."""
-        return self.frame is not None and not is_internal(self.frame.f_code.co_filename)
+        frame = self.frame
+        return frame is not None and not is_internal(frame.f_code.co_filename)
 
 
 @dataclass(frozen=True)
@@ -131,7 +150,7 @@ class Recorder:
         if not self.recording or type(func) is MethodWrapperType:  # attribute reads
             return func(*args, **kwargs)
         name, label = call_label(func)
-        call = Call(func, name, label, _caller(sys._getframe(2), func), "device" in kwargs)
+        call = Call(func, name, label, sys._getframe(2), "device" in kwargs)
         self.calls.append(call)
         try:
             out = func(*args, **kwargs)
@@ -140,7 +159,8 @@ class Recorder:
         if not self.recording:
             return out
         if self.cpu_mode:
-            self._cpu_call_done(call, args, kwargs, out)
+            if name in CPU_CALLS:
+                self._cpu_call_done(call, args, kwargs, out)
         elif name in DATA_CALLS and not call.copied:
             self._data_call_done(call, args, out)
         elif name in PRINT_CALLS and not call.waited:
@@ -200,8 +220,8 @@ class Recorder:
 
     def on_dispatch(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.aten_calls += 1
-        category, name = classify(func)
-        if not self.recording or (category is None and not self.origins):
+        category, name = CATEGORIES.get(func) or classify(func)
+        if category is None and not self.origins.entries or not self.recording:
             return self._run(func, args, kwargs)
         out = self._run(func, args, kwargs)
         import torch
@@ -245,7 +265,9 @@ class Recorder:
         call = self.calls[-1] if self.calls else None
         key = (src.data_ptr(), str(dst.device))
         if call is not None:
-            if key in call.copied:
+            if call.copied is None:
+                call.copied = set()
+            elif key in call.copied:
                 return True  # the same copy seen again through another layer
             call.copied.add(key)
         direction = H2D if src.device.type == "cpu" else D2H if dst.device.type == "cpu" \

@@ -15,17 +15,18 @@ class TensorTable(Generic[V]):
     """``table[t] = value`` while ``t`` lives; ``table.get(t)`` is None once it is gone."""
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Any], V]] = {}
+        #: id -> (weak reference, value); read directly where a method call costs too much
+        self.entries: dict[int, tuple[weakref.ref[Any], V]] = {}
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
     def __bool__(self) -> bool:
-        return bool(self._entries)
+        return bool(self.entries)
 
     def __setitem__(self, tensor: Any, value: V) -> None:
         key = id(tensor)
-        entries = self._entries
+        entries = self.entries
 
         def gone(_ref: weakref.ref[Any], key: int = key) -> None:
             entry = entries.get(key)
@@ -35,18 +36,18 @@ class TensorTable(Generic[V]):
         entries[key] = (weakref.ref(tensor, gone), value)
 
     def get(self, tensor: Any) -> V | None:
-        entry = self._entries.get(id(tensor))
+        entry = self.entries.get(id(tensor))
         if entry is None or entry[0]() is not tensor:
             return None
         return entry[1]
 
     def discard(self, tensor: Any) -> None:
-        entry = self._entries.get(id(tensor))
+        entry = self.entries.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
-            del self._entries[id(tensor)]
+            del self.entries[id(tensor)]
 
     def values(self) -> Iterator[V]:
-        return (value for _ref, value in list(self._entries.values()))
+        return (value for _ref, value in list(self.entries.values()))
 
     def clear(self) -> None:
-        self._entries.clear()
+        self.entries.clear()
