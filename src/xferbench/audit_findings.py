@@ -72,7 +72,7 @@ def _key(e: Event) -> tuple[Any, ...] | None:
     if isinstance(e, CopyEvent):
         if e.module_move:
             return (MODULE_MOVE, e.site)
-        if e.host_made:
+        if e.host_made and not e.non_blocking:
             return None  # its create-then-move finding says it all
         if e.host_memory == PAGEABLE and (e.direction == H2D or e.non_blocking):
             return (PAGEABLE_COPY, e.site, e.direction, e.non_blocking)
@@ -159,9 +159,9 @@ def group(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...]) -> lis
 
 def findings(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...],
              book: PriceBook | None) -> list[Finding]:
-    """The findings, priced, the worst first: by seconds per step where priced on a GPU,
-    else waits, then pageable copies, create-then-move, module moves and pinning, each by
-    how often it happens."""
+    """The findings, priced, grouped by line, the worst first: by seconds per step where
+    priced on a GPU, else waits, then pageable copies, create-then-move, module moves and
+    pinning, each by how often it happens; a line's findings follow its worst."""
     n_steps = max(len(steps), 1)
     out = []
     for g in group(steps, after):
@@ -170,7 +170,9 @@ def findings(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...],
         finding = Finding(kind, severity, first.site, what, fix, g["events"],
                           g["in_steps"] / n_steps, len(g["steps"]), g["nbytes"], lint, details)
         out.append(_priced(finding, book) if book is not None else finding)
-    return sorted(out, key=_order)
+    ranked = sorted(out, key=_order)
+    sites = list(dict.fromkeys(f.site for f in ranked))  # each line where its worst ranks
+    return sorted(ranked, key=lambda f: sites.index(f.site))
 
 
 def _order(f: Finding) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .audit_findings import Price, bytes_text, findings, price_line
 from .auditing import CopyEvent, Counts, SyncEvent
-from .auditing.events import H2D
+from .auditing.events import D2H, H2D
 from .auditing.ops import SYNC_KINDS
 from .devices import is_emulated
 from .errors import XferbenchError
@@ -50,21 +50,23 @@ def _load_book(results: str | None) -> tuple[PriceBook | None, str | None]:
         return None, str(exc)
 
 
-def _sync_debug(audit: Any, total: Counts, events: list[Any]) -> dict[str, Any]:
+def _sync_debug(audit: Any, events: list[Any]) -> dict[str, Any]:
     """torch's sync debug count beside the audit's comparable figure: the debug mode also
     flags blocking host-device copies, and misses explicit synchronise calls and copies
     into pageable memory asked as non_blocking."""
     blocking_h2d = sum(1 for e in events if isinstance(e, CopyEvent) and e.direction == H2D
                        and not e.non_blocking)
+    refused_d2h = sum(1 for e in events if isinstance(e, CopyEvent) and e.direction == D2H
+                      and e.non_blocking and not e.asynchronous)
     waits = sum(1 for e in events if isinstance(e, SyncEvent) and e.paid
-                and e.kind != "synchronize" and not (e.kind == "to_host" and "copy_" in e.call))
+                and e.kind != "synchronize") - refused_d2h
     count = audit.sync_debug_count
     reason = None
     if count is None:
         device = audit.device
         reason = (f"torch's sync debug mode exists for CUDA and ROCm only, not {device}"
                   if device is None or device.type != "cuda" else "turned off")
-    return {"count": count, "audit_comparable": waits + blocking_h2d, "reason": reason}
+    return {"count": count, "audit_comparable": max(waits, 0) + blocking_h2d, "reason": reason}
 
 
 def build_report(audit: Any, book: PriceBook | None = None) -> AuditReport:
@@ -104,7 +106,7 @@ def build_report(audit: Any, book: PriceBook | None = None) -> AuditReport:
         "findings": [{**f.to_dict(), "bytes_each": f.nbytes // f.count if f.count else 0}
                      for f in found],
         "notes": audit.notes,
-        "sync_debug": _sync_debug(audit, total, audit.events),
+        "sync_debug": _sync_debug(audit, audit.events),
         "prices": {"source": book.source if book is not None else None,
                    "error": price_error, "no_gpu_price": reasons},
         "aten_calls": audit.aten_calls,

@@ -13,9 +13,11 @@ decomposes it, and names the kind of each wait. Explicit synchronise calls, whic
 dispatcher never sees, are wrapped while the audit runs (``device_watch.synchronize_calls``).
 
 Modules: ``events`` (what is recorded), ``frames`` (the user's line), ``ops`` (which aten
-call is what), ``tables`` (tensors by identity, held weakly), ``recorder`` (the two modes'
-handlers), ``modes`` (installing them), ``mismatch`` (the note on a device-mismatch error),
-``steps`` (step boundaries) and ``counts`` (per-step figures).
+call is what), ``sides`` (an aten call's tensors by role), ``tables`` (tensors by identity,
+held weakly), ``calls`` (what is kept about a call and a host tensor), ``recorder`` (the two
+modes' handlers), ``modes`` (installing them), ``mismatch`` (the note on a device-mismatch
+error), ``steps`` (step boundaries), ``counts`` (per-step figures) and ``overhead`` (the
+audit's own cost, measured: ``scripts/audit-overhead``).
 """
 
 from .counts import Counts

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import sys
 import weakref
-from dataclasses import dataclass
 from types import FrameType, MethodWrapperType
 from typing import Any
 
 from ..device_watch import is_pinned
+from .calls import Call, Move, Origin, is_view, names_device
 from .events import (
     D2D,
     D2H,
@@ -40,7 +40,7 @@ from .events import (
     Site,
     SyncEvent,
 )
-from .frames import is_internal, site_of, user_frame
+from .frames import site_of, user_frame
 from .mismatch import annotate, is_mismatch
 from .ops import (
     CALL_KINDS,
@@ -66,63 +66,9 @@ from .tables import TensorTable
 
 # torch loads inside the functions that need it: the package imports without it.
 
-_OVERRIDES = ("overrides.py",)
 #: Calls a CPU-only run looks at once they return: host reads, and moves.
 CPU_CALLS = HOST_READ_CALLS | {"to", "cuda"}
 
-
-
-class Call:
-    """A call the user's code (or torch's own) made into torch, seen by the function mode.
-    (A plain class with slots: one is made per call, so it is kept cheap.)"""
-
-    __slots__ = ("func", "name", "label", "_frame", "_resolved", "device_given", "waited",
-                 "copied")
-
-    def __init__(self, func: Any, name: str, label: str, frame: FrameType | None,
-                 device_given: bool) -> None:
-        self.func = func
-        self.name = name  # "item", "__bool__", "to"
-        self.label = label  # ".item()", "bool()", ".to()"
-        self._frame = frame  # the frame the mode's handler was called from
-        self._resolved = False
-        self.device_given = device_given  # called with device= (a factory told where)
-        self.waited = False  # a wait was recorded inside it
-        self.copied: set[tuple[int, str]] | None = None  # (source pointer, destination)
-
-    @property
-    def frame(self) -> FrameType | None:
-        """The frame that made the call, past torch's own dispatch frames."""
-        if not self._resolved:
-            self._frame = _caller(self._frame, self.func)
-            self._resolved = True
-        return self._frame
-
-    @property
-    def by_user(self) -> bool:
-        """Called from the user's code, not from inside torch."""
-        frame = self.frame
-        return frame is not None and not is_internal(frame.f_code.co_filename)
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a host tensor came from: the factory that made it (or the data it was made of)
-    and the line of the op that produced this very tensor."""
-
-    factory: str
-    from_data: bool
-    factory_site: Site
-    made_site: Site
-
-
-@dataclass(frozen=True)
-class Move:
-    """A copy of a host tensor made to a device: its line and the copy, held weakly."""
-
-    site: Site
-    device: str
-    result: Any  # weakref.ref to the device tensor
 
 
 class Recorder:
@@ -184,7 +130,7 @@ class Recorder:
             if call.name == "cpu" and isinstance(out, torch.Tensor):
                 self._note_read(out)
             if call.name in ("to", "cuda") and out is first and call.by_user \
-                    and _names_device(args[1:], kwargs):
+                    and names_device(args[1:], kwargs):
                 origin = self.origin_of(first)
                 if origin is not None and not origin.from_data:
                     self.events.append(MoveEvent(origin.factory, origin.factory_site,
@@ -348,7 +294,7 @@ class Recorder:
             first = next((o for o in origins if o is not None and o.from_data), origins[0])
             assert first is not None
             # a view is no new tensor: it keeps the line that made its base
-            made = first.made_site if _is_view(func) else self._site()
+            made = first.made_site if is_view(func) else self._site()
             for t in results:
                 self.origins[t] = Origin(first.factory, first.from_data, first.factory_site,
                                          made)
@@ -401,34 +347,3 @@ class Recorder:
             return False
         found = self.host_reads.get(tensor.untyped_storage().data_ptr())
         return not (found is not None and found[0]() is not None and found[1] == tensor._version)
-
-
-def _caller(frame: FrameType | None, func: Any) -> FrameType | None:
-    """The frame that called ``func``: past torch's own dispatch frames (torch/overrides.py
-    and ``func``'s own body, for functions written in Python)."""
-    code = getattr(func, "__code__", None)
-    while frame is not None and (frame.f_code is code
-                                 or frame.f_code.co_filename.endswith(_OVERRIDES)):
-        frame = frame.f_back
-    return frame
-
-
-def _is_view(func: Any) -> bool:
-    """Whether an aten op returns a view of its input (its schema's return aliases it)."""
-    returns = func._schema.returns
-    alias = returns[0].alias_info if returns else None
-    return alias is not None and not alias.is_write
-
-
-def _names_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether a ``.to(...)`` call names a device (not only a dtype)."""
-    import torch
-
-    if "device" in kwargs:
-        return True
-    for a in args:
-        if isinstance(a, (torch.device, torch.Tensor, int)) and not isinstance(a, bool):
-            return True
-        if isinstance(a, str):
-            return True
-    return False
