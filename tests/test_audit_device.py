@@ -235,3 +235,16 @@ def test_torchs_sync_debug_count_is_reported_beside_the_audits(gpu_device):
     debug = a.report().to_dict()["sync_debug"]
     assert debug["reason"] is None and debug["count"] >= STEPS  # every .item() at least
     assert "cross-check: torch's sync debug mode counted" in str(a)
+
+
+def test_a_strided_pinned_source_cannot_be_asynchronous(gpu_device):
+    dev = gpu_device.torch()
+    pinned = torch.randn(B, 2 * F).pin_memory()
+    with xferbench.audit() as a:
+        pinned[:, :F].to(dev, non_blocking=True)  # strided
+        pinned[:B // 2].to(dev, non_blocking=True)  # contiguous rows: asynchronous
+    copies = [e for e in a.events if isinstance(e, CopyEvent)]
+    assert [(e.host_memory, e.asynchronous) for e in copies] == [("pinned", False),
+                                                                  ("pinned", True)]
+    (finding,) = a.report().to_dict()["findings"]
+    assert finding["site"]["line"] == line("strided") and "not contiguous" in finding["what"]

@@ -75,7 +75,9 @@ def _key(e: Event) -> tuple[Any, ...] | None:
         if e.host_made and not e.non_blocking:
             return None  # its create-then-move finding says it all
         if e.host_memory == PAGEABLE and (e.direction == H2D or e.non_blocking):
-            return (PAGEABLE_COPY, e.site, e.direction, e.non_blocking)
+            return (PAGEABLE_COPY, e.site, e.direction, e.non_blocking, e.host_memory)
+        if e.non_blocking and not e.asynchronous and e.direction != "d2d":
+            return (PAGEABLE_COPY, e.site, e.direction, True, e.host_memory)  # staged
         return None
     if isinstance(e, MoveEvent):
         return (CREATED_THEN_MOVED, e.site, e.factory, e.factory_site, e.paid)
@@ -104,11 +106,15 @@ def _describe(kind: str, key: tuple[Any, ...], first: Event, steps_seen: int
     if kind == PAGEABLE_COPY:
         assert isinstance(first, CopyEvent)
         side = "from" if first.direction == H2D else "into"
-        what = f"{first.direction.upper()} copy {side} pageable host memory"
-        if first.non_blocking:
-            what += ": non_blocking asked, but it cannot be asynchronous"
+        what = f"{first.direction.upper()} copy {side} {first.host_memory} host memory"
         fix = ("pin the host memory (DataLoader(pin_memory=True), or a pinned buffer reused "
                "every step)")
+        if first.host_memory != PAGEABLE:  # pinned, but strided or broadcast: staged
+            what += (": non_blocking asked, but the pinned side is not contiguous (or is "
+                     "broadcast), so torch stages it in pageable memory")
+            fix = "copy a contiguous tensor (pin after .contiguous())"
+        elif first.non_blocking:
+            what += ": non_blocking asked, but it cannot be asynchronous"
         severity = WARNING if first.non_blocking else INFO
         lint = "XB105" if first.non_blocking and first.direction == H2D else None
         return (severity, what, fix, lint, _copy_details(first))

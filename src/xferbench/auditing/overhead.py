@@ -9,9 +9,11 @@ full where the step is launch-bound):
 - ``read``: ``.item()`` of a one-element tensor: a call the audit records (a wait: the
   user's line found by walking the stack, an event appended);
 - ``step``: a small MLP training step (forward, backward, SGD step): what a step pays.
-Each is timed in blocks of ``calls`` calls, ``repeats`` times, alternating plain and audited
-blocks so drift on a shared machine hits both alike; the medians and the spread of each are
-reported.
+Each is timed in blocks of ``calls`` calls, ``repeats`` times, a plain block and an audited
+one in turn; the added time is the median of the paired differences (drift on a shared machine
+hits both blocks of a pair alike), shown with the medians and spreads of both. torch runs on
+one thread (``--threads``): the audit's handlers are single-threaded host code, and one
+thread keeps a busy 2-core machine's noise out of the step.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ class Overhead:
 
     @property
     def added_s(self) -> float:
-        return self.audited - self.plain
+        """The median of the paired differences (each audited block minus the plain block
+        timed just before it): drift on a shared machine cancels within a pair."""
+        return statistics.median(a - p for a, p in zip(self.audited_s, self.plain_s))
 
     @property
     def per_aten_call_s(self) -> float:
@@ -133,7 +137,8 @@ def format_overheads(results: list[Overhead]) -> list[str]:
             f"{format_seconds(r.added_s):>12} {r.aten_calls:>11.1f} "
             f"{format_seconds(r.per_aten_call_s):>20}"
             f"   (spread {Overhead.spread(r.plain_s):.0%} / {Overhead.spread(r.audited_s):.0%})")
-    lines.append("seconds per call, medians over blocks; spread: IQR/median of the blocks")
+    lines.append("seconds per call, medians over blocks; added: the median of paired "
+                 "differences; spread: IQR/median of the blocks")
     return lines
 
 
@@ -144,9 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="calls per block (op, read)")
     parser.add_argument("--step-calls", type=int, default=20, help="steps per block")
     parser.add_argument("--repeats", type=int, default=15, help="blocks of each kind")
+    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads")
     args = parser.parse_args(argv)
     import torch
 
+    torch.set_num_threads(args.threads)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
           f"load average {load}: on a shared machine, compare the spreads")

@@ -60,7 +60,7 @@ from .ops import (
     nbytes,
     sync_kind,
 )
-from .sides import boolean_mask, copy_sides, outputs, tensors_in, wait_input
+from .sides import boolean_mask, copy_sides, outputs, same_layout, tensors_in, wait_input
 from .steps import should_stop
 from .tables import TensorTable
 
@@ -220,7 +220,8 @@ class Recorder:
             else D2D
         host = src if direction == H2D else dst if direction == D2H else None
         memory = None if host is None else PINNED if is_pinned(host) else PAGEABLE
-        asynchronous = direction == D2D or (non_blocking and memory == PINNED)
+        asynchronous = direction == D2D or (non_blocking and memory == PINNED
+                                            and same_layout(src, dst))
         frame, module_move = user_frame(sys._getframe(1))
         site = self._site(frame)
         label = call.label if call is not None else f"aten::{name}"

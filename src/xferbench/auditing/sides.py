@@ -46,6 +46,16 @@ def copy_sides(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, An
     return src, dst, bool(argument(func, args, kwargs, "non_blocking", False))
 
 
+def same_layout(src: Any, dst: Any) -> bool:
+    """Whether a copy needs no host-side staging: as CUDA's copy kernel, the two sides have
+    as many elements (no broadcast) and both are contiguous or share their strides. Else
+    torch makes a contiguous temporary in pageable host memory, and the copy through it
+    cannot be asynchronous (a dtype change alone is made on the device: no staging)."""
+    if src.numel() != dst.numel():
+        return False
+    return (src.is_contiguous() and dst.is_contiguous()) or src.stride() == dst.stride()
+
+
 def tensors_in(values: Any) -> list[Any]:
     """The tensors among a call's arguments or results (one level into lists and tuples)."""
     import torch
