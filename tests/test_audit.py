@@ -360,3 +360,24 @@ def test_the_overhead_measurement_runs_both_ways_and_counts_the_aten_calls():
     assert all(len(r.plain_s) == len(r.audited_s) == 2 and r.plain > 0 for r in results)
     lines = format_overheads(results)
     assert lines[0].split()[:3] == ["workload", "plain", "audited"] and len(lines) == 5
+
+
+def test_the_sync_debug_count_counts_torchs_warnings_and_passes_the_others_on(monkeypatch):
+    # the CUDA cross-check's plumbing, without CUDA: torch's warning is counted and hidden,
+    # the user's own warnings reach whoever records them (pytest, here)
+    import contextlib
+    import warnings
+
+    from xferbench import device_watch
+
+    monkeypatch.setattr(device_watch, "sync_debug_warnings", lambda device:
+                        contextlib.nullcontext())
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("error")  # as pytest -W error: the count must not raise
+        with device_watch.sync_debug_count(None) as count:
+            for _ in range(3):
+                warnings.warn(f"x: {device_watch.SYNC_DEBUG_WARNING}", UserWarning)
+            warnings.simplefilter("always", DeprecationWarning)
+            warnings.warn("the user's own", DeprecationWarning)
+    assert count == [3]
+    assert [str(w.message) for w in log] == ["the user's own"]

@@ -248,3 +248,17 @@ def test_a_strided_pinned_source_cannot_be_asynchronous(gpu_device):
                                                                   ("pinned", True)]
     (finding,) = a.report().to_dict()["findings"]
     assert finding["site"]["line"] == line("strided") and "not contiguous" in finding["what"]
+
+
+def test_a_model_built_on_the_host_and_moved_is_a_module_move_not_a_create_then_move(
+        gpu_device):
+    dev = gpu_device.torch()
+    with xferbench.audit() as a:
+        model = torch.nn.Sequential(torch.nn.Linear(F, OUT), torch.nn.BatchNorm1d(OUT))
+        model.to(dev)  # built-then-moved
+    assert a.total.created_then_moved == 0  # the BatchNorm's buffers are zeros/ones
+    assert a.total.module_moves == 2 + 2 + 3  # weight, bias; BN weight, bias; 3 buffers
+    (finding,) = a.report().to_dict()["findings"]
+    assert (finding["kind"], finding["severity"], finding["lint"]) == ("module_move", "info",
+                                                                      None)
+    assert finding["site"]["line"] == line("built-then-moved")

@@ -83,11 +83,17 @@ def sync_debug_count(device: Device) -> Iterator[list[int]]:
     before, and the mode is restored."""
     count = [0]
     shown = warnings.showwarning
+    # Python's own chain (warnings._showwarnmsg): a replaced showwarning is called, else
+    # _showwarnmsg_impl, which catch_warnings(record=True) (pytest's) points at its log.
+    original = getattr(warnings, "_showwarning_orig", None)
+    impl = getattr(warnings, "_showwarnmsg_impl", None)
 
     def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
              line: Any = None) -> None:
         if SYNC_DEBUG_WARNING in str(message):
             count[0] += 1
+        elif shown is original and impl is not None:
+            impl(warnings.WarningMessage(message, category, filename, lineno, file, line))
         else:
             shown(message, category, filename, lineno, file, line)
 

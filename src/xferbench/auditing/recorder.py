@@ -232,7 +232,8 @@ class Recorder:
                                      module_move, made))
         if direction == H2D:
             self.moves[src] = Move(site, str(dst.device), weakref.ref(dst))
-            if origin is not None and made:
+            if made and not module_move:  # a module's tensors are made on the host by design
+                assert origin is not None
                 self.events.append(MoveEvent(origin.factory, origin.factory_site, nbytes(dst),
                                              str(dst.device), True, site))
         elif direction == D2H and not asynchronous:
@@ -272,10 +273,12 @@ class Recorder:
         if not isinstance(out, torch.Tensor) or out.device.type != "cpu" or out.is_pinned():
             return
         call = self.calls[-1] if self.calls else None
-        if self.cpu_mode and call is not None and call.device_given:
+        if call is None or not call.by_user or out.dim() == 0:
+            # PyTorch's own (autograd's gradient seed, an optimizer's state) is not the
+            # user's to place; a 0-dim host tensor is a scalar to every kernel
+            return
+        if self.cpu_mode and call.device_given:
             return  # made with device=: on an accelerator it would be made there
-        if category == FROM_DATA and out.dim() == 0:
-            return  # a Python scalar made a tensor (x[mask] = 0.0): never the odd one out
         site = self._site()
         factory = "torch.tensor" if category == FROM_DATA else f"torch.{name}"
         self.origins[out] = Origin(factory, category == FROM_DATA, site, site)
