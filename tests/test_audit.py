@@ -351,9 +351,11 @@ def test_a_cpu_only_price_table_is_never_quoted_as_a_gpu_figure():
 
 
 def test_the_overhead_measurement_runs_both_ways_and_counts_the_aten_calls():
-    from xferbench.auditing.overhead import format_overheads, measure
+    from xferbench.auditing.overhead import floor, format_overheads, measure
 
     results = measure(calls=20, repeats=2, step_calls=2)
+    base = floor(calls=20, repeats=2)
+    assert base.name == "floor" and len(base.audited_s) == 2
     by_name = {r.name: r for r in results}
     assert by_name["op"].aten_calls == 1 and by_name["read"].aten_calls == 1
     assert by_name["step"].aten_calls > 20  # forward, backward, the optimizer's update

@@ -8,7 +8,9 @@ full where the step is launch-bound):
   only passes through (the function mode, the dispatch mode, the classification);
 - ``read``: ``.item()`` of a one-element tensor: a call the audit records (a wait: the
   user's line found by walking the stack, an event appended);
-- ``step``: a small MLP training step (forward, backward, SGD step): what a step pays.
+- ``step``: a small MLP training step (forward, backward, SGD step): what a step pays;
+and ``floor``: the ``op`` under two modes that do nothing but pass each call on, what
+PyTorch's mode machinery costs by itself.
 Each is timed in blocks of ``calls`` calls, ``repeats`` times, a plain block and an audited
 one in turn; the added time is the median of the paired differences (drift on a shared machine
 hits both blocks of a pair alike), shown with the medians and spreads of both. torch runs on
@@ -128,6 +130,31 @@ def _timed(fn: Callable[[], Any], n: int, watched: bool) -> tuple[float, Recorde
     return elapsed / n, recorder
 
 
+def floor(calls: int = 2000, repeats: int = 15) -> Overhead:
+    """The ``op`` workload under two modes that only pass each call on: what PyTorch's mode
+    machinery itself costs, the floor under the audit's own handlers."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassFunction(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    class PassDispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    fn = _workloads()["op"]
+    plain, passed = [], []
+    for _ in range(repeats):
+        plain.append(_timed(fn, calls, False)[0])
+        with PassFunction(), PassDispatch():
+            passed.append(_timed(fn, calls, False)[0])
+    return Overhead("floor", plain, passed, 1.0)
+
+
 def format_overheads(results: list[Overhead]) -> list[str]:
     lines = [f"{'workload':<8} {'plain':>12} {'audited':>12} {'added':>12} {'aten calls':>11} "
              f"{'added per aten call':>20}"]
@@ -157,8 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
           f"load average {load}: on a shared machine, compare the spreads")
-    for line in format_overheads(measure(args.calls, args.repeats, args.step_calls)):
+    results = measure(args.calls, args.repeats, args.step_calls)
+    results.append(floor(args.calls, args.repeats))
+    for line in format_overheads(results):
         print(line)
+    print("floor: the op under two modes that only pass each call on (PyTorch's own "
+          "machinery)")
     return 0
 
 

@@ -70,7 +70,6 @@ from .tables import TensorTable
 CPU_CALLS = HOST_READ_CALLS | {"to", "cuda"}
 
 
-
 class Recorder:
     """Everything the audit saw in one run; the modes call its ``on_*`` methods."""
 
