@@ -13,7 +13,6 @@ import json
 from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 import torch
 
@@ -265,6 +264,8 @@ def test_report_json_matches_its_schema_and_the_text_says_not_paid():
             step(model, opt, x, y).item()
             torch.zeros(2).to("cpu")
     data = a.report().to_dict()
+    import jsonschema  # a test extra (not on an offline GPU check machine, which runs -m gpu)
+
     jsonschema.validate(data, schema())
     assert data["cpu_run"] and data["step_count"] == 3 and data["per_step"]["syncs"] == 1
     assert [f["kind"] for f in data["findings"]] == ["sync", "created_then_moved"]
@@ -284,6 +285,8 @@ def test_schema_counts_are_the_counts_fields():
 
 
 def test_schema_rejects_a_report_that_breaks_it():
+    import jsonschema
+
     with xferbench.audit(device="cpu") as a:
         torch.ones(1).tolist()
     data = a.report().to_dict()
@@ -378,8 +381,8 @@ def test_the_sync_debug_count_counts_torchs_warnings_and_passes_the_others_on(mo
         warnings.simplefilter("error")  # as pytest -W error: the count must not raise
         with device_watch.sync_debug_count(None) as count:
             for _ in range(3):
-                warnings.warn(f"x: {device_watch.SYNC_DEBUG_WARNING}", UserWarning)
+                warnings.warn(f"x: {device_watch.SYNC_DEBUG_WARNING}", UserWarning, stacklevel=1)
             warnings.simplefilter("always", DeprecationWarning)
-            warnings.warn("the user's own", DeprecationWarning)
+            warnings.warn("the user's own", DeprecationWarning, stacklevel=1)
     assert count == [3]
     assert [str(w.message) for w in log] == ["the user's own"]

@@ -20,6 +20,19 @@ SYNC, PAGEABLE_COPY, CREATED_THEN_MOVED, PINNED_IN_STEP, MODULE_MOVE = (
 PRICE_KEYS = {SYNC: "item_per_epoch", PAGEABLE_COPY: "pinned_vs_pageable",
               CREATED_THEN_MOVED: "create_on_device", PINNED_IN_STEP: "pin_then_copy",
               MODULE_MOVE: "model_move_in_loop"}
+#: The fix and lint code of each kind of wait: XB101 is lint's host read of a device tensor.
+_READ = ("read once per epoch or every N steps; keep the value on the device (accumulate "
+         "there)", "XB101")
+_SHAPE = ("keep the shape fixed: torch.where(mask, x, 0) or masked_fill instead of x[mask], "
+          "nonzero_static(size=...), output_size= for repeat_interleave", None)
+SYNC_FIXES: dict[str, tuple[str, str | None]] = {
+    **dict.fromkeys(("item", "bool", "float", "int", "tolist", "numpy", "cpu", "print",
+                     "to_host"), _READ),
+    **dict.fromkeys(("nonzero", "boolean_mask", "masked_select", "unique",
+                     "repeat_interleave", "bincount", "equal"), _SHAPE),
+    "synchronize": ("leave synchronising to the end of the epoch, or to a timing "
+                    "measurement outside the step", None),
+}
 _RANK = {SYNC: 0, PAGEABLE_COPY: 1, CREATED_THEN_MOVED: 2, MODULE_MOVE: 3, PINNED_IN_STEP: 4}
 
 
@@ -98,9 +111,8 @@ def _describe(kind: str, key: tuple[Any, ...], first: Event, steps_seen: int
         paid = "" if first.paid else " (CPU run: not paid here, an accelerator waits)"
         kind = SYNC_KINDS.get(first.kind, first.kind)
         via = "" if first.call in kind else f" in {first.call}"
-        return (WARNING, f"host waits for the device: {kind}{via}{paid}",
-                "read once per epoch or every N steps; keep the value on the device "
-                "(accumulate there)", "XB101",
+        fix, lint = SYNC_FIXES.get(first.kind, SYNC_FIXES["item"])
+        return (WARNING, f"host waits for the device: {kind}{via}{paid}", fix, lint,
                 {"sync_kind": first.kind, "call": first.call, "op": first.op,
                  "device": first.device, "paid": first.paid})
     if kind == PAGEABLE_COPY:
@@ -116,7 +128,8 @@ def _describe(kind: str, key: tuple[Any, ...], first: Event, steps_seen: int
         elif first.non_blocking:
             what += ": non_blocking asked, but it cannot be asynchronous"
         severity = WARNING if first.non_blocking else INFO
-        lint = "XB105" if first.non_blocking and first.direction == H2D else None
+        lint = ("XB105" if first.non_blocking and first.direction == H2D
+                and first.host_memory == PAGEABLE else None)
         return (severity, what, fix, lint, _copy_details(first))
     if kind == CREATED_THEN_MOVED:
         assert isinstance(first, MoveEvent)
