@@ -386,3 +386,34 @@ def test_the_sync_debug_count_counts_torchs_warnings_and_passes_the_others_on(mo
             warnings.warn("the user's own", DeprecationWarning, stacklevel=1)
     assert count == [3]
     assert [str(w.message) for w in log] == ["the user's own"]
+
+
+def test_the_cross_check_compares_what_torchs_sync_debug_mode_can_see():
+    import types
+
+    from xferbench.audit_report import build_report
+    from xferbench.auditing import CopyEvent, Site, segment
+    from xferbench.auditing.events import Mark
+    from xferbench.devices import Device
+
+    site = Site("t.py", 1, "f")
+
+    def wait(kind: str, call: str) -> SyncEvent:
+        return SyncEvent(kind, "cuda:0", True, call, "op", site)
+
+    events = [
+        wait("item", ".item()"),  # seen by the debug mode
+        wait("synchronize", "torch.cuda.synchronize"),  # not: a device's
+        wait("synchronize", "torch.cuda.Event.synchronize"),  # not: an event's
+        wait("synchronize", "torch.cuda.Stream.synchronize"),  # seen: a stream's
+        CopyEvent("h2d", 4, "pageable", False, False, "cpu", "cuda:0", ".to()", site),  # seen
+        CopyEvent("h2d", 4, "pageable", True, False, "cpu", "cuda:0", ".to()", site),  # not
+        CopyEvent("d2h", 4, "pageable", True, False, "cuda:0", "cpu", ".copy_()", site),
+        wait("to_host", ".copy_()"),  # that copy's wait: not seen (no stream sync asked)
+    ]
+    audit = types.SimpleNamespace(  # an Audit's face, as on CUDA (test data)
+        device=Device("cuda", 0), limit=None, stopped=False, aten_calls=0, results=None,
+        notes=[], sync_debug_count=4, events=events, total=Counts.of(events),
+        segments=segment(events, [Mark(len(events), "manual")]))
+    debug = build_report(audit).to_dict()["sync_debug"]
+    assert debug == {"count": 4, "audit_comparable": 3, "reason": None}

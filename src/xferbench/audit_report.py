@@ -52,14 +52,15 @@ def _load_book(results: str | None) -> tuple[PriceBook | None, str | None]:
 
 def _sync_debug(audit: Any, events: list[Any]) -> dict[str, Any]:
     """torch's sync debug count beside the audit's comparable figure: the debug mode also
-    flags blocking host-device copies, and misses explicit synchronise calls and copies
-    into pageable memory asked as non_blocking."""
+    flags blocking host-device copies, and misses a device's or an event's synchronize and
+    copies into pageable memory asked as non_blocking."""
     blocking_h2d = sum(1 for e in events if isinstance(e, CopyEvent) and e.direction == H2D
                        and not e.non_blocking)
     refused_d2h = sum(1 for e in events if isinstance(e, CopyEvent) and e.direction == D2H
                       and e.non_blocking and not e.asynchronous)
+    # the debug mode reports a stream's synchronize, not a device's or an event's
     waits = sum(1 for e in events if isinstance(e, SyncEvent) and e.paid
-                and e.kind != "synchronize") - refused_d2h
+                and (e.kind != "synchronize" or ".Stream." in e.call)) - refused_d2h
     count = audit.sync_debug_count
     reason = None
     if count is None:
@@ -223,8 +224,9 @@ def _footer(d: dict[str, Any]) -> list[str]:
     dbg = d["sync_debug"]
     if dbg["count"] is not None:
         lines.append(f"cross-check: torch's sync debug mode counted {dbg['count']}; the audit's "
-                     f"comparable figure is {dbg['audit_comparable']} (its paid waits, "
-                     "explicit synchronise left out, plus blocking host-to-device copies)")
+                     f"comparable figure is {dbg['audit_comparable']} (its paid waits but "
+                     "a device's or an event's synchronize and non_blocking copies into "
+                     "pageable memory, plus the blocking host-to-device copies)")
     for note in d["notes"]:
         lines += ["note on a device-mismatch error:", *("  " + ln for ln in note.splitlines())]
     script = d.get("script")

@@ -184,7 +184,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     audit = item.stash.get(_AUDIT, None)
     if report.when == "call" and report.failed and audit is not None:
         # a broken budget shows what the audit saw, line by line
-        report.sections.append(("xferbench audit", str(audit)))
+        try:
+            text = str(audit)
+        except Exception as exc:  # the report must never hide the test's own failure
+            text = f"the audit's report could not be made: {type(exc).__name__}: {exc}"
+        report.sections.append(("xferbench audit", text))
     if report.when == "call" and report.failed:
         # A test that fails after timing (a copy that verifies wrong) keeps its number out
         # of pytest-benchmark's JSON and saved runs, as a call that raised does.
