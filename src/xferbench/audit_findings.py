@@ -167,9 +167,10 @@ def group(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...]) -> lis
             if key is None:
                 continue
             g = groups.setdefault(key, {"events": 0, "in_steps": 0, "steps": set(),
-                                        "nbytes": 0, "first": e, "key": key})
+                                        "nbytes": 0, "sizes": set(), "first": e, "key": key})
             g["events"] += 1
             g["nbytes"] += _nbytes(e)
+            g["sizes"].add(_nbytes(e))
             if index is not None:
                 g["in_steps"] += 1
                 g["steps"].add(index)
@@ -186,6 +187,8 @@ def findings(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...],
     for g in group(steps, after):
         kind, first = g["key"][0], g["first"]
         severity, what, fix, lint, details = _describe(kind, g["key"], first, len(g["steps"]))
+        if g["nbytes"]:
+            details = {**details, "bytes_range": [min(g["sizes"]), max(g["sizes"])]}
         finding = Finding(kind, severity, first.site, what, fix, g["events"],
                           g["in_steps"] / n_steps, len(g["steps"]), g["nbytes"], lint, details)
         out.append(_priced(finding, book) if book is not None else finding)

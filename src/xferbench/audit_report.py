@@ -188,11 +188,14 @@ def _finding_lines(d: dict[str, Any]) -> list[str]:
             lines.append(f"  {_short(f['site']['file'])}:{f['site']['line']}  "
                          f"`{f['site']['code']}`")
             last_site = site
-        size = f", {bytes_text(f['bytes_each'])} each" if f["bytes"] else ""
+        low, high = f["details"].get("bytes_range", (0, 0))
+        size = "" if not f["bytes"] else (f", {bytes_text(low)} each" if low == high
+                                          else f", {bytes_text(low)} to {bytes_text(high)}")
         code = f" {f['lint']}" if f["lint"] else ""
-        lines.append(f"    {f['severity']}{code}: {f['what']}; {_n(f['per_step'])} per step "
-                     f"({f['count']} in all, in {f['steps_seen']} of {d['step_count']} "
-                     f"steps){size}")
+        when = (f"{_n(f['per_step'])} per step ({f['count']} in all, in {f['steps_seen']} of "
+                f"{d['step_count']} steps)" if f["steps_seen"]
+                else f"after the last step ({f['count']} in all)")
+        lines.append(f"    {f['severity']}{code}: {f['what']}; {when}{size}")
         lines.append(f"      fix: {f['fix']}")
         price = f["price"]
         if price is not None:
