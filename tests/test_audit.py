@@ -175,9 +175,12 @@ def test_two_optimizers_make_one_step_per_round():
 
 
 def test_the_step_limit_stops_counting_and_lets_the_code_run_on():
+    from torch.overrides import _get_current_function_mode
+
     model, opt = model_and_optimizer()
     with xferbench.audit(device="cpu", steps=2) as a:
         losses = [step(model, opt, x, y).item() for x, y in batches(6)]
+        assert _get_current_function_mode() is None  # off: the rest runs at full speed
     assert len(losses) == 6 and a.stopped
     assert len(a.steps) == 2 and a.total.syncs == 2 and not a.segments.after
     with pytest.raises(xferbench.XferbenchError, match="steps 0 is not a number of steps"):

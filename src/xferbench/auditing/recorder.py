@@ -218,9 +218,11 @@ class Recorder:
         direction = H2D if src.device.type == "cpu" else D2H if dst.device.type == "cpu" \
             else D2D
         host = src if direction == H2D else dst if direction == D2H else None
+        if host is not None and "mps" in (src.device.type, dst.device.type):
+            host = None  # unified memory: no pinned or pageable side to speak of
         memory = None if host is None else PINNED if is_pinned(host) else PAGEABLE
-        asynchronous = direction == D2D or (non_blocking and memory == PINNED
-                                            and same_layout(src, dst))
+        asynchronous = direction == D2D or (non_blocking and (
+            memory is None or memory == PINNED and same_layout(src, dst)))
         frame, module_move = user_frame(sys._getframe(1))
         site = self._site(frame)
         label = call.label if call is not None else f"aten::{name}"
