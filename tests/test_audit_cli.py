@@ -153,6 +153,7 @@ def test_a_failing_script_keeps_its_error_and_status_with_the_partial_report(
     (["--steps", "0", "{script}"], "argument --steps: --steps '0' is not a number of steps"),
     (["{script}", "--steps", "-2"], "argument --steps: --steps '-2' is not a number of steps"),
     (["--device", "tpu", "{script}"], "xferbench: device 'tpu' is not a device type"),
+    (["--results", "{script}.missing", "{script}"], "benchmarks.json is missing"),
 ])
 def test_bad_input_is_one_sentence_and_exit_2(script, argv, says, capsys):
     argv = [a.replace("{script}", str(script)) for a in argv]

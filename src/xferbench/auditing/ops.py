@@ -123,8 +123,9 @@ def call_label(func: Any) -> tuple[str, str]:
         qual = getattr(func, "__qualname__", name) or name
         if name in _DUNDERS:
             label = _DUNDERS[name]
-        elif qual.startswith(("TensorBase.", "Tensor.")):
-            label = f".{name}()"
+        elif qual.startswith(("TensorBase.", "Tensor.")) or getattr(
+                func, "__module__", "") == "torch.utils.backend_registration":
+            label = f".{name}()"  # (the second: a PrivateUse1 backend's t.emu(), t.npu())
         elif qual.startswith("_VariableFunctionsClass."):
             label = f"torch.{name}()"
         else:

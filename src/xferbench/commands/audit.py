@@ -23,6 +23,7 @@ from ..audit_report import format_report
 from ..auditor import Audit
 from ..devices import resolve_device, set_current_device
 from ..errors import XferbenchError
+from ..prices import PriceBook
 
 #: The audit's own options, recognised after the script's arguments too (the issue's
 #: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the
@@ -126,12 +127,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         why = "it is a directory" if os.path.isdir(args.script) else "no such file"
         raise XferbenchError(f"can't open the script {args.script!r}: {why}")
     device = resolve_device(args.device or "auto")
+    # a broken --results folder is bad input: said before the script runs, not after
+    book = PriceBook.load(args.results) if args.results is not None else None
     set_current_device(device)
     audit = Audit(device=device, steps=args.steps, results=args.results)
     as_json = args.format == "json"
     with _stdout_to_stderr(as_json and not args.out):
         status = run_script(args.script, args.args, audit)
-    data = audit.report().to_dict()
+    data = audit.report(book).to_dict()
     data["script"] = {"path": args.script, "args": list(args.args), "exit_status": status}
     text = json.dumps(data, indent=2) if as_json else "\n".join(format_report(data))
     if args.out:
