@@ -133,6 +133,11 @@ class Price:
     def is_gpu(self) -> bool:
         return self.series.is_gpu
 
+    @property
+    def quick(self) -> bool:
+        """Always False: a quick run's numbers are never prices (build_table drops them)."""
+        return False
+
     def text(self) -> str:
         """"per-batch `.item()`: steps/s 0.52x of one read per epoch (2.1 ms vs 1.1 ms,
         ±4%) on NVIDIA H200 (h200-box), torch 2.11.0"."""
