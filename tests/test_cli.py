@@ -139,7 +139,8 @@ def test_no_subcommand_exits_2_naming_the_commands(capsys):
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1, err
-    assert "a command is required: env, run, fleet, list, publish, compare, cite or lint" in err
+    assert ("a command is required: env, run, fleet, list, publish, compare, cite, lint or audit"
+            in err)
 
 
 @pytest.mark.gpu
@@ -164,7 +165,7 @@ def test_env_format_json_is_the_same_as_json(capsys):
 def test_every_command_has_a_description_and_the_exit_codes_are_in_help(capsys):
     code, out, _ = _exit_code(["--help"], capsys)
     assert code == 0 and "exit status: 0 ok; 1 a regression found" in " ".join(out.split())
-    for command in ("env", "run", "list", "publish", "compare", "cite"):
+    for command in ("env", "run", "list", "publish", "compare", "cite", "audit"):
         code, out, _ = _exit_code([command, "--help"], capsys)
         usage, _, rest = out.partition("\n\n")
         assert code == 0 and rest.strip() and not rest.lstrip().startswith("positional") \

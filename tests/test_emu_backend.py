@@ -648,6 +648,28 @@ def test_ops_fall_back_to_the_cpu(dev):
     assert torch.equal(on_dev, torch.randn(5))  # emu's generator is the CPU's
 
 
+def test_an_op_mixing_devices_raises_torchs_error_as_cuda_does(dev):
+    # CUDA refuses a host tensor beside a device one (the generated device check, and
+    # TensorIterator's); the CPU fallback would quietly run it and hide the bug.
+    lin = torch.nn.Linear(4, 3).to(dev)
+    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device, "
+                                           r"but got mat1 is on cpu, different from other "
+                                           r"tensors on emu:0 \(when checking argument in "
+                                           r"method wrapper_PrivateUse1_addmm\)"):
+        lin(torch.randn(2, 4))
+    with pytest.raises(RuntimeError, match="but got weight is on cpu"):
+        torch.nn.functional.cross_entropy(torch.randn(2, 3, device=dev),
+                                          torch.tensor([0, 1], device=dev),
+                                          weight=torch.ones(3))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(3, device=dev) * (torch.rand(3) > 0.5)
+    # what CUDA allows: a 0-dim host tensor (a scalar) and host indices
+    x = torch.arange(4.0, device=dev)
+    assert (x + torch.tensor(1.0)).cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert x[torch.tensor([True, False, True, False])].cpu().tolist() == [0.0, 2.0]
+    assert x[torch.tensor([3, 1])].cpu().tolist() == [3.0, 1.0]
+
+
 def test_a_kernel_waits_for_copies_queued_on_its_stream(dev):
     emu.set_copy_delay(0.05)
     src = torch.full((MiB // 4,), 2.0).pin_memory()

@@ -20,11 +20,12 @@ LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry 
 LAYERS = {
     BASE: ("errors", "flags", "units", "version"),
     CORE: ("devices", "device_memory", "stream_hold", "timing", "measurement", "metadata",
-           "spec", "telemetry", "event_batches"),
+           "spec", "telemetry", "event_batches", "device_watch", "auditing"),
     PRACTICES: ("practices",),
     RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
               "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
-              "provenance", "outcomes", "merging", "prices",
+              "provenance", "outcomes", "merging", "prices", "auditor", "audit_report",
+              "audit_findings",
               "lint"),  # lint: the rule engine, its findings priced from prices.py
     COMMANDS: ("commands", "pytest_plugin", "quick", "flake8_plugin"),
     ENTRY: ("cli", "__main__", ""),  # "": xferbench/__init__.py

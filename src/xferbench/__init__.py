@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from .errors import XferbenchError
 from .version import __version__
 
-__all__ = ["MeasureSpec", "Measurement", "XferbenchError", "measure", "resolve_device",
+__all__ = ["Audit", "MeasureSpec", "Measurement", "XferbenchError", "audit", "measure",
+           "resolve_device",
            "__version__"]
 
 if TYPE_CHECKING:
+    from .auditor import Audit, audit
     from .devices import resolve_device
     from .measurement import Measurement
     from .spec import MeasureSpec
@@ -26,6 +28,8 @@ _LAZY = {
     "Measurement": ("measurement", "Measurement"),
     "MeasureSpec": ("spec", "MeasureSpec"),
     "resolve_device": ("devices", "resolve_device"),
+    "audit": ("auditor", "audit"),
+    "Audit": ("auditor", "Audit"),
 }
 
 

@@ -1,9 +1,9 @@
 """The ``xferbench`` command line: parses and dispatches to ``commands/`` (env, run, fleet, list,
-publish, compare, cite, lint); nothing else lives here.
+publish, compare, cite, lint, audit); nothing else lives here.
 
 Exit status: 0 ok; 1 a regression found (compare) or a finding (lint); 2 bad input or an
 environment error (one sentence on stderr, nothing written); 3 a run that measured nothing or
-lost results; 130 interrupted.
+lost results; 130 interrupted. ``audit`` exits with its script's own status.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 ok; 1 a regression found (compare) or a finding (lint); 2 bad "
                "input or an "
                "environment error (one sentence on stderr, nothing written); 3 a run that "
-               "measured nothing or lost results; 130 interrupted",
+               "measured nothing or lost results; 130 interrupted; audit: its script's own "
+               "status",
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"xferbench {__version__}")

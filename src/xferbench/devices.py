@@ -359,3 +359,17 @@ def sync_debug_warnings(device: Device) -> Iterator[None]:
         yield
     finally:
         torch.cuda.set_sync_debug_mode(previous)
+
+
+def set_current_device(device: Device) -> None:
+    """Make ``device`` the current one of its backend (what "cuda" means without an index);
+    a no-op on the CPU and on a device without indices (mps)."""
+    if not device.is_accelerator or device.index is None:
+        return
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "set_device_index"):
+        acc.set_device_index(device.index)
+    else:
+        module_of(device.type).set_device(device.index)

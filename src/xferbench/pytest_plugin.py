@@ -1,6 +1,8 @@
 """pytest plugin: the ``xfer_benchmark`` fixture times a call with ``measure()`` (device events
 on an accelerator, the host clock on a CPU) and files the samples as a pytest-benchmark result,
 so that ``--benchmark-json``, ``-autosave``, ``-compare`` and ``-compare-fail`` work unchanged.
+The ``xfer_audit`` fixture audits the test (``xferbench.audit()`` on ``--xfer-device``), so a
+test can budget what a step copies and waits for: ``assert xfer_audit.per_step.syncs <= 1``.
 
 pytest loads this module in every run of an environment where xferbench is installed (entry
 point ``pytest11``). Loading it registers options and a marker and nothing else: torch loads
@@ -13,12 +15,13 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .auditor import Audit
 from .devices import Device, resolve_device
 from .errors import XferbenchError
 from .flags import env_flag
@@ -121,6 +124,7 @@ class Settings:
 
 
 _SETTINGS = pytest.StashKey[Settings]()
+_AUDIT = pytest.StashKey[Audit]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -188,6 +192,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     report = yield
+    audit = item.stash.get(_AUDIT, None)
+    if report.when == "call" and report.failed and audit is not None:
+        # a broken budget shows what the audit saw, line by line
+        try:
+            text = str(audit)
+        except Exception as exc:  # the report must never hide the test's own failure
+            text = f"the audit's report could not be made: {type(exc).__name__}: {exc}"
+        report.sections.append(("xferbench audit", text))
     if report.when == "call" and report.failed:
         # A test that fails after timing (a copy that verifies wrong) keeps its number out
         # of pytest-benchmark's JSON and saved runs, as a call that raised does.
@@ -211,6 +223,22 @@ def xfer_benchmark(request: pytest.FixtureRequest, benchmark: Any) -> XferBenchm
     settings = request.config.stash[_SETTINGS]
     marker = request.node.get_closest_marker("xfer_benchmark")
     return XferBenchmark(benchmark, settings, dict(marker.kwargs) if marker else {})
+
+
+@pytest.fixture
+def xfer_audit(request: pytest.FixtureRequest) -> Iterator[Audit]:
+    """``xferbench.audit()`` running for the whole test, on ``--xfer-device``: a step ends at
+    each optimizer step (or at ``xfer_audit.step()``). Budget what the test's steps copy and
+    wait for: ``assert xfer_audit.per_step.syncs <= 1``,
+    ``assert xfer_audit.per_step.h2d_pageable_bytes == 0``; ``xfer_audit.reset()`` forgets
+    the test's setup. A failing test's report carries the audit's report.
+    """
+    settings = request.config.stash[_SETTINGS]
+    # no sync debug cross-check: pytest owns the warnings of the test's call (it records
+    # them), so the debug mode's warnings could not be counted there
+    with Audit(device=settings.device(), sync_debug=False) as audit:
+        request.node.stash[_AUDIT] = audit
+        yield audit
 
 
 class XferBenchmark:

@@ -186,7 +186,48 @@ at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
 // arguments drains, as a CUDA kernel queued on that stream would wait for the work before
 // it. Work on other streams is not waited for, as in CUDA (order it with wait_stream).
 // Documented simplification: kernels are never queued, so only copies overlap the host.
+// A CUDA kernel refuses tensors on another device, as torch's generated device check and
+// TensorIterator do: "Expected all tensors to be on the same device, ...". The CPU fallback
+// would run such an op happily (it moves every argument to the host), hiding the bug the
+// error reports; so the check is made here, in torch's wording. Allowed, as on CUDA: a 0-dim
+// CPU tensor (TensorIterator takes it as a scalar) and CPU indices in a Tensor?[] list
+// (advanced indexing); tensor_split and ctc_loss take their CPU index/length tensors.
+void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().name();
+  if (name == "aten::tensor_split" || name == "aten::_ctc_loss" || name == "aten::ctc_loss") {
+    return;
+  }
+  const auto& args = op.schema().arguments();
+  const auto nargs = args.size();
+  std::optional<c10::Device> common;
+  auto check = [&](const at::Tensor& t, const std::string& arg) {
+    if (!t.defined() || (t.device().is_cpu() && t.dim() == 0)) {
+      return;
+    }
+    if (!common.has_value()) {
+      common = t.device();
+    } else if (*common != t.device()) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ", arg,
+                  " is on ", t.device(), ", different from other tensors on ", *common,
+                  " (when checking argument in method wrapper_PrivateUse1_",
+                  name.substr(name.find("::") + 2), ")");
+    }
+  };
+  size_t i = 0;
+  for (const c10::IValue& arg : torch::jit::last(*stack, nargs)) {
+    const std::string& arg_name = args[i++].name();
+    if (arg.isTensor()) {
+      check(arg.toTensor(), arg_name);
+    } else if (arg.isTensorList()) {
+      for (const at::Tensor& t : arg.toTensorList().vec()) {
+        check(t, arg_name);
+      }
+    }
+  }
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  check_same_device(op, stack);
   std::bitset<kMaxDevices> devices;
   auto mark = [&](const at::Tensor& t) {
     if (t.defined() && is_emu(t)) {

@@ -1,7 +1,7 @@
 """The subcommands, side by side over the results layer; none imports another. Each module
 has ``register_cli(subparsers)``, which adds its parser and the function that runs it."""
 
-from . import cite, compare, env, fleet, lint, list, publish, run
+from . import audit, cite, compare, env, fleet, lint, list, publish, run
 
 #: In the order ``xferbench --help`` lists them.
-COMMANDS = (env, run, fleet, list, publish, compare, cite, lint)
+COMMANDS = (env, run, fleet, list, publish, compare, cite, lint, audit)

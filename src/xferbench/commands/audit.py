@@ -1,0 +1,201 @@
+"""``xferbench audit SCRIPT [ARGS...]``: run a user's script under the audit (its own
+``__main__``, its own arguments) and print what each training step copied and waited for,
+priced. The counting and the report are ``xferbench.auditor``'s; this is the command line.
+
+Exit status: the script's own (0, its ``sys.exit`` code, 1 when it raised, 130 when
+interrupted), with the report of the steps that ran; 2 for bad input (a script that does not
+exist, ``--steps 0``, an absent device), in one sentence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+from ..audit_report import format_report
+from ..auditor import Audit
+from ..devices import resolve_device, set_current_device
+from ..errors import XferbenchError
+from ..prices import PriceBook
+
+#: The audit's own options, recognised after the script's arguments too (the issue's
+#: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the
+#: script's.
+TRAILING = ("--steps", "--device", "--format", "--results", "--out")
+
+
+def _steps(text: str) -> int:
+    """argparse type of --steps: a whole number above 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"--steps {text!r} is not a number of steps: give a whole number above 0")
+    return value
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--steps", type=_steps, metavar="N",
+                        help="stop counting after N steps (the script runs on to its end)")
+    parser.add_argument("--device", default=None,
+                        help="the device the audit reports for, made current for the script: "
+                             "auto (default: the accelerator PyTorch reports, else the CPU, "
+                             "where the waits an accelerator would pay are counted, marked "
+                             "not paid), cpu, cuda, cuda:N, xpu, mps, or a registered "
+                             "PrivateUse1 backend (e.g. emu)")
+    parser.add_argument("--format", choices=("text", "json"), default=None,
+                        help="the report as text (default) or JSON (data/audit.schema.json); "
+                             "with json and no --out, the script's own stdout goes to stderr")
+    parser.add_argument("--results", default=None, metavar="DIR",
+                        help="price from this results folder (default: the price table "
+                             "shipped with xferbench)")
+    parser.add_argument("--out", default=None, metavar="FILE",
+                        help="write the report to FILE instead of stdout")
+
+
+def register_cli(sub: Any) -> None:
+    p = sub.add_parser(
+        "audit", allow_abbrev=False,
+        help="run a script and report what each training step copies and waits for, priced",
+        description="Run SCRIPT (as `python SCRIPT ARGS...` would) under the audit: the "
+                    "copies between host and device per step (direction, bytes, pinned or "
+                    "pageable, non_blocking asked and possible), the waits for the device "
+                    "(.item(), .cpu(), bool(), nonzero, boolean masks, synchronize...), the "
+                    "tensors made on the host and then moved, each at the script's line, "
+                    "priced with the suite's measurements. A step ends at each optimizer "
+                    "step. The audit's options may also follow the script's arguments; after "
+                    "`--` every argument is the script's.",
+        epilog="exit status: the script's own (1 when it raised), with the report of the "
+               "steps that ran; 2 bad input (one sentence on stderr)")
+    _options(p)
+    p.add_argument("script", metavar="SCRIPT", help="the Python file to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="the script's arguments")
+    p.set_defaults(func=cmd_audit)
+
+
+def split_trailing(rest: list[str]) -> tuple[list[str], list[str]]:
+    """(the audit's options found among the script's arguments, the script's arguments):
+    ``--steps 3``/``--steps=3`` and the like before a ``--``; the ``--`` itself is dropped."""
+    mine: list[str] = []
+    script: list[str] = []
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg == "--":
+            return mine, script + rest[i + 1:]
+        name = arg.split("=", 1)[0]
+        if name in TRAILING:
+            takes = "=" not in arg and i + 1 < len(rest)
+            mine += rest[i:i + 1 + takes]
+            i += 1 + takes
+            continue
+        script.append(arg)
+        i += 1
+    return mine, script
+
+
+def _merge(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the audit's options found after the script's arguments applied (they
+    win over the same option given before the script)."""
+    mine, script_args = split_trailing(list(args.args))
+    merged = vars(args) | {"args": script_args}
+    if mine:
+        parser = argparse.ArgumentParser(prog="xferbench audit", add_help=False,
+                                         exit_on_error=False)
+        _options(parser)
+        try:
+            late = parser.parse_args(mine)
+        except argparse.ArgumentError as exc:
+            raise XferbenchError(str(exc)) from None
+        merged |= {k: v for k, v in vars(late).items() if v is not None}
+    return argparse.Namespace(**merged)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    args = _merge(args)
+    if not os.path.isfile(args.script):
+        why = "it is a directory" if os.path.isdir(args.script) else "no such file"
+        raise XferbenchError(f"can't open the script {args.script!r}: {why}")
+    device = resolve_device(args.device or "auto")
+    # a broken --results folder is bad input: said before the script runs, not after
+    book = PriceBook.load(args.results) if args.results is not None else None
+    set_current_device(device)
+    audit = Audit(device=device, steps=args.steps, results=args.results)
+    as_json = args.format == "json"
+    with _stdout_to_stderr(as_json and not args.out):
+        status = run_script(args.script, args.args, audit)
+    data = audit.report(book).to_dict()
+    data["script"] = {"path": args.script, "args": list(args.args), "exit_status": status}
+    text = json.dumps(data, indent=2) if as_json else "\n".join(format_report(data))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        sys.stdout.flush()
+        print(text, flush=True)
+    return status
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(wanted: bool) -> Iterator[None]:
+    """With a JSON report on stdout, the script's own prints go to stderr, so stdout holds
+    the JSON alone."""
+    if not wanted:
+        yield
+        return
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def run_script(path: str, argv: list[str], audit: Audit) -> int:
+    """Run ``path`` as ``__main__`` with ``argv`` under ``audit``, as ``python path argv``
+    would (its folder first on sys.path); its exit status (its traceback printed, as
+    Python prints it, when it raised)."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        with audit:
+            runpy.run_path(path, run_name="__main__")
+        return 0
+    except SystemExit as exc:
+        return _exit_status(exc.code)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", file=sys.stderr)
+        return 130
+    except BaseException as exc:  # the script's own error: shown as Python shows it
+        _print_script_traceback(exc)
+        return 1
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def _exit_status(code: Any) -> int:
+    """What Python exits with for ``sys.exit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_script_traceback(exc: BaseException) -> None:
+    """The traceback from the script's first frame on (runpy's and xferbench's dropped)."""
+    tb = exc.__traceback__
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(
+            (here, "<frozen runpy>", os.path.splitext(runpy.__file__ or "runpy")[0])):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
