@@ -39,7 +39,7 @@ from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
 from xferbench.practices import quick
 from xferbench.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
-from xferbench.spec import DEFAULT_SPEC, MeasureSpec
+from xferbench.spec import DEFAULT_SPEC, QUICK_SCALE, MeasureSpec
 
 #: A combination that takes longer than this (seconds) is recorded as failed; the class goes on.
 COMBINATION_TIMEOUT_S = 150
@@ -145,7 +145,6 @@ def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
     return out
 
 
-
 def skipped(params: Sequence[Sequence[Any]], reason: Callable[..., str | None]) -> list[tuple]:
     """The parameter combinations for which ``reason(*combo)`` gives a reason to skip."""
     return [combo for combo in itertools.product(*params) if reason(*combo)]
@@ -208,6 +207,10 @@ class Grid:
     timeout = 60  # a track_ call only looks its value up
     #: How many measure() calls one combination makes: its budget share is split among them.
     measurements = 1
+    #: Seconds one combination takes on an NVIDIA H200 at the default budgets (build, warm-up,
+    #: sampling, verification): an estimate from reading the class, not a measurement.
+    #: ``xferbench run --budget`` shares its time among the classes by these.
+    seconds_per_combination = 1.0
 
     def measure(self, *combo: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -347,7 +350,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     (those that run; for a method with none, its first, which asv then records as skipped).
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
-    number. Needs no torch: the probe is the environment's."""
+    number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), and per
+    method the combinations it measures, as text, for a run's budget to cut. Needs no torch:
+    the probe is the environment's."""
     out = []
     # run as __main__, this module is not the benchmarks._asv that the suite imports
     base = importlib.import_module(f"{__package__}._asv").Grid
@@ -359,6 +364,7 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                 continue
             skips: dict[str, list[list[str]]] = {m: [] for m in cls.methods()}
             select: dict[str, list[list[str]]] = {m: [] for m in cls.methods()}
+            runs: dict[str, list[list[str]]] = {m: [] for m in cls.methods()}
             combos = list(itertools.product(*cls.params))
             for combo in combos:
                 for method, why in cls.reasons(combo).items():
@@ -366,11 +372,16 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                         skips[method].append([*(str(p) for p in combo), why])
                     else:  # as asv names a combination: repr of each value
                         select[method].append([repr(p) for p in combo])
+                        runs[method].append([str(p) for p in combo])
             for chosen in select.values():
                 if not chosen and combos:
                     chosen.append([repr(p) for p in combos[0]])
+            measured = cls.combinations()
+            scale = QUICK_SCALE if QUICK else 1.0
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
-                        "methods": list(cls.methods()), "measured": len(cls.combinations()),
+                        "methods": list(cls.methods()), "measured": len(measured),
+                        "estimate_s": len(measured) * cls.seconds_per_combination * scale,
+                        "runs": runs,
                         "combinations": len(list(itertools.product(*cls.params))),
                         "skips": skips, "select": select})
     return out

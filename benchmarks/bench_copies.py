@@ -60,6 +60,7 @@ class Copy(Grid):
 
     params = ([*DIRECTIONS, "d2d"], list(COPY_HOST_MEMORY), list(SYNCS), list(LAYOUTS), SIZES)
     param_names = ["direction", "host_memory", "sync", "layout", "size"]
+    seconds_per_combination = 0.6  # on an H200: an estimate (Grid)
     unit = "seconds"
     measurements = 2  # device time and the host clocks, where both apply
 
@@ -112,6 +113,7 @@ class PinMemory(Grid):
 
     params = (list(CACHE_STATES), SIZES)
     param_names = ["cache", "size"]
+    seconds_per_combination = 1.0  # on an H200: an estimate (Grid)
     unit = "seconds"
 
     def setup_cache(self):
@@ -145,6 +147,7 @@ class PinThenCopy(Grid):
 
     params = (list(CACHE_STATES), list(LAYOUTS), SIZES)
     param_names = ["cache", "layout", "size"]
+    seconds_per_combination = 0.8  # on an H200: an estimate (Grid)
     unit = "seconds"
 
     def setup_cache(self):
@@ -179,6 +182,7 @@ class Overlap(Grid):
 
     params = (["pageable", "pinned"], list(ORDERS), HEADLINE)
     param_names = ["host_memory", "order", "size"]
+    seconds_per_combination = 2.8  # on an H200: an estimate (Grid)
     unit = "fraction"
     measurements = 6  # copy, one matmul, the chain (up to 3 sizings), both
 

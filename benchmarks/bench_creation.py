@@ -58,6 +58,7 @@ class Creation(Grid):
 
     params = (list(FACTORIES), list(VARIANTS), SIZES)
     param_names = ["factory", "variant", "size"]
+    seconds_per_combination = 0.4  # on an H200: an estimate (Grid)
     unit = "seconds"
 
     def setup_cache(self):
@@ -102,6 +103,7 @@ class CreatedInForward(Grid):
 
     params = (list(FORWARD_MODES), [str(t) for t in forward_seqs()])
     param_names = ["mode", "seq"]
+    seconds_per_combination = 1.7  # on an H200: an estimate (Grid)
     unit = "seconds"
 
     def setup_cache(self):

@@ -31,6 +31,7 @@ class Hazards(Grid):
 
     params = (list(HAZARDS), list(STREAMS), SIZES)
     param_names = ["hazard", "stream", "size"]
+    seconds_per_combination = 1.3  # on an H200: an estimate (Grid)
     unit = "fraction"
 
     def setup_cache(self):

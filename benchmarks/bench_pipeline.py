@@ -56,6 +56,7 @@ class Pipeline(Grid):
     params = (list(MODEL_SIZES), list(HOST_MEMORY), [str(w) for w in WORKERS], list(MOVES),
               list(precisions()), list(compiles()))
     param_names = ["size", "host_memory", "workers", "move", "precision", "compile"]
+    seconds_per_combination = 2.2  # on an H200: an estimate (Grid)
     unit = "seconds"
     measurements = 2  # the step, and the step with model.to
 

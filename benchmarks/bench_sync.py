@@ -30,6 +30,7 @@ class Loop(Grid):
 
     params = (list(READS), WIDTHS)
     param_names = ["read", "width"]
+    seconds_per_combination = 1.0  # on an H200: an estimate (Grid)
     unit = "seconds"
 
     def setup_cache(self):

@@ -25,6 +25,11 @@ def iso_now() -> str:
     return time.strftime(ISO_FORMAT, time.gmtime())
 
 
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -78,6 +83,7 @@ class RunRecord:
     files: tuple[AsvCall, ...] = ()
     finished_at: str | None = None  # set once the run is over, if it saved anything
     snapshot_commit: str | None = None  # set by relabel: the commit the run was filed under
+    budget_s: float | None = None  # --budget, where the run had one
 
     def with_call(self, call: AsvCall) -> RunRecord:
         return replace(self, files=(*self.files, call))
@@ -88,7 +94,7 @@ class RunRecord:
             "sweep": self.sweep, "quick": self.quick, "bench": self.bench,
             "started_at": self.started_at, "complete": self.complete,
             "files": [f.to_dict() for f in self.files]}
-        for key in ("finished_at", "snapshot_commit"):  # written only once they are known
+        for key in ("finished_at", "snapshot_commit", "budget_s"):  # written only when known
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -105,7 +111,8 @@ class RunRecord:
             files=tuple(AsvCall.from_dict(f) for f in data.get("files") or ()
                         if isinstance(f, dict)),
             finished_at=_str_or_none(data.get("finished_at")),
-            snapshot_commit=_str_or_none(data.get("snapshot_commit")))
+            snapshot_commit=_str_or_none(data.get("snapshot_commit")),
+            budget_s=_float_or_none(data.get("budget_s")))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from .safefiles import load_json, write_json_atomic
 #:      (files written before that also carry it as run.threads, dropped on reading).
 #:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
 #:      records updated "run" alone), "run" wins.
+#:      Fields added within 2 (absent means not recorded; older readers ignore them):
+#:      run.budget_s (`xferbench run --budget`).
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)
 SUFFIX = ".metadata"
@@ -144,9 +146,12 @@ def _readable(results_path: str) -> Sidecar | None:
 
 
 def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
-               outcomes: Mapping[str, list[Outcome]]) -> None:
+               outcomes: Mapping[str, list[Outcome]],
+               unrun: Mapping[str, list[Outcome]] | None = None) -> None:
     """Update the sidecar of ``results_path`` after ``run`` saved the benchmarks ``saved``
-    into it, with ``outcomes`` (per benchmark, its combinations without a number).
+    into it, with ``outcomes`` (per benchmark, its combinations without a number), and
+    ``unrun``: the outcomes of benchmarks the run did not start (cut by its budget), kept only
+    where no run measured them before (a number saved earlier stays, with its outcomes).
 
     The sidecar keeps every run that wrote into the file (``runs``), which run measured each
     benchmark (``benchmarks``), and each benchmark's combinations without a number
@@ -160,6 +165,9 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     for name in saved:
         benchmarks[name] = run.started_at
         kept[name] = tuple(outcomes.get(name, ()))
+    for name, rows in (unrun or {}).items():
+        if name not in benchmarks:
+            kept[name] = tuple(rows)
     new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
                   MappingProxyType(kept))
     write_json_atomic(metadata_path(results_path), new.to_dict())

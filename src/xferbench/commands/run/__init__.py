@@ -68,6 +68,11 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--sweep", choices=SWEEPS, default=None,
                    help="size grid (default: $XFERBENCH_SWEEP or 'default'; smoke: one small "
                         "size that stands in for the headline size, every branch, no headline)")
+    p.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="end the run within S seconds: the headline classes first, each "
+                        "class's sampling capped to its share of what is left, and what no "
+                        "longer fits cut, each combination saying why (never a class killed: "
+                        "every class saves what it finished)")
     add_format(p, help="text (default) or a JSON summary on stdout (progress on stderr)")
     p.set_defaults(func=cmd_run)
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, replace
 
 from ...asvrepo import check_machine_name, default_machine_name, find_repo, git_head, torch_label
@@ -19,6 +20,7 @@ from ...metadata import MachineMetadata, collect
 from ...options import bench_pattern
 from ...practices import parse_sweep
 from ...safefiles import check_output_folder
+from .budget import check_budget, estimate_s
 from .suite import SuiteClass, describe_suite
 
 
@@ -35,6 +37,8 @@ class Options:
     quick: bool
     device: str = "auto"
     format: str = "text"
+    budget: float | None = None  # --budget: seconds for the whole run (budget.py)
+    asked_at: float = 0.0  # time.monotonic() when checked: the budget counts from here
 
 
 def check_options(args: argparse.Namespace) -> Options:
@@ -44,9 +48,11 @@ def check_options(args: argparse.Namespace) -> Options:
         raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
     sweep = args.sweep or parse_sweep(os.environ.get("XFERBENCH_SWEEP"))
     machine = check_machine_name(args.machine) if args.machine is not None else None
+    budget = check_budget(getattr(args, "budget", None))
     check_output_folder("--results", args.results)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
-                   args.threads, sweep, bool(args.quick), args.device, args.format)
+                   args.threads, sweep, bool(args.quick), args.device, args.format, budget,
+                   time.monotonic())
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,15 @@ class Group:
 
     def benchmarks(self) -> list[str]:
         return [b for c in self.classes for b in c.benchmarks()]
+
+    @property
+    def measured_names(self) -> str:
+        """The classes that measure something, by name ("Copy"), for messages."""
+        return ", ".join(c.name for c in self.classes if c.measured) or self.title
+
+    @property
+    def estimate_s(self) -> float:
+        return estimate_s(self.classes)
 
 
 def group_classes(classes: list[SuiteClass], bench: str | None) -> list[Group]:
@@ -150,7 +165,7 @@ def make_plan(opts: Options) -> RunPlan:
     dev = resolve_device(opts.device)
     repo = find_repo()
     commit = git_head(repo)
-    meta = collect(dev)
+    meta = collect(dev, under_load=True)  # the link and clock as the suite will meet them
     if meta.emulated and os.path.realpath(opts.results_dir) == os.path.realpath(
             os.path.join(repo, "results")):
         raise XferbenchError(

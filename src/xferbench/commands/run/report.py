@@ -29,6 +29,7 @@ class RunReport:
     asv_exit: tuple[int, ...]
     failures: tuple[Outcome, ...]  # combinations that failed while measuring
     interrupted: bool = False
+    cut_classes: tuple[str, ...] = ()  # classes --budget left out, each recorded as skipped
 
     def _rs(self) -> ResultSet:
         return self.results if self.results is not None else ResultSet([], {}, "")
@@ -61,7 +62,8 @@ class RunReport:
             "machine": plan.machine, "torch": plan.torch_version, "commit": plan.commit,
             "quick": plan.options.quick, "seconds": round(self.seconds, 1),
             "measured": self.measured, "skipped": self.skipped, "failed": self.failed,
-            "asv_exit": list(self.asv_exit),
+            "asv_exit": list(self.asv_exit), "budget_s": plan.options.budget,
+            "cut_classes": list(self.cut_classes),
             "headlines": {v.headline.key: v.ratio for v in headlines(self._rs())},
         }
 
@@ -70,6 +72,10 @@ class RunReport:
         rs, plan = self._rs(), self.plan
         lines = ["", f"results: {os.path.relpath(self.results_file)} ({self.seconds:.0f} s; "
                      f"{self.measured} measured, {self.skipped} skipped, {self.failed} failed)"]
+        if self.cut_classes:
+            lines.append(f"cut by --budget {plan.options.budget:g} s, not started: "
+                         f"{'; '.join(self.cut_classes)} (each combination is in the sidecar "
+                         "as skipped, with the reason)")
         if plan.options.sweep == "smoke":
             lines.append("smoke sweep: every branch ran at one size; it quotes no headline")
         else:
@@ -105,4 +111,4 @@ def report(plan: RunPlan, done: Done) -> RunReport:
     if os.path.exists(done.results_file) and not done.interrupted:
         results = load(plan.options.results_dir).filter(path=done.results_file)
     return RunReport(plan, done.results_file, results, done.seconds, done.codes, failures,
-                     done.interrupted)
+                     done.interrupted, done.cut_classes)

@@ -14,10 +14,13 @@ from typing import Any
 from ...errors import XferbenchError
 from ...runrecords import SKIPPED, Outcome
 
-#: The suite's files, in the order they run: a run cut short keeps the classes it finished,
-#: so the headline copies come first and the long creation grid last (the hazards, which
-#: measure nothing without an accelerator, ride along with the first call there).
+#: The suite's files.
 BENCH_FILES = ("bench_copies", "bench_sync", "bench_pipeline", "bench_hazards", "bench_creation")
+#: The order the classes run in: a run cut short (an interrupt, the end of --budget) keeps the
+#: classes it finished, so the classes behind the README's headlines come first. A class not
+#: named here runs after these, in file order.
+PRIORITY = ("Copy", "Creation", "Loop", "Pipeline", "Hazards", "PinMemory", "PinThenCopy",
+            "Overlap", "CreatedInForward")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,16 @@ class SuiteClass:
     combinations: int  # combinations declared
     skips: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
     select: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
+    estimate_s: float = 0.0  # its grid's seconds on an H200, estimated (Grid)
+    #: per method, the combinations it measures here (values as text)
+    runs: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
+
+    def cut(self, reason: str) -> dict[str, list[Outcome]]:
+        """{benchmark: its Outcomes} for a class the run's budget left out: every combination
+        it would have measured, skipped with ``reason``."""
+        return {f"{self.full_name}.{method}": [
+                    Outcome(tuple(zip(self.param_names, run)), SKIPPED, reason) for run in rows]
+                for method, rows in self.runs.items() if rows}
 
     @property
     def full_name(self) -> str:
@@ -64,8 +77,11 @@ def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise XferbenchError(f"the suite in {repo}/benchmarks does not import: {last}")
     data: list[dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    rank = {name: i for i, name in enumerate(PRIORITY)}
+    data.sort(key=lambda d: rank.get(d["class"], len(PRIORITY)))  # stable: file order after
     return [SuiteClass(d["file"], d["class"], tuple(d["methods"]), tuple(d["param_names"]),
-                       int(d["measured"]), int(d["combinations"]), d["skips"], d["select"])
+                       int(d["measured"]), int(d["combinations"]), d["skips"], d["select"],
+                       float(d["estimate_s"]), d["runs"])
             for d in data]
 
 

@@ -18,11 +18,15 @@ from ...asvrepo import (
     write_machine_file,
 )
 from ...errors import XferbenchError
+from ...metadata import MachineMetadata
 from ...protected import protected
+from ...provenance import link_caution
 from ...resultfiles import label_results
 from ...runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...sidecar import record_run
+from ...units import format_seconds
 from .asvcall import run_asv, sigterm_as_interrupt
+from .budget import allot, cut_reason, plan_text, read_time_s
 from .plan import Group, RunPlan
 from .progress import Progress, progress_path
 from .suite import SuiteClass, skipped_at_discovery
@@ -49,6 +53,14 @@ class Ledger:
     saved: list[str] = field(default_factory=list)
     codes: list[int] = field(default_factory=list)
     done: list[SuiteClass] = field(default_factory=list)
+    #: the combinations of classes the budget left out, each with its reason
+    cut: dict[str, list[Outcome]] = field(default_factory=dict)
+    cut_classes: list[str] = field(default_factory=list)
+
+    def record_run(self, s: Setup, meta: MachineMetadata, progress: Progress) -> None:
+        """The run so far, into the results file's sidecar."""
+        record_run(s.results_file, meta, self.record, self.saved,
+                   outcomes(self.done, progress), self.cut)
 
 
 def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
@@ -70,13 +82,15 @@ def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
     return Setup(lock_fd, conf, wrapper, target, plan.env(work, progress_path(work)), out)
 
 
-def asv_call(plan: RunPlan, s: Setup, group: Group, progress: Progress, ledger: Ledger) -> None:
+def asv_call(plan: RunPlan, s: Setup, group: Group, progress: Progress, ledger: Ledger,
+             deadline: float | None = None) -> None:
     """One asv call as a transaction on the results file: whatever happens to the call (an
     interrupt, a kill, a class measured by another interpreter), the file is what asv saved
     whole, or what it was before; what was saved is labelled and recorded in the sidecar."""
     check_wrapper(s.wrapper)  # the results must carry this interpreter's torch
+    env = s.env if deadline is None else {**s.env, "XFERBENCH_DEADLINE": f"{deadline:.3f}"}
     with protected(s.results_file) as call:
-        code = run_asv(plan.asv_command(s.conf, s.wrapper, group), cwd=plan.repo, env=s.env,
+        code = run_asv(plan.asv_command(s.conf, s.wrapper, group), cwd=plan.repo, env=env,
                        lock_fd=s.lock_fd, results_file=s.results_file, stdout=s.out)
         if progress.mismatch:  # numbers from another interpreter are never labelled
             call.discard()
@@ -89,8 +103,32 @@ def asv_call(plan: RunPlan, s: Setup, group: Group, progress: Progress, ledger: 
     ledger.record = ledger.record.with_call(AsvCall(" | ".join(group.regexes), code))
     if call.changed():
         ledger.saved += group.benchmarks()
-        record_run(s.results_file, plan.meta, ledger.record, ledger.saved,
-                   outcomes(ledger.done, progress))
+        ledger.record_run(s, plan.meta, progress)
+
+
+def budgeted_call(plan: RunPlan, s: Setup, index: int, progress: Progress, ledger: Ledger,
+                  spent_s: float) -> None:
+    """The ``index``-th asv call under the run's ``--budget``: its deadline from its share of
+    what is left, or, with too little left to start it, its combinations recorded as cut."""
+    budget_s = plan.options.budget
+    group = plan.groups[index]
+    if budget_s is None:
+        asv_call(plan, s, group, progress, ledger)
+        return
+    share = allot(budget_s, spent_s, [g.estimate_s for g in plan.groups[index:]],
+                  sum(read_time_s(c) for c in group.classes if c.measured))
+    if share.seconds is None:
+        reason = cut_reason(budget_s, share.left_s)
+        print(f"  {group.measured_names}: {reason}", file=s.out, flush=True)
+        for c in group.classes:
+            ledger.cut.update(c.cut(reason))
+            progress.total -= c.measured
+        ledger.cut_classes.append(group.measured_names)
+        return
+    print(f"  {group.measured_names}: {format_seconds(share.seconds)} of the "
+          f"{format_seconds(share.left_s)} left (estimated {format_seconds(group.estimate_s)})",
+          file=s.out, flush=True)
+    asv_call(plan, s, group, progress, ledger, share.deadline(time.time()))
 
 
 @dataclass(frozen=True)
@@ -102,6 +140,7 @@ class Done:
     codes: tuple[int, ...]
     progress: Progress
     interrupted: bool = False
+    cut_classes: tuple[str, ...] = ()  # left out by --budget
 
 
 def announce(plan: RunPlan, out: TextIO) -> None:
@@ -113,6 +152,14 @@ def announce(plan: RunPlan, out: TextIO) -> None:
           f"machine {plan.machine}, suite {plan.commit[:8]}, {plan.options.sweep} grid{quick}: "
           f"{plan.total} combinations to measure in {len(plan.groups)} asv calls",
           file=out, flush=True)
+    caution = link_caution(plan.meta)
+    if caution:
+        print(f"xferbench run: caution: {caution}; every figure and citation of this run says "
+              "so", file=out, flush=True)
+    if plan.options.budget is not None:
+        print("xferbench run: " + plan_text(plan.options.budget, [
+            (g.measured_names, g.estimate_s) for g in plan.groups if g.estimate_s]),
+            file=out, flush=True)
 
 
 def carry_out(plan: RunPlan, s: Setup) -> Done:
@@ -120,7 +167,7 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
     keeps what the calls before it saved."""
     opts = plan.options
     ledger = Ledger(RunRecord(plan.commit, plan.machine, plan.device.name, opts.sweep,
-                              opts.quick, opts.bench, iso_now()))
+                              opts.quick, opts.bench, iso_now(), budget_s=opts.budget))
     announce(plan, s.out)
     started = time.monotonic()
     progress = Progress(s.env["XFERBENCH_PROGRESS"], plan.total, s.out).start(
@@ -132,7 +179,8 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
             for i, group in enumerate(plan.groups, 1):
                 print(f"[{i}/{len(plan.groups)}] {group.title} "
                       f"({time.monotonic() - started:.0f} s so far)", file=s.out, flush=True)
-                asv_call(plan, s, group, progress, ledger)
+                budgeted_call(plan, s, i - 1, progress, ledger,
+                              time.monotonic() - (opts.asked_at or started))
         ledger.record = replace(ledger.record, complete=True)
     except KeyboardInterrupt:
         interrupted = True
@@ -141,10 +189,9 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
     if ledger.saved:
         if not interrupted:
             ledger.record = replace(ledger.record, finished_at=iso_now())
-        record_run(s.results_file, plan.meta, ledger.record, ledger.saved,
-                   outcomes(ledger.done, progress))
+        ledger.record_run(s, plan.meta, progress)
     return Done(s.results_file, time.monotonic() - started, tuple(ledger.codes), progress,
-                interrupted)
+                interrupted, tuple(ledger.cut_classes))
 
 
 def results_folder(plan: RunPlan) -> None:
