@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 #: What the GPU image holds beside torch (the device tool's page), less what we cannot need.
-IMAGE_PACKAGES = ["numpy", "pytest", "packaging", "filelock", "pyyaml"]
+IMAGE_PACKAGES = ["numpy", "pytest", "pytest-benchmark", "nvidia-ml-py", "packaging",
+                  "filelock", "pyyaml"]
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,38 @@ def test_gpu_check_rehearsal_brings_back_results_with_numbers(machine, tmp_path)
     meta = next(out.glob("results/rehearsal/*.metadata"))
     assert json.loads(meta.read_text())["run"]["complete"] is True
     assert "| headline |" in (out / "table.md").read_text()
+
+
+#: Every class of the suite: the rehearsal on the emulated device must save each with numbers.
+SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
+                 "Loop", "Pipeline", "Hazards"}
+
+
+def test_gpu_check_rehearsed_on_the_emulated_device_saves_every_class(machine, tmp_path):
+    """The whole check as a GPU machine meets it, on tests/emu: the grid under its budget plan
+    saves every class with numbers, and the test stage's log names each test and ends with
+    its summary line."""
+    import emu
+
+    try:
+        emu.build()  # this interpreter's torch is the rehearsal's: the same build serves both
+    except emu.BuildUnavailable as exc:
+        pytest.skip(f"the emulated device is not available: {exc}")
+    from emu._build import cache_root
+
+    out = tmp_path / "out"
+    proc = _gpu_check(machine, out, XFERBENCH_EMU="1", XFERBENCH_EMU_CACHE=str(cache_root()),
+                      XFERBENCH_GPU_CHECK_QUICK="1", XFERBENCH_SWEEP="smoke",
+                      XFERBENCH_GPU_CHECK_BUDGET="420", XFERBENCH_GPU_CHECK_GRID="200",
+                      XFERBENCH_SUITE_COMMIT="b" * 40, XFERBENCH_MACHINE="emu-rehearsal")
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    assert "device emu" in log.splitlines()[0]
+    rs = load(str(out / "results"))
+    saved = {r.benchmark.split(".")[1] for r in rs if r.ok}
+    assert saved == SUITE_CLASSES, f"classes without a number: {SUITE_CLASSES - saved}"
+    tests = (out / "pytest-gpu.log").read_text()
+    assert "tests/test_copies.py::test_accelerator_copy_runs_and_verifies" in tests
+    assert " PASSED" in tests
+    last = [line for line in tests.splitlines() if line.strip()][-1]
+    assert last.startswith("=") and " passed" in last and " in " in last, last
