@@ -8,8 +8,9 @@ absolute time) that its process keeps by itself: each combination's sampling is 
 share of what is left, and the combinations that no longer fit are cut, each with a reason
 (``benchmarks/_asv.py``, ``Grid._cap``). Before each call the time left is shared out again:
 
-- time to spare (the rest of the grid is estimated to fit): each class gets its estimate's
-  share of what is left, so time a class did not use flows to the next;
+- time to spare (the rest of the grid is estimated to fit): a class may use all that is
+  left but what the classes after it are estimated to need (a class that outruns its estimate
+  is not cut while time is spare), and time it did not use flows to the next;
 - short of time: each class in turn gets its whole estimate, while the time lasts, so the
   headlines are measured in full and the last classes are cut short or left out;
 - a class left less than ``CLASS_START_S`` and ``MIN_SAMPLING_S`` is not started: every
@@ -89,7 +90,7 @@ def allot(budget_s: float, spent_s: float, estimates: Sequence[float], read_s: f
     own, rest = estimates[0], sum(estimates)
     if own <= 0:  # measures nothing here: asv only records the skips
         return Allotment(max(left, 0.0), 0.0, left)
-    share = left * own / rest if left >= rest else min(left, own)
+    share = left - (rest - own) if left >= rest else min(left, own)
     if share < CLASS_START_S + read_s + MIN_SAMPLING_S:
         return Allotment(None, read_s, left)
     return Allotment(share, read_s, left)
