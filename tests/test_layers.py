@@ -25,6 +25,7 @@ LAYERS = {
     RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
               "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
               "provenance", "outcomes", "merging", "prices", "auditor", "audit_report",
+              "release_table",
               "audit_findings",
               "lint"),  # lint: the rule engine, its findings priced from prices.py
     COMMANDS: ("commands", "pytest_plugin", "quick", "flake8_plugin"),

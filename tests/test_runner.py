@@ -177,11 +177,12 @@ def test_readme_figures_are_those_of_the_committed_results():
     begin, end = "<!-- headline:begin -->\n", "\n<!-- headline:end -->"
     quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
     # the committed results only: a user's own run adds results/<host>/ beside them
-    proc = subprocess.run([sys.executable, "-m", "xferbench.headline", str(committed_results())],
+    proc = subprocess.run([sys.executable, "-m", "xferbench.release_table",
+                           str(committed_results())],
                           capture_output=True, text=True, check=True)
     assert quoted == proc.stdout.rstrip(), (
         "README figures differ from results/: paste the output of "
-        "'python -m xferbench.headline results' between the headline markers")
+        "'python -m xferbench.release_table results' between the headline markers")
 
 
 def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):

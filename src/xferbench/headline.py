@@ -131,7 +131,7 @@ class HeadlineValue:
         return math.sqrt(sum(s * s for s in spreads))  # type: ignore[operator]
 
 
-def _caps(rs: ResultSet) -> Capabilities | None:
+def recorded_capabilities(rs: ResultSet) -> Capabilities | None:
     """The capability probe recorded with the runs in ``rs`` (the first one found)."""
     for r in rs:
         caps = rs.metadata_for(r).capabilities
@@ -148,7 +148,7 @@ def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[
         baseline = rs.latest(h.benchmark, **h.baseline)
         note = ""
         if practice is None or baseline is None:
-            caps = _caps(rs)
+            caps = recorded_capabilities(rs)
             why = h.reason(caps) if (h.reason and caps) else None
             note = why or "not measured in these results"
         counts = [None, None]
@@ -252,7 +252,7 @@ def hazard_table(rs: ResultSet) -> list[str]:
            "work, so an unsafe pattern fails every time; idle: a race, where 0% means not "
            "seen, not safe. pageable_source_modified is the safe pattern (expected 0%).", ""]
     if not sizes:
-        caps = _caps(rs)
+        caps = recorded_capabilities(rs)
         out += ["| hazard | stream | fraction wrong |", "| --- | --- | --- |"]
         for kind in HAZARDS:
             for stream in STREAMS:
