@@ -421,3 +421,41 @@ def test_a_held_batch_that_meets_the_launch_queue_is_shrunk_not_stored_as_a_host
     assert m.extra["calls_per_batch"] <= 2 and m.extra["shrunk_batches"] >= 1, m.extra
     assert "unheld_batches" not in m.extra and m.device_s
     assert all(torch.equal(d.cpu(), s) for d, s in zip(dsts, srcs))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slow", ["thermal", "clock"])
+def test_batches_taken_on_a_slowed_device_are_discarded_and_the_figure_says_so(
+        gpu_device, small_budget, slow):
+    """As nvbench does: a batch read while the SM clock is below 75% of its maximum, or while
+    the device is thermally or power throttled, is discarded and counted. Only the emulated
+    device can be slowed on purpose: a real card's settings are never changed."""
+    if not is_emulated(gpu_device):
+        pytest.skip("the emulated device's own clock controls: a real card's settings are "
+                    "never changed")
+    import emu
+    import torch
+
+    src = torch.ones(2**18).pin_memory()
+    dst = torch.empty_like(src, device=gpu_device.torch())
+
+    def copy() -> None:
+        dst.copy_(src, non_blocking=True)
+
+    emu.set_throttle(["thermal"]) if slow == "thermal" else emu.set_clock(400.0)
+    try:
+        m = measure(copy, small_budget, device=gpu_device)
+    finally:
+        emu.set_throttle([])
+        emu.set_clock(None)
+    assert m.extra["stream_hold"] and m.extra["discarded_batches"] >= 1
+    assert m.extra["all_discarded"] is True and m.extra["slowed"]
+    assert any("slowed device" in w for w in m.warnings), m.warnings
+    assert torch.equal(dst.cpu(), src)
+    # the same copy on a device at full speed keeps its batches
+    emu.set_clock(1980.0)
+    try:
+        fast = measure(copy, small_budget, device=gpu_device)
+    finally:
+        emu.set_clock(None)
+    assert "discarded_batches" not in fast.extra and fast.device_s
