@@ -84,7 +84,8 @@ def test_citation_numbers_are_those_in_the_results_file(capsys):
     assert c["machine"] == raw["params"]["machine"]
     assert c["measured_ms"] == (m["started_at"] or raw["date"])
     assert c["driver"] == (m["meta"].get("driver") or "unknown")
-    assert c["gpu"] == (m["meta"].get("gpu_name") or "unknown")
+    cpu = str(m["meta"].get("device") or "").startswith("cpu")  # a CPU run has no GPU: null
+    assert c["gpu"] == (m["meta"].get("gpu_name") or (None if cpu else "unknown"))
     assert Path(c["results_file"]).resolve() == m["path"].resolve()
     assert c["figure"] == os.path.join("site", figure_path(m["benchmark"], m["params"],
                                                              c["machine"]))

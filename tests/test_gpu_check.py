@@ -130,6 +130,8 @@ def test_gpu_check_rehearsed_on_the_emulated_device_saves_every_class(machine, t
     rs = load(str(out / "results"))
     saved = {r.benchmark.split(".")[1] for r in rs if r.ok}
     assert saved == SUITE_CLASSES, f"classes without a number: {SUITE_CLASSES - saved}"
+    assert "Benchmarking existing" in (out / "asv.log").read_text()  # asv's own output kept
+    assert len([p for p in out.rglob("*") if p.is_file()]) <= 8  # what the device tool returns
     tests = (out / "pytest-gpu.log").read_text()
     assert "tests/test_copies.py::test_accelerator_copy_runs_and_verifies" in tests
     assert " PASSED" in tests

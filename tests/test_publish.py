@@ -150,7 +150,9 @@ def test_asv_data_holds_every_series(site: Path):
 def test_rebuild_replaces_the_site_and_is_byte_identical(site: Path, tmp_path: Path):
     out = tmp_path / "again"
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
-    (out / "figures" / "stale.svg").write_text("<svg/>")
+    (out / "figures" / "stale.svg").write_text("<svg/>")  # a figure an older publish wrote
+    with open(out / ".xferbench-site", "a", encoding="utf-8") as fh:
+        fh.write("wrote: figures/stale.svg\n")
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
     assert not (out / "figures" / "stale.svg").exists()
     built = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file())
@@ -300,7 +302,8 @@ def test_headline_rows_show_samples_interval_verdict_and_the_cli_citation(site: 
         found = dict(re.findall(r'data-label="([^"]+)">(.*?)</td>', cells))
         assert re.fullmatch(r"\d+ / \d+", found["samples practice / baseline"]), ident
         assert re.search(r"x to .*x \(95%\)|unbounded", found["interval"]), ident
-        assert re.search(r">(faster|slower|no detectable difference)<", found["verdict"])
+        assert re.search(r">(faster|slower|within threshold|no detectable difference)<",
+                         found["verdict"])
         commands = re.findall(r"<pre><code>xferbench (cite .*?)</code></pre>", cite)
         sentences = re.findall(r'<p class="sentence">(.*?)</p>', cite)
         assert len(commands) == len(sentences) == 2, ident
@@ -325,7 +328,7 @@ def test_every_benchmark_and_every_reason_is_on_the_page(site: Path):
 
 def test_a_comparison_across_builds_says_so(site: Path):
     text = page_text(site)
-    assert "Not only the release differs: build +cpu → +cu130; CUDA none → 13.0." in text
+    assert "Not only the release differs: build +cu128 → +cu130; CUDA 12.8 → 13.0." in text
 
 
 @pytest.mark.parametrize(("remote", "url"), [

@@ -198,7 +198,7 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
                                                                   budget=None),
                                torch_version="2.11.0", cuda="13.0",
                                device=SimpleNamespace(name="cuda:0"), machine="m",
-                               commit="c" * 40, total=3, groups=())
+                               commit="c" * 40, total=3, groups=(), threads=None)
         out = io.StringIO()
         announce(plan, out)
         return out.getvalue()

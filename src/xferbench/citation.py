@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import XferbenchError
 from .metadata import share_of_link
-from .provenance import link_caution
+from .provenance import link_caution, series_provenance
 from .results import Result, ResultSet
 from .sitemap import figure_path
 from .units import format_value
@@ -52,6 +52,8 @@ class Citation:
     quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
     caution: str | None = None  # what a quote must say with it (a degraded link), or None
     pcie_under_load: bool = False  # pcie_gen/width were read while copies ran (not at idle)
+    #: why the page bans this series from citation (a CPU run, no metadata...): the same words
+    not_for_citation: tuple[str, ...] = ()
 
     @property
     def spread(self) -> float | None:
@@ -74,6 +76,9 @@ def parse_params(groups: list[str], singles: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise XferbenchError(f"parameter {item!r} is not name=value (as direction=h2d)")
+        if key.strip() in out and out[key.strip()] != value.strip():
+            raise XferbenchError(f"parameter {key.strip()} is given twice ({out[key.strip()]} "
+                                 f"and {value.strip()}): give it once")
         out[key.strip()] = value.strip()
     return out
 
@@ -201,6 +206,7 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick, caution=link_caution(meta),
+        not_for_citation=tuple(series_provenance(rs, r.machine, r.torch).reasons()),
     )
 
 
@@ -242,12 +248,15 @@ def _pcie(c: Citation) -> str:
 
 
 def _gpu(c: Citation) -> str:
-    return c.gpu if c.gpu != "unknown" else f"none (device {c.device})"
+    if c.gpu == "unknown" and str(c.device).startswith("cpu"):
+        return "none (a CPU run)"
+    return c.gpu if c.gpu != "unknown" else f"unknown (device {c.device})"
 
 
 def rows(c: Citation) -> list[tuple[str, str]]:
     """The table: (field, text)."""
-    out = [("benchmark", f"`{c.benchmark}`"), ("parameters", _kv(c.params) or "none"),
+    out = [("not for citation", "; ".join(c.not_for_citation))] if c.not_for_citation else []
+    out += [("benchmark", f"`{c.benchmark}`"), ("parameters", _kv(c.params) or "none"),
            ("median", _value(c.value, c.unit))]
     if c.q25 is not None and c.q75 is not None:
         spread = "" if c.spread is None else f" ({c.spread:.1%} of the median)"
@@ -280,12 +289,14 @@ def sentence(c: Citation) -> str:
         spread.append(f"{c.n_samples} samples")
     bw = f", {c.gbps:.2f} GB/s" if c.gbps is not None else ""
     gpu = f"GPU {c.gpu}, PCIe {_pcie(c)}" if c.gpu != "unknown" else f"no GPU, device {c.device}"
-    return (f"{what} measured a median of {_value(c.value, c.unit)}"
+    banned = ("Not for citation: " + "; ".join(c.not_for_citation) + ". ") \
+        if c.not_for_citation else ""
+    return (f"{banned}{what} measured a median of {_value(c.value, c.unit)}"
             f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
             f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
             + (" A quick run (shortened budgets): a smoke test, not a figure to publish."
-               if c.quick else "")
+               if c.quick and not c.not_for_citation else "")
             + (f" Caution: {c.caution}." if c.caution else ""))
 
 
@@ -304,6 +315,8 @@ def as_dict(c: Citation) -> dict[str, Any]:
     out["spread"] = c.spread
     out["measured"] = _date(c.measured_ms)
     out["sentence"] = sentence(c)
+    out["not_for_citation"] = list(c.not_for_citation)
+    out["gpu"] = None if c.gpu == "unknown" and str(c.device).startswith("cpu") else c.gpu
     return out
 
 

@@ -9,6 +9,8 @@ lost results; 130 interrupted. ``audit`` exits with its script's own status.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -58,6 +60,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    except BrokenPipeError:  # `xferbench compare ... | head`: the reader has what it wanted
+        with contextlib.suppress(OSError):  # the exit's flush must not write to the pipe again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.OK
     except OSError as exc:  # the disk, not the input: a full or read-only disk, a gone folder
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"xferbench: {where}{exc.strerror or exc}", file=sys.stderr)

@@ -81,7 +81,7 @@ HEADLINES: tuple[Headline, ...] = (
         "on device", "copied",
     ),
     Headline(
-        "item_per_epoch", "loss read once per epoch vs .item() every batch (steps/s)",
+        "item_per_epoch", "loss read once per epoch vs .item() every batch, per step",
         "bench_sync.Loop.track_step_s",
         {"read": "device_accumulate", "width": "256"},
         {"read": "item_every_batch", "width": "256"},
@@ -90,7 +90,7 @@ HEADLINES: tuple[Headline, ...] = (
     ),
     Headline(
         "pinned_prefetch", "pinned + prefetch vs pageable + blocking, DataLoader with 2 "
-        "workers, small model (samples/s)",
+        "workers, small model, per step",
         "bench_pipeline.Pipeline.track_step_s",
         {**PIPELINE, "host_memory": "pinned", "move": "prefetch"},
         {**PIPELINE, "host_memory": "pageable", "move": "blocking"},

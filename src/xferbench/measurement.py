@@ -23,6 +23,17 @@ from .units import format_seconds, gbps
 SCHEMA_VERSION = 2
 
 #: Noise thresholds, as torch.utils.benchmark: IQR/median above these taints a result.
+#: Above these rates (decimal GB/s) no memory of 2026 moves bytes: a host's (12-channel DDR5
+#: is about 600) and a device's (HBM3e is about 8,000, an L2 cache a few times that).
+PLAUSIBLE_HOST_GBPS = 1_000.0
+PLAUSIBLE_DEVICE_GBPS = 50_000.0
+
+
+def plausible_gbps(device: str) -> float:
+    """The fastest rate a copy on ``device`` ("cpu", "cuda:0"...) could really have."""
+    return PLAUSIBLE_HOST_GBPS if str(device).startswith("cpu") else PLAUSIBLE_DEVICE_GBPS
+
+
 IQR_WARN = 0.10
 
 __all__ = ["CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement", "Stats",
@@ -222,6 +233,13 @@ class Measurement:
         if self.stop == "max_time_s" and not (st.iqr_rel <= self.target_iqr):
             out.append(f"stopped at max_time_s with IQR {st.iqr_rel:.1%} of the median "
                        f"(target {self.target_iqr:.1%})")
+        rate, ceiling = self.gbps, plausible_gbps(self.device)
+        if rate is not None and rate > ceiling:
+            where = "host" if self.device.startswith("cpu") else "device"
+            out.append(f"{rate:,.0f} GB/s is beyond any {where} memory (over {ceiling:,.0f} "
+                       "GB/s): the call most likely copied "
+                       "nothing (a .to() of a tensor already there returns it; give copy=True "
+                       "or copy into a tensor of your own)")
         return tuple(out)
 
     def _clock_warnings(self) -> list[str]:

@@ -32,7 +32,13 @@ def protect(path: str, backup: str) -> None:
     if os.path.exists(backup) and not loads_ok(path):
         os.replace(backup, path)  # a run killed mid-write: bring the earlier file back
     if os.path.exists(path):
-        shutil.copy2(path, backup)
+        try:  # written beside, then renamed: a full disk leaves no half backup behind
+            shutil.copy2(path, backup + ".partial")
+            os.replace(backup + ".partial", backup)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(backup + ".partial")
+            raise
 
 
 def discard(path: str, backup: str, *, existed: bool) -> None:

@@ -43,6 +43,44 @@ def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in data.items() if isinstance(v, dict)}
 
 
+def benchmark_list(root: str) -> dict[str, Any] | None:
+    """``root``'s benchmarks.json as it is (None where there is none or it does not parse)."""
+    path = os.path.join(root, "benchmarks.json")
+    if not (os.path.exists(path) and loads_ok(path)):
+        return None
+    data = load_json(path, "benchmark list")
+    return data if isinstance(data, dict) else None
+
+
+def keep_param_values(root: str, before: dict[str, Any] | None) -> None:
+    """Put back into ``root``'s benchmarks.json what asv's rewrite dropped from ``before``.
+
+    asv rewrites the file from the suite as one run sees it: a smoke sweep (one size), or a
+    device that skips some values, would leave only its own parameter values, and the results
+    other series hold at the other values could no longer be named (``cite`` refuses a value
+    that is not listed). Each benchmark keeps the union of its values, the new ones first,
+    where its parameter names did not change; a benchmark the rewrite dropped is kept whole."""
+    after = benchmark_list(root)
+    if not before or after is None:
+        return
+    changed = False
+    for name, old in before.items():
+        new = after.get(name)
+        if not isinstance(old, dict):
+            continue
+        if not isinstance(new, dict):
+            after[name], changed = old, True
+            continue
+        if new.get("param_names") != old.get("param_names"):
+            continue  # the suite changed this benchmark: its old files name other params
+        merged = [list(n) + [v for v in o if v not in n]
+                  for n, o in zip(new.get("params") or [], old.get("params") or [])]
+        if merged != new.get("params"):
+            new["params"], changed = merged, True
+    if changed:
+        write_json_atomic(os.path.join(root, "benchmarks.json"), after)
+
+
 def iter_result_files(root: str) -> Iterable[tuple[str, str]]:
     """(machine folder, results file path) for every asv results file under ``root``."""
     if not os.path.isdir(root):

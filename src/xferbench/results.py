@@ -294,16 +294,33 @@ def _sidecar_quick(side: Sidecar | None) -> bool:
     return bool(side and side.run and side.run.quick)
 
 
+def check_labels(path: str, results: list[Result], side: Sidecar | None) -> None:
+    """A results file whose PyTorch label disagrees with what its sidecar recorded was edited
+    (or moved beside another's sidecar): it would be cited as what it is not."""
+    recorded = side.metadata.torch if side and side.metadata else None
+    labels = {r.torch for r in results} - {"unknown"}
+    if recorded and labels and labels != {recorded}:
+        raise XferbenchError(
+            f"results file {path} says PyTorch {', '.join(sorted(labels))} but its sidecar "
+            f"recorded PyTorch {recorded}: the file was edited or moved; restore it from git "
+            "or delete it")
+
+
 def load_file(path: str) -> ResultSet:
     """One asv results file, read with the benchmarks.json of the results folder it is in
     (``<results>/<machine>/<file>.json``)."""
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise XferbenchError(f"results file {path} does not exist")
+    data = load_json(path, "results file")
+    if not (isinstance(data, dict) and "result_columns" in data and "results" in data):
+        raise XferbenchError(f"{path} is not an asv results file (no result_columns/results): "
+                             "give a file from a results folder, RESULTS/<machine>/<file>.json")
     root = os.path.dirname(os.path.dirname(path))
     benchmarks = load_benchmarks(root)
     side = load_sidecar(path)
     results = parse_results_file(path, benchmarks, quick=_sidecar_quick(side))
+    check_labels(path, results, side)
     if not results:
         raise XferbenchError(f"results file {path} holds no results")
     return ResultSet(results, benchmarks, root, {path: side} if side else {})
@@ -311,13 +328,17 @@ def load_file(path: str) -> ResultSet:
 
 def load(root: str = "results") -> ResultSet:
     """Every results file under ``root``; raises XferbenchError naming a broken or empty one."""
+    if not root.strip():
+        raise XferbenchError("the results folder is empty text: give a folder (--results DIR)")
     root = os.path.abspath(root)
     benchmarks = load_benchmarks(root)
     results: list[Result] = []
     sidecars: dict[str, Sidecar] = {}
     for _machine, path in iter_result_files(root):
         side = load_sidecar(path)
-        results.extend(parse_results_file(path, benchmarks, quick=_sidecar_quick(side)))
+        found = parse_results_file(path, benchmarks, quick=_sidecar_quick(side))
+        check_labels(path, found, side)
+        results.extend(found)
         if side:
             sidecars[path] = side
     if not results:

@@ -59,7 +59,10 @@ def write_json_atomic(path: str, data: Any) -> None:
 
 def check_output_folder(option: str, given: str) -> None:
     """One sentence, before anything is written, for a folder to write into that cannot be:
-    a file, a link to nothing, inside a file, or where nothing may be written."""
+    a file, a link to nothing, inside a file, or where nothing may be written; an empty
+    path is no folder (it would be the current one)."""
+    if not given.strip():
+        raise XferbenchError(f"{option} is empty: give a folder")
     path = os.path.abspath(given)
     if os.path.exists(path) and not os.path.isdir(path):
         raise XferbenchError(f"{option} {given} is a file, not a folder")

@@ -26,14 +26,18 @@ ALPHA = 0.05
 
 
 def parse_threshold(text: str) -> float:
-    """An argparse type: "10%" or "0.1" -> 0.1; the smallest change that counts."""
+    """An argparse type: "10", "10%" and "0.1" all mean 0.1, the smallest change that counts
+    (a bare number of 1 or more is a percentage, below 1 a fraction)."""
     t = text.strip()
     try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        number = float(t[:-1] if t.endswith("%") else t)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a threshold: write 10% or 0.1") from None
-    if not 0 <= value < 1 or (not t.endswith("%") and value >= 1):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a threshold between 0% and 100%")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a threshold: write 10, 10% or 0.1 (a change of 10%)") from None
+    value = number / 100 if t.endswith("%") or number >= 1 else number
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a threshold: give a change from 0% up to, not including, 100%")
     return value
 
 
@@ -220,6 +224,8 @@ def _pairwise_ratios_at(den: Sequence[float], num: Sequence[float],
 FASTER = "faster"
 SLOWER = "slower"
 NO_DIFFERENCE = "no detectable difference"
+#: Significant, but by no more than the threshold: a difference too small to count.
+WITHIN_THRESHOLD = "within threshold"
 
 
 @dataclass(frozen=True)
@@ -234,8 +240,10 @@ class Verdict:
     significant: bool
     p_value: float | None
     test: str
-    word: str  # faster, slower (higher, lower for other units), no detectable difference
+    word: str  # faster, slower (higher, lower for other units), within threshold, or no
+    # detectable difference
     alpha: float = ALPHA
+    threshold: float = THRESHOLD
 
     @property
     def ratio_outside(self) -> bool:
@@ -259,10 +267,12 @@ class Verdict:
         return (0.0 if math.isinf(hi) else 1 / hi, math.inf if lo == 0 else 1 / lo)
 
 
-def verdict(a: Result, b: Result, alpha: float = ALPHA) -> Verdict:
-    """B against A: significance() decides (the test compare runs, at the same alpha); the
-    interval is that test inverted (``ratio_interval``), or without samples the ratio of
-    asv's 99% confidence intervals (disjoint exactly when that fallback is significant)."""
+def verdict(a: Result, b: Result, alpha: float = ALPHA, threshold: float = THRESHOLD) -> Verdict:
+    """B against A: significance() decides (the test compare runs, at the same alpha) and,
+    as compare marks it, a significant change by no more than ``threshold`` is "within
+    threshold"; the interval is that test inverted (``ratio_interval``), or without samples
+    the ratio of asv's 99% confidence intervals (disjoint exactly when that fallback is
+    significant)."""
     sig = significance(a, b, alpha)
     n_a = len(a.samples) if a.samples else None
     n_b = len(b.samples) if b.samples else None
@@ -281,10 +291,14 @@ def verdict(a: Result, b: Result, alpha: float = ALPHA) -> Verdict:
     up = None if ratio is None or ratio == 1 else ratio > 1
     if interval is not None and (interval[0] > 1 or interval[1] < 1):
         up = interval[0] > 1
-    if sig.significant and up is not None:
+    small = ratio is not None and ratio > 0 and not math.isinf(ratio) and \
+        1 / (1 + threshold) <= ratio <= 1 + threshold
+    if sig.significant and up is not None and small:
+        word = WITHIN_THRESHOLD
+    elif sig.significant and up is not None:
         if higher_is_better(a.unit) or a.unit == "seconds":
             word = SLOWER if up != higher_is_better(a.unit) else FASTER
         else:
             word = "higher" if up else "lower"
     return Verdict(ratio, interval, n_a, n_b, sig.significant, sig.p_value, sig.test, word,
-                   alpha)
+                   alpha, threshold)

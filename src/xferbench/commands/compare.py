@@ -51,6 +51,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--torch", default=None, metavar="VERSION",
                    help="only this PyTorch version (where A and B are commits)")
     add_bench(p, help="only benchmarks whose name matches REGEX")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse (exit 2) a comparison where more than the release or commit "
+                        "differs: the build (+cpu vs +cu130), the machine or the Python")
     add_format(p, help="text table (default) or JSON")
     p.set_defaults(func=cmd_compare)
 
@@ -74,6 +77,8 @@ class Comparison:
     skipped_both: int
     threshold: float
     alpha: float
+    #: what differs between A and B besides what was asked (the build, the machine, Python)
+    confounds: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> list[Row]:
@@ -160,7 +165,27 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     by_machine = not (len(a.results.machines()) == 1 and len(b.results.machines()) == 1)
     rows, skipped = compare_results(a.results, b.results, threshold=threshold, alpha=alpha,
                                     by_machine=by_machine)
-    return Comparison(a, b, rows, skipped, threshold, alpha)
+    return Comparison(a, b, rows, skipped, threshold, alpha,
+                      confounds(a.results, b.results, by_machine))
+
+
+def confounds(a: ResultSet, b: ResultSet, by_machine: bool) -> tuple[str, ...]:
+    """What differs between the sides besides the PyTorch release or suite commit: the build
+    (+cpu vs +cu130), the machine (compared across machines), the Python; each a phrase."""
+    out = []
+
+    def build(rs: ResultSet) -> set[str]:
+        return {r.torch.partition("+")[2] or "default" for r in rs}
+
+    checks = [("the build", build), ("the Python", lambda rs: {r.python for r in rs})]
+    if not by_machine:
+        checks.append(("the machine", lambda rs: set(rs.machines())))
+    for what, of in checks:
+        left, right = of(a), of(b)
+        if left and right and left != right:
+            out.append(f"{what} differs ({', '.join(sorted(left))} vs "
+                       f"{', '.join(sorted(right))})")
+    return tuple(out)
 
 
 # -- formatting --------------------------------------------------------------------------------
@@ -210,6 +235,9 @@ def format_comparison(c: Comparison) -> list[str]:
                  "rates (/s): higher is better.")
     lines.append(f"better/worse: significant (p < {c.alpha:g}, Mann-Whitney U on the samples; "
                  f"without samples, disjoint 99% CIs) and beyond {c.threshold:.0%}.")
+    if c.confounds:
+        lines.append("CAUTION: more than the release differs: " + "; ".join(c.confounds) +
+                     " (a difference may be theirs; --strict refuses such a comparison)")
     if c.regressions:
         worse = sum(1 for r in c.regressions if r.mark != FAILED_IN_B)
         broke = len(c.regressions) - worse
@@ -227,6 +255,7 @@ def as_dict(c: Comparison) -> dict[str, Any]:
     return {
         "a": c.a.label, "b": c.b.label, "threshold": c.threshold, "alpha": c.alpha,
         "regression": bool(c.regressions), "counts": c.counts(),
+        "confounds": list(c.confounds),
         "skipped_both": c.skipped_both,
         "rows": [{"machine": r.machine, "benchmark": r.benchmark, "params": dict(r.params),
                   "unit": r.unit, "a": value(r.a), "b": value(r.b),
@@ -244,6 +273,9 @@ def cmd_compare(args: argparse.Namespace) -> ExitCode:
     except MeasuredNothing as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
         return ExitCode.FAILED
+    if args.strict and c.confounds:
+        raise XferbenchError(f"{c.a.label} and {c.b.label} differ in more than the release: "
+                             f"{'; '.join(c.confounds)} (--strict)")
     if args.format == "json":
         print(json.dumps(as_dict(c), indent=2))
     else:

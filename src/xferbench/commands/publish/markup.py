@@ -12,7 +12,7 @@ from typing import Any
 
 from ...asvrepo import slug
 from ...citation import Citation, command, sentence
-from ...stats import NO_DIFFERENCE, Verdict
+from ...stats import NO_DIFFERENCE, WITHIN_THRESHOLD, Verdict
 
 
 def e(text: Any) -> str:
@@ -92,12 +92,12 @@ def samples(*counts: int | None) -> str:
 
 def verdict_cell(v: Verdict) -> str:
     p = "" if v.p_value is None else f", p = {v.p_value:.2g}"
-    cls = "ns" if v.word == NO_DIFFERENCE else "sig"
+    cls = "ns" if v.word in (NO_DIFFERENCE, WITHIN_THRESHOLD) else "sig"
     return f'<span class="verdict {cls}" title="{e(v.test)}{e(p)}">{e(v.word)}</span>'
 
 
 def row_class(v: Verdict | None) -> str:
-    return ' class="ns"' if v is None or not v.significant else ""
+    return ' class="ns"' if v is None or v.word in (NO_DIFFERENCE, WITHIN_THRESHOLD) else ""
 
 
 def code(text: str) -> str:

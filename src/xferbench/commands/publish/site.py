@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from ...outcomes import unmeasured
 from ...practices import HEADLINE_NBYTES
 from ...provenance import provenance
 from ...results import ResultSet, load, version_key
-from ...safefiles import check_output_folder
+from ...safefiles import alive, check_output_folder
 from ...sitemap import headline_figure_path
 from ...stats import ALPHA, THRESHOLD
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
@@ -51,6 +52,8 @@ from .views import (
 
 #: A file in every site publish builds: publish replaces only a folder that holds it.
 SITE_MARKER = ".xferbench-site"
+#: A line of the marker naming a file publish wrote.
+WROTE = "wrote: "
 #: What asv publish writes that is data; the rest is its CDN front end, not shipped.
 ASV_DATA = ("index.json", "info.json", "graphs", "regressions.json", "regressions.xml")
 
@@ -111,15 +114,48 @@ class Site:
 
 
 def _check_out(out: str) -> None:
+    """``out`` may be replaced: it does not exist, is empty, or holds only what an earlier
+    publish wrote (the files its marker lists). Anything else is the user's: refused, never
+    deleted."""
     if os.path.exists(out) and not os.path.isdir(out):
         raise XferbenchError(f"--out {out} is a file: give a folder for the site")
     check_output_folder("--out", out)
     if not os.path.exists(out):
         return
-    if os.listdir(out) and not os.path.exists(os.path.join(out, SITE_MARKER)):
+    marker = os.path.join(out, SITE_MARKER)
+    if os.listdir(out) and not os.path.exists(marker):
         raise XferbenchError(
             f"--out {out} holds files that publish did not write: give an empty or new folder"
         )
+    if not os.path.exists(marker):
+        return
+    with open(marker, encoding="utf-8") as fh:
+        written = {line[len(WROTE):].strip() for line in fh if line.startswith(WROTE)}
+    if not written:  # a marker from before publish listed its files: nothing to compare
+        return
+    foreign = sorted(set(_files_under(out)) - written - {SITE_MARKER})
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise XferbenchError(
+            f"--out {out} holds {foreign[0]}{more}, which publish did not write and would "
+            "delete: move it out, or give another folder")
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file under ``folder``, as a path relative to it with '/' separators."""
+    out = []
+    for root, _dirs, names in os.walk(folder):
+        rel = os.path.relpath(root, folder)
+        out += [name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}" for name in names]
+    return out
+
+
+def _clean_staging(parent: str, base: str) -> None:
+    """Staging folders of publishes that were killed (their process is gone)."""
+    for name in os.listdir(parent):
+        m = re.fullmatch(rf"\.{re.escape(base)}-new-(\d+)-\w+", name)
+        if m and not alive(int(m.group(1))):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
 def _asset(name: str) -> str:
@@ -181,7 +217,7 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
         fh.write(";\n")
 
     all_series = series(rs)
-    heads = headline_rows(rs, all_series, alpha)
+    heads = headline_rows(rs, all_series, alpha, threshold)
     for row in heads:
         if row.measured:
             path = headline_figure_path(row.key)
@@ -207,13 +243,21 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
         "style.css": _asset("style.css"),
         "asv.js": _asset("asv.js"),
         "site.js": _asset("site.js"),
-        SITE_MARKER: "built by xferbench publish; publish replaces this folder as a whole\n",
     }
     for name, text in pages.items():
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
             fh.write(text)
         site.pages.append(name)
+    _write_marker(out_dir)
     return site
+
+
+def _write_marker(out_dir: str) -> None:
+    """The marker that says publish built ``out_dir``, listing every file it wrote there."""
+    with open(os.path.join(out_dir, SITE_MARKER), "w", encoding="utf-8") as fh:
+        fh.write("built by xferbench publish; publish replaces this folder as a whole, and "
+                 "refuses to while it holds a file not listed here\n")
+        fh.writelines(f"{WROTE}{path}\n" for path in sorted(_files_under(out_dir)))
 
 
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
@@ -226,7 +270,9 @@ def publish(results: str = "results", out: str = "site", *, threshold: float | N
     parent = os.path.dirname(out)
     made = _missing_parents(parent)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}-new-", dir=parent)
+    _clean_staging(parent, os.path.basename(out))
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}-new-{os.getpid()}-",
+                               dir=parent)
     try:
         site = build(rs, os.path.join(staging, "site"), repo=repo,
                      threshold=THRESHOLD if threshold is None else threshold, alpha=alpha)

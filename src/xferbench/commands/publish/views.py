@@ -16,7 +16,7 @@ from ...practices import HEADLINE_NBYTES
 from ...provenance import Provenance, differences, series_provenance
 from ...results import Result, ResultSet, version_key
 from ...sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
-from ...stats import Verdict, significance, verdict
+from ...stats import THRESHOLD, Verdict, significance, verdict
 from ...units import size_label
 
 Params = tuple[tuple[str, Any], ...]
@@ -70,7 +70,8 @@ class HeadlineRow:
         return any(c.verdict is not None for c in self.cells)
 
 
-def headline_rows(rs: ResultSet, all_series: list[Series], alpha: float) -> list[HeadlineRow]:
+def headline_rows(rs: ResultSet, all_series: list[Series], alpha: float,
+                  threshold: float = THRESHOLD) -> list[HeadlineRow]:
     """Each headline's value per series, with the verdict of the practice against its
     baseline (the test compare runs) and both citations."""
     cells: dict[str, list[HeadlineCell]] = {}
@@ -79,7 +80,7 @@ def headline_rows(rs: ResultSet, all_series: list[Series], alpha: float) -> list
             if v.practice is None or v.baseline is None:
                 cell = HeadlineCell(s, v, None, ())
             else:
-                cell = HeadlineCell(s, v, verdict(v.baseline, v.practice, alpha),
+                cell = HeadlineCell(s, v, verdict(v.baseline, v.practice, alpha, threshold),
                                     (cite_of(rs, v.practice), cite_of(rs, v.baseline)))
             cells.setdefault(v.headline.key, []).append(cell)
     return [HeadlineRow(h.key, h.title, tuple(cells.get(h.key, ()))) for h in HEADLINES]
@@ -245,7 +246,7 @@ def version_steps(all_series: list[Series], threshold: float, alpha: float) -> l
     for machine, ss in sorted(by_machine.items()):
         for a, b in zip(ss, ss[1:]):
             rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
-            built = tuple(StepRow(r, verdict(r.a, r.b, alpha) if r.ratio is not None else None)
+            built = tuple(StepRow(r, verdict(r.a, r.b, alpha, threshold) if r.ratio is not None else None)
                           for r in rows)
             steps.append(Step(machine, a, b, built,
                               tuple(differences(a.provenance, b.provenance))))

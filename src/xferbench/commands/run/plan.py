@@ -16,9 +16,11 @@ from dataclasses import dataclass, replace
 from ...asvrepo import check_machine_name, default_machine_name, find_repo, git_head, torch_label
 from ...devices import Device, resolve_device
 from ...errors import XferbenchError
+from ...flags import env_flag
 from ...metadata import MachineMetadata, collect
 from ...options import bench_pattern
 from ...practices import parse_sweep
+from ...results import load
 from ...safefiles import check_output_folder
 from .budget import check_budget, estimate_s
 from .suite import SuiteClass, describe_suite
@@ -46,12 +48,17 @@ def check_options(args: argparse.Namespace) -> Options:
     bench_pattern(args.bench)
     if args.threads is not None and args.threads < 1:
         raise XferbenchError(f"--threads {args.threads} is not a thread count: give 1 or more")
+    cores = os.cpu_count() or 1
+    if args.threads is not None and args.threads > cores:
+        raise XferbenchError(f"--threads {args.threads} is more than the {cores} cores here: "
+                             f"give 1 to {cores}")
     sweep = args.sweep or parse_sweep(os.environ.get("XFERBENCH_SWEEP"))
     machine = check_machine_name(args.machine) if args.machine is not None else None
+    quick = bool(args.quick) or env_flag("XFERBENCH_QUICK")  # one parser for every flag
     budget = check_budget(getattr(args, "budget", None))
     check_output_folder("--results", args.results)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
-                   args.threads, sweep, bool(args.quick), args.device, args.format, budget,
+                   args.threads, sweep, quick, args.device, args.format, budget,
                    time.monotonic())
 
 
@@ -83,6 +90,9 @@ def group_classes(classes: list[SuiteClass], bench: str | None) -> list[Group]:
     measures something here."""
     if bench is not None:  # the user's selection: one call, as asv run --bench
         chosen = tuple(c for c in classes if any(re.search(bench, b) for b in c.benchmarks()))
+        if not chosen:
+            raise XferbenchError(f"--bench {bench!r} matches no benchmark of the suite (its "
+                                 f"classes: {', '.join(c.name for c in classes)})")
         return [Group(f"--bench {bench}", (bench,), chosen)]
     groups = [Group(c.full_name, c.selection(), (c,)) for c in classes if c.measured]
     idle = tuple(c for c in classes if not c.measured)
@@ -120,7 +130,8 @@ class RunPlan:
     def series_suffix(self) -> str:
         """The interpreter wrapper's name suffix that files this run's figures apart."""
         return ("-quick" if self.options.quick else "") + (
-            f"-threads{self.options.threads}" if self.options.threads is not None else "")
+            f"-threads{self.options.threads}" if self.options.threads is not None else "") + (
+            f"-sweep{self.options.sweep}" if self.options.sweep != "default" else "")
 
     @property
     def series_params(self) -> dict[str, str]:
@@ -128,6 +139,8 @@ class RunPlan:
         params = {"quick": "yes" if self.options.quick else "no"}
         if self.options.threads is not None:
             params["threads"] = str(self.options.threads)
+        if self.options.sweep != "default":  # a smoke run never replaces a default run's file
+            params["sweep"] = self.options.sweep
         return params
 
     def env(self, work: str | None = None, progress: str | None = None) -> dict[str, str]:
@@ -162,6 +175,8 @@ class RunPlan:
 
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
+    if os.path.exists(os.path.join(opts.results_dir, "benchmarks.json")):
+        load(opts.results_dir)  # a damaged file there is said now, not after measuring
     dev = resolve_device(opts.device)
     repo = find_repo()
     commit = git_head(repo)

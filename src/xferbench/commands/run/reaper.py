@@ -9,9 +9,9 @@ it was before this asv call (the class in progress never finished), and exits. I
 results folder's lock (handed down as an open file), so a second run is refused until all of
 this is over.
 
-Signals: SIGINT is left to asv (a Ctrl-C reaches the whole foreground process group);
-SIGUSR1 asks asv to stop as Ctrl-C would (``xferbench run`` sends it when it was terminated
-itself); SIGTERM kills everything below at once.
+Signals: it runs in a session of its own (a terminal's Ctrl-C reaches ``xferbench run``
+only); SIGUSR1 asks asv to stop as Ctrl-C would; SIGTERM (what ``xferbench run`` sends on an
+interrupt) kills everything below at once and restores the results file.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ class RunReport:
     failures: tuple[Outcome, ...]  # combinations that failed while measuring
     interrupted: bool = False
     cut_classes: tuple[str, ...] = ()  # classes --budget left out, each recorded as skipped
+    log: str = ""  # asv's own output
 
     def _rs(self) -> ResultSet:
         return self.results if self.results is not None else ResultSet([], {}, "")
@@ -71,7 +72,8 @@ class RunReport:
         """The text summary (``--format text``), for stdout."""
         rs, plan = self._rs(), self.plan
         lines = ["", f"results: {os.path.relpath(self.results_file)} ({self.seconds:.0f} s; "
-                     f"{self.measured} measured, {self.skipped} skipped, {self.failed} failed)"]
+                     f"{self.measured} values measured, {self.skipped} skipped, {self.failed} failed: a "
+                     "combination gives a value per figure of its class)"]
         if self.cut_classes:
             lines.append(f"cut by --budget {plan.options.budget:g} s, not started: "
                          f"{'; '.join(self.cut_classes)} (each combination is in the sidecar "
@@ -94,14 +96,14 @@ class RunReport:
         if self.interrupted:
             return ["", "xferbench run: interrupted; results saved so far are kept"]
         if self.results is None:
-            return ["xferbench run: asv saved no results (see its output above)"]
+            return [f"xferbench run: asv saved no results (its output: {self.log})"]
         if self.measured == 0:
-            return ["xferbench run: nothing was measured (see asv's output above)"]
+            return [f"xferbench run: nothing was measured (asv's output: {self.log})"]
         if not self.failed:
             return []
         return [f"xferbench run: failed: {o.to_dict()['params']}: {o.reason}"
                 for o in self.failures[:FAILURES_SHOWN]] + [
-            f"xferbench run: {self.failed} combinations failed (see asv's output above)"]
+            f"xferbench run: {self.failed} combinations failed (asv's output: {self.log})"]
 
 
 def report(plan: RunPlan, done: Done) -> RunReport:
@@ -111,4 +113,4 @@ def report(plan: RunPlan, done: Done) -> RunReport:
     if os.path.exists(done.results_file) and not done.interrupted:
         results = load(plan.options.results_dir).filter(path=done.results_file)
     return RunReport(plan, done.results_file, results, done.seconds, done.codes, failures,
-                     done.interrupted, done.cut_classes)
+                     done.interrupted, done.cut_classes, done.log)

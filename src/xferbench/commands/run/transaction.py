@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from typing import TextIO
@@ -21,7 +22,7 @@ from ...errors import XferbenchError
 from ...metadata import MachineMetadata
 from ...protected import protected
 from ...provenance import link_caution
-from ...resultfiles import label_results
+from ...resultfiles import benchmark_list, keep_param_values, label_results
 from ...runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...sidecar import record_run
 from ...units import format_seconds
@@ -41,7 +42,8 @@ class Setup:
     wrapper: str  # the interpreter wrapper whose path names torch and CUDA
     results_file: str  # the file every call of this run writes into
     env: dict[str, str]
-    out: TextIO  # where progress and asv's output go
+    out: TextIO  # where the run's progress goes
+    log: str = ""  # where asv's own output goes (its tables, its warnings), kept after the run
 
 
 @dataclass
@@ -79,7 +81,9 @@ def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
     conf = write_asv_config(plan.repo, plan.options.results_dir, work)
     write_machine_file(work, plan.machine, plan.meta)
     target = results_file(plan.options.results_dir, plan.machine, plan.commit, wrapper)
-    return Setup(lock_fd, conf, wrapper, target, plan.env(work, progress_path(work)), out)
+    log = os.path.join(tempfile.gettempdir(),
+                       f"xferbench-asv-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
+    return Setup(lock_fd, conf, wrapper, target, plan.env(work, progress_path(work)), out, log)
 
 
 def asv_call(plan: RunPlan, s: Setup, group: Group, progress: Progress, ledger: Ledger,
@@ -89,13 +93,17 @@ def asv_call(plan: RunPlan, s: Setup, group: Group, progress: Progress, ledger: 
     whole, or what it was before; what was saved is labelled and recorded in the sidecar."""
     check_wrapper(s.wrapper)  # the results must carry this interpreter's torch
     env = s.env if deadline is None else {**s.env, "XFERBENCH_DEADLINE": f"{deadline:.3f}"}
+    listed = benchmark_list(plan.options.results_dir)  # asv rewrites it: keep what it drops
     with protected(s.results_file) as call:
-        code = run_asv(plan.asv_command(s.conf, s.wrapper, group), cwd=plan.repo, env=env,
-                       lock_fd=s.lock_fd, results_file=s.results_file, stdout=s.out)
+        with open(s.log, "a", encoding="utf-8") as log:
+            code = run_asv(plan.asv_command(s.conf, s.wrapper, group), cwd=plan.repo,
+                           env=env, lock_fd=s.lock_fd, results_file=s.results_file,
+                           stdout=log)
         if progress.mismatch:  # numbers from another interpreter are never labelled
             call.discard()
     if progress.mismatch:
         raise XferbenchError(progress.mismatch + "; this class's results were discarded")
+    keep_param_values(plan.options.results_dir, listed)
     label_results(s.results_file, plan.torch_version, plan.cuda, plan.meta.python or "",
                   plan.device.name, plan.series_params)
     ledger.codes.append(code)
@@ -141,6 +149,7 @@ class Done:
     progress: Progress
     interrupted: bool = False
     cut_classes: tuple[str, ...] = ()  # left out by --budget
+    log: str = ""  # asv's own output
 
 
 def announce(plan: RunPlan, out: TextIO) -> None:
@@ -152,6 +161,10 @@ def announce(plan: RunPlan, out: TextIO) -> None:
           f"machine {plan.machine}, suite {plan.commit[:8]}, {plan.options.sweep} grid{quick}: "
           f"{plan.total} combinations to measure in {len(plan.groups)} asv calls",
           file=out, flush=True)
+    if plan.threads:
+        why = "" if plan.options.threads else ": on a CPU, as torch.utils.benchmark (--threads N)"
+        print(f"xferbench run: {plan.threads} torch thread(s) in the benchmark processes{why}",
+              file=out, flush=True)
     caution = link_caution(plan.meta)
     if caution:
         print(f"xferbench run: caution: {caution}; every figure and citation of this run says "
@@ -169,6 +182,7 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
     ledger = Ledger(RunRecord(plan.commit, plan.machine, plan.device.name, opts.sweep,
                               opts.quick, opts.bench, iso_now(), budget_s=opts.budget))
     announce(plan, s.out)
+    print(f"xferbench run: asv's own output goes to {s.log}", file=s.out, flush=True)
     started = time.monotonic()
     progress = Progress(s.env["XFERBENCH_PROGRESS"], plan.total, s.out).start(
         {c.full_name: list(c.param_names) for c in plan.classes},
@@ -191,7 +205,7 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
             ledger.record = replace(ledger.record, finished_at=iso_now())
         ledger.record_run(s, plan.meta, progress)
     return Done(s.results_file, time.monotonic() - started, tuple(ledger.codes), progress,
-                interrupted, tuple(ledger.cut_classes))
+                interrupted, tuple(ledger.cut_classes), s.log)
 
 
 def results_folder(plan: RunPlan) -> None:
