@@ -127,7 +127,7 @@ def test_shipped_book_is_cpu_only_and_says_so():
         assert book.get(key) is None
         reason = book.reason(key)
         assert reason.startswith("no GPU price yet (the results hold only CPU runs: ")
-        assert "cpu-2core-vm, torch 2.13.0+cpu" in reason
+        assert "cpu-2core-vm, torch 2." in reason  # each CPU series named
         assert book.describe(key) == reason
     cpu = book.get("item_per_epoch", allow_cpu=True)
     assert cpu is not None and not cpu.is_gpu
