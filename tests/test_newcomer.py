@@ -275,3 +275,11 @@ def test_compare_of_a_file_that_is_not_a_results_file_says_so(tmp_path):
     proc = _xferbench("compare", str(other), rs.torch_versions()[0], "--results",
                       str(committed_results()))
     _one_sentence(proc, "is not an asv results file")
+
+
+def test_a_folder_with_only_a_benchmark_list_is_no_reason_to_refuse_a_run(tmp_path):
+    from xferbench.results import check_folder
+
+    (tmp_path / "benchmarks.json").write_text('{"version": 2}')
+    check_folder(str(tmp_path))  # a run that saved nothing yet left only this
+    check_folder(str(tmp_path / "new"))  # and a folder that does not exist yet

@@ -326,6 +326,18 @@ def load_file(path: str) -> ResultSet:
     return ResultSet(results, benchmarks, root, {path: side} if side else {})
 
 
+def check_folder(root: str) -> None:
+    """Raise XferbenchError naming the first file of results folder ``root`` that cannot be
+    read (a folder with nothing in it yet is fine): what a run checks before it measures."""
+    if not os.path.exists(os.path.join(root, "benchmarks.json")):
+        return
+    benchmarks = load_benchmarks(root)
+    for _machine, path in iter_result_files(root):
+        side = load_sidecar(path)
+        check_labels(path, parse_results_file(path, benchmarks, quick=_sidecar_quick(side)),
+                     side)
+
+
 def load(root: str = "results") -> ResultSet:
     """Every results file under ``root``; raises XferbenchError naming a broken or empty one."""
     if not root.strip():

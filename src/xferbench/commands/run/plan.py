@@ -20,7 +20,7 @@ from ...flags import env_flag
 from ...metadata import MachineMetadata, collect
 from ...options import bench_pattern
 from ...practices import parse_sweep
-from ...results import load
+from ...results import check_folder
 from ...safefiles import check_output_folder
 from .budget import check_budget, estimate_s
 from .suite import SuiteClass, describe_suite
@@ -175,8 +175,7 @@ class RunPlan:
 
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
-    if os.path.exists(os.path.join(opts.results_dir, "benchmarks.json")):
-        load(opts.results_dir)  # a damaged file there is said now, not after measuring
+    check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
     dev = resolve_device(opts.device)
     repo = find_repo()
     commit = git_head(repo)
