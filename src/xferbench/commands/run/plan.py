@@ -21,6 +21,7 @@ from ...options import bench_pattern
 from ...practices import parse_sweep
 from ...safefiles import check_output_folder
 from .budget import check_budget, estimate_s
+from .devices import parse_devices
 from .suite import SuiteClass, describe_suite
 
 
@@ -39,6 +40,8 @@ class Options:
     format: str = "text"
     budget: float | None = None  # --budget: seconds for the whole run (budget.py)
     asked_at: float = 0.0  # time.monotonic() when checked: the budget counts from here
+    devices: tuple[str, ...] | None = None  # --devices: ("all",) or indices (devices.py)
+    numa: str = "off"  # --numa: off, or auto (numa.py)
 
 
 def check_options(args: argparse.Namespace) -> Options:
@@ -52,7 +55,8 @@ def check_options(args: argparse.Namespace) -> Options:
     check_output_folder("--results", args.results)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
                    args.threads, sweep, bool(args.quick), args.device, args.format, budget,
-                   time.monotonic())
+                   time.monotonic(), parse_devices(getattr(args, "devices", None)),
+                   getattr(args, "numa", None) or "off")
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,8 @@ class RunPlan:
     def series_suffix(self) -> str:
         """The interpreter wrapper's name suffix that files this run's figures apart."""
         return ("-quick" if self.options.quick else "") + (
-            f"-threads{self.options.threads}" if self.options.threads is not None else "")
+            f"-threads{self.options.threads}" if self.options.threads is not None else "") + (
+            f"-dev{self.device.index}" if self.device.index else "")  # one series per device
 
     @property
     def series_params(self) -> dict[str, str]:
@@ -141,6 +146,10 @@ class RunPlan:
             "XFERBENCH_SWEEP": self.options.sweep,
             "XFERBENCH_QUICK": "1" if self.options.quick else "0",
         })
+        if self.options.devices:  # --devices: the devices every series of the run measures
+            env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
+        else:
+            env.pop("XFERBENCH_DEVICES", None)
         if work is not None:
             env["HOME"] = work  # asv's machine file lives in $HOME; keep the user's untouched
         if progress is not None:
