@@ -196,8 +196,29 @@ def contention_section(rows: list[ContentionRow]) -> list[str]:
     return body
 
 
-def draw_peer(views: list[PeerView], out_dir: str, draw: Any) -> list[str]:
-    """Draw each heat map under ``out_dir`` with ``draw`` (the site's style); their paths."""
-    for v in views:
+@dataclass(frozen=True)
+class PeerPage:
+    """What the index shows of several devices: the peer matrices and the contention lanes."""
+
+    views: tuple[PeerView, ...] = ()
+    contention: tuple[ContentionRow, ...] = ()
+
+
+def peer_page(rs: ResultSet) -> PeerPage:
+    return PeerPage(tuple(peer_views(rs)), tuple(contention_rows(rs)))
+
+
+def draw_peer(p: PeerPage, out_dir: str, draw: Any, figures: list[str]) -> PeerPage:
+    """Draw each heat map under ``out_dir`` with ``draw`` (the site's style), adding its path
+    to ``figures``; the page, to show."""
+    for v in p.views:
         draw(plot_peer, v.matrix, os.path.join(out_dir, v.matrix.path))
-    return [v.matrix.path for v in views]
+        figures.append(v.matrix.path)
+    return p
+
+
+def peer_sections(p: PeerPage | None) -> list[str]:
+    """The peer section and the contention section; nothing where neither was measured."""
+    if p is None:
+        return []
+    return peer_section(list(p.views)) + contention_section(list(p.contention))

@@ -30,7 +30,6 @@ from typing import Any
 from ...asvrepo import find_repo, git_branches, write_asv_config
 from ...errors import XferbenchError
 from ...outcomes import unmeasured
-from ...peermatrix import contention_rows
 from ...practices import HEADLINE_NBYTES
 from ...provenance import provenance
 from ...results import ResultSet, load, version_key
@@ -39,7 +38,7 @@ from ...sitemap import headline_figure_path
 from ...stats import ALPHA, THRESHOLD
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
-from .peer import draw_peer, peer_views
+from .peer import draw_peer, peer_page
 from .views import (
     bandwidth_panels,
     benchmark_views,
@@ -198,8 +197,6 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
         for trend in view.trends:
             draw(plot_trend, trend, os.path.join(out_dir, trend.path))
             site.figures.append(trend.path)
-    peers = peer_views(rs)  # the peer-copy heat maps (bench_peer), one per machine and layout
-    site.figures += draw_peer(peers, out_dir, draw)
     steps = version_steps(all_series, threshold, alpha)
     copies = [(s, copy_table(rs, s)) for s in all_series]
 
@@ -207,7 +204,7 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
         "index.html": render_index(IndexPage(
             all_series, heads, copies, bw, steps, views, threshold=threshold, alpha=alpha,
             warnings=site.warnings, commit_url=link, headline_nbytes=HEADLINE_NBYTES,
-            peers=tuple(peers), contention=tuple(contention_rows(rs)))),
+            peers=draw_peer(peer_page(rs), out_dir, draw, site.figures))),
         "asv.html": render_asv_page([s.provenance for s in all_series]),
         "style.css": _asset("style.css"),
         "asv.js": _asset("asv.js"),
