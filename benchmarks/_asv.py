@@ -72,6 +72,7 @@ def _probe_cache_path(spec: str) -> str:
                      *(os.environ.get(v, "") for v in (
                          "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                          "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "XFERBENCH_EMU",
+                         "XFERBENCH_EMU_DEVICES",
                          "PYTHONPATH"))])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"xferbench-{os.getuid()}",

@@ -130,6 +130,7 @@ def test_capabilities_dict_has_every_field(gpu_caps):
     assert gpu_caps.to_dict() == {
         "device": "cuda:0", "pinned_memory": True, "timing_events": True,
         "side_streams": True, "reason": "", "emulated": False, "stream_hold": True,
+        "devices": 1,
     }
     assert Capabilities(**gpu_caps.to_dict()) == gpu_caps
 

@@ -102,9 +102,10 @@ def test_gpu_check_rehearsal_brings_back_results_with_numbers(machine, tmp_path)
     assert "| headline |" in (out / "table.md").read_text()
 
 
-#: Every class of the suite: the rehearsal on the emulated device must save each with numbers.
+#: Every class of the suite that one device measures (Peer needs a second): the rehearsal on
+#: the emulated device must save each with numbers.
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
-                 "Loop", "Pipeline", "Hazards"}
+                 "Loop", "Pipeline", "Hazards", "Contention"}
 
 
 def test_gpu_check_rehearsed_on_the_emulated_device_saves_every_class(machine, tmp_path):

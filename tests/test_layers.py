@@ -26,7 +26,7 @@ LAYERS = {
               "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
               "provenance", "outcomes", "merging", "prices", "auditor", "audit_report",
               "release_table",
-              "audit_findings",
+              "audit_findings", "peermatrix",
               "lint"),  # lint: the rule engine, its findings priced from prices.py
     COMMANDS: ("commands", "pytest_plugin", "quick", "flake8_plugin"),
     ENTRY: ("cli", "__main__", ""),  # "": xferbench/__init__.py

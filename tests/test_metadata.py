@@ -127,8 +127,8 @@ def test_collect_with_nvml_but_no_driver_says_unavailable():
 
 
 def test_numa_node_is_none_without_a_bus_id_or_sysfs_entry():
-    assert collect_numa(None) == {"gpu_numa_node": None}
-    assert collect_numa("ffff:ff:1f.7") == {"gpu_numa_node": None}
+    assert collect_numa(None) == {"gpu_numa_node": None, "gpu_numa_cpus": None}
+    assert collect_numa("ffff:ff:1f.7") == {"gpu_numa_node": None, "gpu_numa_cpus": None}
 
 
 def test_collect_device_on_the_cpu_is_all_none():

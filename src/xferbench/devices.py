@@ -63,6 +63,8 @@ class Capabilities:
     emulated: bool = False
     #: A spin can hold the device's stream (``spin_module``): CUDA, ROCm, tests/emu.
     stream_hold: bool = False
+    #: Devices of this type here (peer copies need two).
+    devices: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +75,7 @@ class Capabilities:
             "reason": self.reason,
             "emulated": self.emulated,
             "stream_hold": self.stream_hold,
+            "devices": self.devices,
         }
 
 
@@ -255,7 +258,19 @@ def capabilities(device: str | Device) -> Capabilities:
         reasons.append(f"{dev.name} is emulated on the host: every accelerator path runs, "
                        "but its times are host threads', not measurements")
     return Capabilities(dev.name, pinned, events, streams, reason="; ".join(reasons),
-                        emulated=emulated, stream_hold=spin_module(dev) is not None)
+                        emulated=emulated, stream_hold=spin_module(dev) is not None,
+                        devices=device_count(dev.type))
+
+
+def can_access_peer(device: Device, peer: Device) -> bool:
+    """Whether ``device`` can access ``peer``'s memory directly: the backend module's
+    ``can_device_access_peer`` (``torch.cuda``'s, ``torch.xpu``'s, tests/emu's). False for a
+    device and itself, two backends, the CPU, and a backend without the call."""
+    if (not device.is_accelerator or device.type != peer.type or device.index is None
+            or peer.index is None or device.index == peer.index):
+        return False
+    ask = getattr(module_of(device.type), "can_device_access_peer", None)
+    return bool(ask(device.index, peer.index)) if callable(ask) else False
 
 
 def spin_module(device: Device) -> Any:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import telemetry
+from .telemetry import numa_cpus
 from .devices import Capabilities, Device, capabilities, resolve_device
 from .version import __version__
 
@@ -163,15 +164,9 @@ def collect_nvml(pci_bus_id: str | None, index: int | None) -> dict[str, Any]:
 
 
 def collect_numa(pci_bus_id: str | None) -> dict[str, Any]:
-    """The GPU's NUMA node from sysfs (Linux), or None."""
-    if not pci_bus_id:
-        return {"gpu_numa_node": None}
-    path = f"/sys/bus/pci/devices/{pci_bus_id.lower()}/numa_node"
-    try:
-        with open(path) as fh:
-            return {"gpu_numa_node": int(fh.read().strip())}
-    except (OSError, ValueError):
-        return {"gpu_numa_node": None}
+    """The GPU's NUMA node and its CPUs ("0-15") from sysfs (Linux), or None."""
+    node, cpus, _why = numa_cpus(pci_bus_id)
+    return {"gpu_numa_node": node, "gpu_numa_cpus": _ranges(cpus) if cpus else None}
 
 
 def collect(device: str | Device = "auto", *, under_load: bool = False) -> MachineMetadata:
@@ -260,6 +255,7 @@ class MachineMetadata:
     mem_clock_mhz: int | None = None
     nvml: str | None = None  # None: NVML was not asked (not a CUDA device)
     gpu_numa_node: int | None = None
+    gpu_numa_cpus: str | None = None  # the CPUs of its NUMA node ("0-15")
     pcie_theoretical_bytes_per_s: float | None = None  # one way, after line coding
     sm_clock_mhz_load: int | None = None  # read while the device copied and computed
     sm_clock_max_mhz: int | None = None

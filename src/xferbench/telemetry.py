@@ -184,3 +184,28 @@ def under_load(dev: Device, seconds: float = 0.3) -> dict[str, Any]:
                    throttle_reasons_load=list(state.reasons))
     out["pcie_gen_load"], out["pcie_width_load"] = link
     return out
+
+
+def numa_cpus(pci_bus_id: str | None) -> tuple[int | None, list[int] | None, str]:
+    """(NUMA node, its CPUs, why not) of the device at ``pci_bus_id``, from sysfs (Linux): what
+    ``xferbench run --numa auto`` pins the benchmark processes to, as nvbandwidth does. The
+    CPUs are None, with the reason, where the machine does not say."""
+    if not pci_bus_id:
+        return None, None, "the device has no PCI bus id (no NVML, or an emulated device)"
+    try:
+        with open(f"/sys/bus/pci/devices/{pci_bus_id.lower()}/numa_node") as fh:
+            node = int(fh.read().strip())
+    except (OSError, ValueError):
+        return None, None, f"sysfs gives no NUMA node for {pci_bus_id}"
+    if node < 0:
+        return None, None, f"{pci_bus_id} is on no NUMA node (a single-node machine)"
+    try:
+        with open(f"/sys/devices/system/node/node{node}/cpulist") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return node, None, f"sysfs gives no CPU list for NUMA node {node}"
+    cpus: list[int] = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        cpus += range(int(lo), int(hi or lo) + 1)
+    return (node, cpus, "") if cpus else (node, None, f"NUMA node {node} lists no CPUs")

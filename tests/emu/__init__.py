@@ -16,8 +16,11 @@ data landing is wide enough to observe; ``pending(device)`` counts queued jobs;
 jobs, default 1024); ``set_pin_cost(us, us_per_mib)`` is what a fresh pinned block costs;
 ``set_clock(mhz)`` pins the SM clock (None: the ramp model again), ``set_throttle(reasons)``
 reports throttle reasons and caps the clock, ``set_clock_model(ramp_s, cooldown_s)`` changes
-the ramp. README.md says what each emulates.
+the ramp; ``set_peer_access(device, peer, allowed)`` turns peer access between two devices
+off or on (``torch.emu.can_device_access_peer`` answers it). README.md says what each
+emulates.
 Environment: XFERBENCH_EMU_DEVICES (number of devices, 1..8, default 1),
+XFERBENCH_EMU_NO_PEER (ordered pairs without peer access, "0>1,1>0"; default: every pair has it),
 XFERBENCH_EMU_MEMORY_BYTES (each device's total for get_memory_info, default half the RAM),
 XFERBENCH_EMU_QUEUE_DEPTH (the launch queue's bound per stream, default 1024),
 XFERBENCH_EMU_PIN_COST_US (a fresh pinned block's cost: "BASE" or "BASE,PER_MIB" in
@@ -36,7 +39,7 @@ from ._build import BuildUnavailable, build, built_library
 __all__ = ["DEVICE_TYPE", "BuildUnavailable", "build", "built_library", "clock_model",
            "copy_delay", "is_loaded", "load", "pending", "pin_cost", "queue_depth",
            "set_clock", "set_clock_model", "set_copy_delay", "set_memory_total",
-           "set_pin_cost", "set_queue_depth", "set_throttle"]
+           "set_peer_access", "set_pin_cost", "set_queue_depth", "set_throttle"]
 
 #: The device type the backend registers as: torch.device("emu"), "emu:0".
 DEVICE_TYPE = "emu"
@@ -58,6 +61,11 @@ def _check_environment() -> None:
     if text is not None and not (text.isdigit() and 1 <= int(text) <= MAX_DEVICES):
         raise ValueError(
             f"XFERBENCH_EMU_DEVICES='{text}' is not a device count: use 1 to {MAX_DEVICES}")
+    text = os.environ.get("XFERBENCH_EMU_NO_PEER")
+    if text is not None and not _is_pair_list(text):
+        raise ValueError(
+            f"XFERBENCH_EMU_NO_PEER='{text}' is not a list of device pairs: write ordered "
+            f"pairs of two devices 0 to {MAX_DEVICES - 1} as SRC>DST, comma-separated (0>1,1>0)")
     text = os.environ.get("XFERBENCH_EMU_MEMORY_BYTES")
     if text is not None and not (text.isdigit() and int(text) > 0):
         raise ValueError(
@@ -72,6 +80,17 @@ def _check_environment() -> None:
         raise ValueError(
             f"XFERBENCH_EMU_PIN_COST_US='{text}' is not a cost in microseconds: BASE or "
             "BASE,PER_MIB, each >= 0 (as 20,16)")
+
+
+def _is_pair_list(text: str) -> bool:
+    """"0>1,1>0": ordered pairs of two distinct device indices below MAX_DEVICES."""
+    for pair in text.split(","):
+        src, sep, dst = pair.strip().partition(">")
+        if not (sep and src.isdigit() and dst.isdigit()):
+            return False
+        if int(src) == int(dst) or max(int(src), int(dst)) >= MAX_DEVICES:
+            return False
+    return True
 
 
 def _is_pin_cost(text: str) -> bool:
@@ -199,3 +218,13 @@ def clock_model() -> tuple[float, float]:
 
     ramp, cooldown = torch.ops.xferbench_emu.clock_model()
     return float(ramp), float(cooldown)
+
+
+def set_peer_access(device: int, peer: int, allowed: bool) -> None:
+    """Whether emu:``device`` can access emu:``peer``'s memory directly, for copies queued from
+    now on (``torch.emu.can_device_access_peer(device, peer)`` answers it). A copy without peer
+    access still lands, staged through host memory; one with it pays, the first time for
+    the pair, for enabling it (2 ms on the host, as torch enables peer access lazily)."""
+    import torch
+
+    torch.ops.xferbench_emu.set_peer_access(int(device), int(peer), bool(allowed))

@@ -89,6 +89,15 @@ def stream(stream: torch.Stream | None) -> Iterator[None]:
         yield
 
 
+def can_device_access_peer(device: Any, peer_device: Any) -> bool:
+    """As ``torch.cuda.can_device_access_peer``: whether ``device`` can access
+    ``peer_device``'s memory directly (False for a device and itself). Every pair of two
+    devices can, but those XFERBENCH_EMU_NO_PEER or ``emu.set_peer_access`` turned off."""
+    get = torch.accelerator._utils._get_device_index
+    return bool(torch.ops.xferbench_emu.can_access_peer(get(device, optional=True),
+                                                        get(peer_device, optional=True)))
+
+
 DEVICE_NAME = "xferbench emulated accelerator"
 
 

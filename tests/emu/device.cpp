@@ -11,7 +11,9 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <mutex>
 
 namespace emu {
 namespace {
@@ -25,6 +27,40 @@ int read_device_count() {
   }
   const int n = std::atoi(text);
   return n < 1 ? 1 : (n > kMaxDevices ? kMaxDevices : n);
+}
+
+// Ordered pairs without peer access, one bit per (device, peer): bit device * kMaxDevices + peer.
+// Read once from XFERBENCH_EMU_NO_PEER ("0>1,2>3"; the Python loader validates the text, so
+// what does not parse here is skipped), then changed by set_peer_access.
+uint64_t read_no_peer() {
+  const char* text = std::getenv("XFERBENCH_EMU_NO_PEER");
+  uint64_t mask = 0;
+  while (text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    const long a = std::strtol(text, &end, 10);
+    if (end == text || *end != '>') {
+      break;
+    }
+    const char* next = end + 1;
+    const long b = std::strtol(next, &end, 10);
+    if (end == next) {
+      break;
+    }
+    if (a >= 0 && a < kMaxDevices && b >= 0 && b < kMaxDevices) {
+      mask |= uint64_t{1} << (a * kMaxDevices + b);
+    }
+    text = *end == ',' ? end + 1 : end;
+  }
+  return mask;
+}
+
+std::atomic<uint64_t>& no_peer() {
+  static std::atomic<uint64_t> mask{read_no_peer()};
+  return mask;
+}
+
+uint64_t pair_bit(c10::DeviceIndex device, c10::DeviceIndex peer) {
+  return uint64_t{1} << (resolve_index(device) * kMaxDevices + resolve_index(peer));
 }
 
 // The current device is per thread, as in CUDA.
@@ -247,6 +283,32 @@ c10::DeviceIndex resolve_index(c10::DeviceIndex index) {
 
 void set_current_device(c10::DeviceIndex index) {
   tls_current_device = resolve_index(index);
+}
+
+bool can_access_peer(c10::DeviceIndex device, c10::DeviceIndex peer) {
+  if (resolve_index(device) == resolve_index(peer)) {
+    return false;
+  }
+  return (no_peer().load() & pair_bit(device, peer)) == 0;
+}
+
+void set_peer_access(c10::DeviceIndex device, c10::DeviceIndex peer, bool allowed) {
+  const uint64_t bit = pair_bit(device, peer);
+  if (allowed) {
+    no_peer().fetch_and(~bit);
+  } else {
+    no_peer().fetch_or(bit);
+  }
+}
+
+bool first_peer_copy(c10::DeviceIndex src, c10::DeviceIndex dst) {
+  static std::mutex mu;
+  static uint64_t enabled = 0;
+  const uint64_t bit = pair_bit(src, dst);
+  std::lock_guard<std::mutex> lock(mu);
+  const bool first = (enabled & bit) == 0;
+  enabled |= bit;
+  return first;
 }
 
 } // namespace emu

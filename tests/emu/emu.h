@@ -39,6 +39,18 @@ void set_current_device(c10::DeviceIndex index);
 // The index itself, or the current device for -1; raises for one that does not exist.
 c10::DeviceIndex resolve_index(c10::DeviceIndex index);
 
+// ---- peer access between devices (device.cpp)
+// Whether `device` can read and write `peer`'s memory directly (cudaDeviceCanAccessPeer):
+// every ordered pair of two distinct devices can, unless XFERBENCH_EMU_NO_PEER ("0>1,1>0")
+// or set_peer_access says it cannot. A device never "accesses" itself as a peer.
+bool can_access_peer(c10::DeviceIndex device, c10::DeviceIndex peer);
+void set_peer_access(c10::DeviceIndex device, c10::DeviceIndex peer, bool allowed);
+// True once per ordered pair with peer access, on its first copy: torch enables peer access
+// lazily on the first copy between two devices (cudaDeviceEnablePeerAccess), and that copy
+// pays for it on the host (kPeerEnableS here).
+bool first_peer_copy(c10::DeviceIndex src, c10::DeviceIndex dst);
+constexpr double kPeerEnableS = 0.002;
+
 // ---- streams (streams.cpp)
 c10::Stream current_stream(c10::DeviceIndex index);
 c10::Stream exchange_stream(const c10::Stream& stream);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace emu {
 namespace {
@@ -126,10 +127,57 @@ void queue_copy(const c10::Stream& stream, void* dst, const void* src, size_t nb
   });
 }
 
+// From now on, what is queued on `waiter` runs only once `stream` has reached the work queued
+// on it so far (an event recorded on one, waited for on the other).
+void barrier(const c10::Stream& stream, const c10::Stream& waiter) {
+  void* event = nullptr;
+  record_event(&event, stream, /*timing=*/false);
+  block_on_event(event, waiter);
+  destroy_event(event); // the queued record and wait hold their own references
+}
+
+// dst.copy_(src) between two emu devices, as torch's CUDA copy makes it: on the SOURCE
+// device's current stream, behind a two-way barrier (the source stream first waits for the
+// work queued on the destination's current stream; the destination's stream then waits for
+// the copy), so the caller returns at once. With peer access the bytes move in one memmove;
+// without it, through a host buffer, as the driver stages such a copy through host memory.
+// The first copy of an ordered pair with peer access enables it, on the calling thread
+// (kPeerEnableS), as torch does lazily on that copy.
+void queue_peer_copy(const at::Tensor& src, const at::Tensor& dst) {
+  const auto from = src.device().index();
+  const auto to = dst.device().index();
+  const bool peer = can_access_peer(from, to);
+  if (peer && first_peer_copy(from, to)) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kPeerEnableS));
+  }
+  const auto src_stream = current_stream(from);
+  const auto dst_stream = current_stream(to);
+  barrier(dst_stream, src_stream);
+  const double delay_s = copy_delay();
+  void* d = dst.data_ptr();
+  const void* s = src.data_ptr();
+  const size_t n = dst.nbytes();
+  enqueue(src_stream, [d, s, n, delay_s, peer] {
+    if (delay_s > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
+    }
+    if (peer) {
+      std::memmove(d, s, n);
+      return;
+    }
+    std::vector<unsigned char> staged(n);
+    std::memcpy(staged.data(), s, n);
+    std::memcpy(d, staged.data(), n);
+  });
+  barrier(src_stream, dst_stream);
+}
+
 // aten::_copy_from(self=src, dst, non_blocking): every copy that touches an emu tensor.
 // The rules are CUDA's:
 //  * emu -> emu on one device: queued on the current stream (cudaMemcpyAsync D2D), whatever
 //    non_blocking says;
+//  * emu -> emu across devices, same layout: queued on the source device's current stream
+//    behind a two-way barrier (queue_peer_copy), whatever non_blocking says;
 //  * host <-> emu with non_blocking=True and the host side pinned: queued on the current
 //    stream; the caller returns before the bytes land;
 //  * any other host <-> emu copy (blocking, or pageable memory): the caller waits for the
@@ -151,7 +199,12 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool non_bloc
       }
       synchronize_stream(stream);
     } else {
-      // Across devices: both current streams drain, then the copy runs here.
+      if (same_bytes_layout(src, dst)) {
+        queue_peer_copy(src, dst);
+        return dst;
+      }
+      // Restriding across devices: both current streams drain, then the copy runs here
+      // (CUDA queues a copy kernel; kernels are never queued here).
       synchronize_stream(current_stream(src.device().index()));
       synchronize_stream(current_stream(dst.device().index()));
     }
@@ -318,6 +371,16 @@ TORCH_LIBRARY(xferbench_emu, m) {
     const auto [ramp, cooldown] = clock_model();
     return std::make_tuple(ramp, cooldown);
   });
+  // peer access between devices (device.cpp)
+  m.def("can_access_peer(int device, int peer) -> bool", [](int64_t device, int64_t peer) {
+    return can_access_peer(static_cast<c10::DeviceIndex>(device),
+                           static_cast<c10::DeviceIndex>(peer));
+  });
+  m.def("set_peer_access(int device, int peer, bool allowed) -> ()",
+        [](int64_t device, int64_t peer, bool allowed) {
+          set_peer_access(static_cast<c10::DeviceIndex>(device),
+                          static_cast<c10::DeviceIndex>(peer), allowed);
+        });
   // pinned host memory (pinned.cpp)
   m.def("host_stats() -> Dict(str, int)", [] {
     c10::Dict<std::string, int64_t> out;

@@ -12,6 +12,7 @@ from typing import Any
 from ..citation import as_dict, cite, format_markdown, parse_params
 from ..errors import ExitCode
 from ..options import add_format, add_results
+from ..peermatrix import by_device, citation_note
 from ..results import load
 
 
@@ -30,6 +31,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--torch", default=None, metavar="VERSION",
                    help="PyTorch version to cite (default: the newest measurement)")
     p.add_argument("--machine", default=None, help="machine to cite (default: the newest)")
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="the series measured on this device (cuda:1), where a run measured "
+                        "several (--devices): a peer copy's source")
     add_results(p)
     p.add_argument("--site", default="site", metavar="DIR",
                    help="the published site, for the figure's path (default: site)")
@@ -42,11 +46,19 @@ def register_cli(sub: Any) -> None:
 
 def cmd_cite(args: argparse.Namespace) -> ExitCode:
     params = parse_params(args.params, args.param)
-    c = cite(load(args.results), args.benchmark, params, torch=args.torch,
+    rs = load(args.results)
+    if getattr(args, "device", None):
+        rs = by_device(rs, args.device)
+    c = cite(rs, args.benchmark, params, torch=args.torch,
              machine=args.machine, site=args.site, allow_quick=args.allow_quick)
+    # a peer copy between devices without peer access says so wherever it is quoted
+    note = citation_note(rs, c.results_file, c.benchmark, c.params)
     if args.format == "json":
-        print(json.dumps(as_dict(c), indent=2))
+        print(json.dumps({**as_dict(c), **({"peer_access_note": note} if note else {})},
+                         indent=2))
     else:
         for line in format_markdown(c):
             print(line)
+        if note:
+            print(f"\nNote: {note}.")
     return ExitCode.OK

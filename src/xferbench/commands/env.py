@@ -15,7 +15,8 @@ from ..options import add_device, add_format
 ABSENT_WHEN_NONE = {
     "accelerator": "device", "cuda": "torch", "hip": "torch", "gpu_name": "device",
     "compute_capability": "device", "multiprocessors": "device", "device_memory_bytes": "device",
-    "pci_bus_id": "device", "gpu_numa_node": "device", "pcie_theoretical_bytes_per_s": "device",
+    "pci_bus_id": "device", "gpu_numa_node": "device", "gpu_numa_cpus": "device",
+    "pcie_theoretical_bytes_per_s": "device",
 }
 
 

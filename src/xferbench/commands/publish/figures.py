@@ -273,3 +273,7 @@ def plot_trend(trend: Trend, path: str) -> None:
     ax.set_ylabel(f"{unit} ({better} is better)")
     ax.set_title(title)
     _save(fig, path)
+
+
+#: The helpers a figure drawn in another module of publish (peer.py's heat maps) shares.
+new_figure, save = _new_figure, _save

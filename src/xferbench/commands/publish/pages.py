@@ -10,6 +10,7 @@ from ...units import GBPS, size_label
 from .across import bandwidth_section, benchmark_section, changes_section
 from .machines import machine_tables
 from .markup import e, page
+from .peer import PeerPage, peer_sections
 from .sections import (
     banner_html,
     copy_section,
@@ -35,6 +36,7 @@ class IndexPage:
     warnings: list[str]
     commit_url: str | None  # a commit hash appended to it is the commit's page; None: no links
     headline_nbytes: int
+    peers: PeerPage | None = None  # peer matrices and contention lanes (peer.py), if any
 
 
 def _header(p: IndexPage, side_by_side: bool) -> list[str]:
@@ -51,7 +53,10 @@ def _header(p: IndexPage, side_by_side: bool) -> list[str]:
             '<a href="#copies">copies</a> '
             + ('<a href="#machines">machines</a> ' if side_by_side else "")
             + '<a href="#bandwidth">bandwidth</a> '
-            '<a href="#changes">changes</a> <a href="#benchmarks">every benchmark</a></p>']
+            + ('<a href="#peer">peer copies</a> ' if p.peers and p.peers.views else "")
+            + ('<a href="#contention">contention</a> ' if p.peers and p.peers.contention
+               else "")
+            + '<a href="#changes">changes</a> <a href="#benchmarks">every benchmark</a></p>']
     body += [f'<p class="warning">{e(w)}</p>' for w in p.warnings]
     body.append("</header>")
     return body
@@ -66,6 +71,7 @@ def render_index(p: IndexPage) -> str:
     body += copy_section(p.copies, size_label(p.headline_nbytes))
     body += side_by_side
     body += bandwidth_section(p.bandwidth)
+    body += peer_sections(p.peers)
     body += changes_section(p.steps, p.threshold, p.alpha)
     body += benchmark_section(p.views, p.alpha)
     return page("xferbench results", body, scripts=["site.js"])

@@ -39,6 +39,7 @@ from ...sitemap import headline_figure_path
 from ...stats import ALPHA, THRESHOLD
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
+from .peer import draw_peer, peer_page
 from .views import (
     bandwidth_panels,
     benchmark_views,
@@ -238,7 +239,8 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
     pages = {
         "index.html": render_index(IndexPage(
             all_series, heads, copies, bw, steps, views, threshold=threshold, alpha=alpha,
-            warnings=site.warnings, commit_url=link, headline_nbytes=HEADLINE_NBYTES)),
+            warnings=site.warnings, commit_url=link, headline_nbytes=HEADLINE_NBYTES,
+            peers=draw_peer(peer_page(rs), out_dir, draw, site.figures))),
         "asv.html": render_asv_page([s.provenance for s in all_series]),
         "style.css": _asset("style.css"),
         "asv.js": _asset("asv.js"),

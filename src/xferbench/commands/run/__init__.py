@@ -29,6 +29,7 @@ import re
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from typing import Any
 
 from ...asvrepo import lock_is_held, results_lock
@@ -37,6 +38,8 @@ from ...options import add_bench, add_device, add_format, add_results
 from ...practices import SWEEPS
 from ...protected import clean_stale
 from ...safefiles import alive
+from .devices import resolve_devices
+from .numa import NUMA_MODES, placed
 from .plan import Options, RunPlan, check_options, make_plan
 from .report import RunReport, report
 from .transaction import carry_out, results_folder, setup
@@ -57,6 +60,12 @@ def register_cli(sub: Any) -> None:
                    help="short budgets: a smoke run, filed as a series of its own and not "
                         "for citing")
     add_device(p)
+    p.add_argument("--devices", default=None, metavar="all|0,2,...",
+                   help="measure the suite on each of these devices in turn, one series per "
+                        "device (default: the best device alone); peer copies need two")
+    p.add_argument("--numa", choices=NUMA_MODES, default="off",
+                   help="auto: run the benchmark processes on the CPUs of the device's NUMA "
+                        "node (the run says where, or why it could not)")
     add_bench(p, help="only benchmarks whose name matches REGEX (as asv --bench)")
     p.add_argument("--machine", default=None,
                    help="machine name: letters, digits, '.', '_', '-' (default: host and GPU)")
@@ -122,6 +131,39 @@ def render(r: RunReport) -> None:
 def cmd_run(args: argparse.Namespace) -> ExitCode:
     opts = check_options(args)
     refuse_if_locked(opts)
-    r = execute(make_plan(opts))
+    if opts.devices is not None:
+        return run_each_device(opts)
+    r = execute_placed(make_plan(opts))
     render(r)
     return r.exit_code
+
+
+def execute_placed(plan: RunPlan) -> RunReport:
+    """``execute`` on the CPUs ``--numa`` places the run on (numa.py)."""
+    out = sys.stderr if plan.options.format == "json" else sys.stdout
+    with placed(plan, plan.options.numa, out) as where:
+        return execute(where)
+
+
+def run_each_device(opts: Options) -> ExitCode:
+    """``--devices``: one run per device, each a series of its own; the worst exit status.
+    In JSON, one document: {"devices": [each run's summary]}."""
+    devices = resolve_devices(opts.devices or ("all",), opts.device)
+    codes, summaries = [], []
+    for i, dev in enumerate(devices):
+        one = replace(opts, device=dev.name, devices=tuple(str(d.index) for d in devices))
+        print(f"xferbench run: device {i + 1} of {len(devices)}: {dev}",
+              file=sys.stderr if opts.format == "json" else sys.stdout, flush=True)
+        r = execute_placed(make_plan(one))
+        if opts.format == "json":
+            summaries.append(r.to_dict() if r.results is not None else {"device": dev.name})
+            for line in r.problems():
+                print(line, file=sys.stderr)
+        else:
+            render(r)
+        codes.append(r.exit_code)
+        if r.interrupted:
+            break
+    if opts.format == "json":
+        print(json.dumps({"devices": summaries}, indent=2))
+    return max(codes, default=ExitCode.OK)

@@ -23,6 +23,7 @@ from ...practices import parse_sweep
 from ...results import check_folder
 from ...safefiles import check_output_folder
 from .budget import check_budget, estimate_s
+from .devices import parse_devices
 from .suite import SuiteClass, describe_suite
 
 
@@ -41,6 +42,8 @@ class Options:
     format: str = "text"
     budget: float | None = None  # --budget: seconds for the whole run (budget.py)
     asked_at: float = 0.0  # time.monotonic() when checked: the budget counts from here
+    devices: tuple[str, ...] | None = None  # --devices: ("all",) or indices (devices.py)
+    numa: str = "off"  # --numa: off, or auto (numa.py)
 
 
 def check_options(args: argparse.Namespace) -> Options:
@@ -59,7 +62,8 @@ def check_options(args: argparse.Namespace) -> Options:
     check_output_folder("--results", args.results)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
                    args.threads, sweep, quick, args.device, args.format, budget,
-                   time.monotonic())
+                   time.monotonic(), parse_devices(getattr(args, "devices", None)),
+                   getattr(args, "numa", None) or "off")
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,8 @@ class RunPlan:
         """The interpreter wrapper's name suffix that files this run's figures apart."""
         return ("-quick" if self.options.quick else "") + (
             f"-threads{self.options.threads}" if self.options.threads is not None else "") + (
-            f"-sweep{self.options.sweep}" if self.options.sweep != "default" else "")
+            f"-sweep{self.options.sweep}" if self.options.sweep != "default" else "") + (
+            f"-dev{self.device.index}" if self.device.index else "")  # one series per device
 
     @property
     def series_params(self) -> dict[str, str]:
@@ -154,6 +159,10 @@ class RunPlan:
             "XFERBENCH_SWEEP": self.options.sweep,
             "XFERBENCH_QUICK": "1" if self.options.quick else "0",
         })
+        if self.options.devices:  # --devices: the devices every series of the run measures
+            env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
+        else:
+            env.pop("XFERBENCH_DEVICES", None)
         if work is not None:
             env["HOME"] = work  # asv's machine file lives in $HOME; keep the user's untouched
         if progress is not None:

@@ -1,0 +1,77 @@
+"""The host link under contention: pinned non_blocking copies on every chosen device at once
+(host-to-all, all-to-host) and one device both ways at once (bidirectional), each lane timed
+together and alone, so that the loss to contention is a ratio."""
+
+import os
+
+from xferbench.practices import headline_nbytes
+from xferbench.practices.contention import (
+    MODES,
+    ContentionCase,
+    contention_skip_reason,
+    run_contention,
+)
+from xferbench.units import parse_size, size_label
+
+from ._asv import CAPS, DEFAULT_SPEC, DEVICE, Grid, asv_samples, grid_timeout, skip_when, spec
+
+TYPE, _, INDEX = DEVICE.partition(":")
+HERE = int(INDEX or 0)
+#: The devices the run chose (`xferbench run --devices` sets XFERBENCH_DEVICES), else this one.
+CHOSEN = tuple(int(i) for i in os.environ.get("XFERBENCH_DEVICES", "").split(",")
+               if i.strip().isdigit()) or (HERE,)
+SIZES = [size_label(headline_nbytes())]
+#: A lane: a device's copy (host-to-all, all-to-host) or a direction (bidirectional).
+LANES = [*(str(i) for i in CHOSEN), "h2d", "d2h"]
+
+
+def _case(mode, size):
+    return ContentionCase(mode, parse_size(size), (HERE,) if mode == "bidirectional" else CHOSEN)
+
+
+def _reason(mode, lane, size):
+    why = contention_skip_reason(_case(mode, size), CAPS)
+    if why:
+        return why
+    if mode == "bidirectional":
+        return None if lane in ("h2d", "d2h") else "bidirectional's lanes are h2d and d2h"
+    if lane in ("h2d", "d2h"):
+        return f"{mode}'s lanes are the devices"
+    if HERE != CHOSEN[0]:
+        return (f"every chosen device copies at once: measured once per run, in the series "
+                f"of {TYPE}:{CHOSEN[0]}")
+    return None
+
+
+class Contention(Grid):
+    """Seconds per pinned non_blocking copy of one lane, device time on its own stream:
+    track_together_s with every lane of the mode copying at once (each stream held until all
+    are queued), track_alone_s the same copy with the others idle."""
+
+    params = (list(MODES), LANES, SIZES)
+    param_names = ["mode", "lane", "size"]
+    seconds_per_combination = 0.5  # on an H200: an estimate (Grid)
+    unit = "seconds"
+
+    def setup_cache(self):
+        self.done = {}
+        return self.measure_grid()
+
+    setup_cache.timeout = grid_timeout(params, _reason, 2 * DEFAULT_SPEC.max_time_s)
+
+    def measure(self, mode, lane, size):
+        done = self.__dict__.setdefault("done", {})
+        if mode not in done:  # every lane of a mode is measured at once
+            done[mode] = run_contention(_case(mode, size), TYPE, spec())
+        result = done[mode]
+        i = result.lanes.index(lane)
+        return {"track_alone_s": asv_samples(result.alone_s[i]),
+                "track_together_s": asv_samples(result.together_s[i])}
+
+    @skip_when(params, _reason)
+    def track_alone_s(self, cache, *params):
+        return self.values["track_alone_s"]
+
+    @skip_when(params, _reason)
+    def track_together_s(self, cache, *params):
+        return self.values["track_together_s"]
