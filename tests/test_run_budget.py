@@ -207,3 +207,13 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
         said(pcie_gen_load=4, pcie_width_load=16)
     assert "caution" not in said(pcie_gen_load=5, pcie_width_load=16)
     assert "caution" not in said()  # not read (a CPU, no NVML): nothing said
+
+
+def test_the_results_file_is_named_as_asv_names_it_even_for_a_long_environment():
+    from xferbench.asvrepo import results_file
+
+    short = results_file("/r", "box", "a" * 40, "/tmp/x/python")
+    assert short == "/r/box/aaaaaaaa-existing-py_tmp_x_python.json"
+    long_wrapper = "/tmp/" + "deep/" * 30 + "python-sweepsmoke-quick"
+    name = os.path.basename(results_file("/r", "box", "a" * 40, long_wrapper))
+    assert name.startswith("aaaaaaaa-env-") and len(name) < 60  # asv hashes a long name

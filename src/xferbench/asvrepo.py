@@ -307,8 +307,11 @@ def check_wrapper(path: str) -> None:
 
 
 def results_file(results_dir: str, machine: str, commit: str, wrapper: str) -> str:
-    """The file asv writes for ``commit`` run through ``wrapper`` on ``machine``."""
+    """The file asv writes for ``commit`` run through ``wrapper`` on ``machine``, named as asv
+    names it (an environment name of 128 characters or more becomes "env-<md5>": a wrapper
+    under a long temporary path, with a series suffix or two, reaches that)."""
     from asv.environment import get_env_name
+    from asv.results import get_filename
 
     env_name = get_env_name("existing", wrapper.replace(os.path.sep, "_"), {}, {})
-    return os.path.join(results_dir, machine, f"{commit[:8]}-{env_name}.json")
+    return os.path.join(results_dir, get_filename(machine, commit, env_name))
