@@ -290,21 +290,32 @@ def _hazard_cell(kind: str, stream: str, r: Result | None) -> str:
     return f"{r.value:.0%}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
+def print_markdown(argv: list[str] | None, render: Callable[[ResultSet], list[str]]) -> int:
+    """The command line of this module and ``release_table``: ``RESULTS`` (default results)
+    loaded and ``render``'s lines printed; a folder that cannot be read is one sentence, 2."""
     args = sys.argv[1:] if argv is None else argv
     try:
         rs = load(args[0] if args else "results")
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    print("\n".join(render(rs)))
+    return ExitCode.OK
+
+
+def all_series_tables(rs: ResultSet) -> list[str]:
+    """Per (machine, PyTorch) series of ``rs``, its heading and ``series_tables``."""
+    out: list[str] = []
     for machine in rs.machines():
         for torch_version in rs.filter(machine=machine).torch_versions():
             series = rs.filter(machine=machine, torch=torch_version)
-            print(f"#### {machine}, torch {torch_version}\n")
-            print("\n".join(series_tables(series)))
-            print()
-    return ExitCode.OK
+            out += [f"#### {machine}, torch {torch_version}\n", *series_tables(series), ""]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
+    return print_markdown(argv, all_series_tables)
 
 
 if __name__ == "__main__":

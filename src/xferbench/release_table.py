@@ -5,19 +5,17 @@ sentence each, with the reason. ``python -m xferbench.release_table RESULTS`` pr
 
 from __future__ import annotations
 
-import sys
-
 from .headline import (
     HAZARD_BENCHMARK,
     HeadlineValue,
     copy_rows,
     headlines,
+    print_markdown,
     recorded_capabilities,
 )
-from .errors import ExitCode, XferbenchError
 from .practices import HEADLINE_NBYTES
 from .practices.hazards import HAZARDS, STREAMS, hazard_skip_reason
-from .results import ResultSet, load
+from .results import ResultSet
 from .units import parse_size, size_label
 
 LEGEND = ("ratio: baseline time / practice time (above 1: the practice is faster); ±: the "
@@ -92,14 +90,7 @@ def readme_tables(rs: ResultSet) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m xferbench.release_table RESULTS``: the README's block, as Markdown."""
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        rs = load(args[0] if args else "results")
-    except XferbenchError as exc:
-        print(f"xferbench: {exc}", file=sys.stderr)
-        return ExitCode.BAD_INPUT
-    print("\n".join(readme_tables(rs)))
-    return ExitCode.OK
+    return print_markdown(argv, readme_tables)
 
 
 if __name__ == "__main__":
