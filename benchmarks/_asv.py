@@ -38,7 +38,7 @@ from asv_runner.benchmarks.mark import skip_for_params
 from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
 from xferbench.practices import quick
-from xferbench.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
+from xferbench.results.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
 from xferbench.spec import DEFAULT_SPEC, QUICK_SCALE, MeasureSpec
 
 #: A combination that takes longer than this (seconds) is recorded as failed; the class goes on.

@@ -303,7 +303,7 @@ def test_schema_rejects_a_report_that_breaks_it():
 # -- prices (a fabricated GPU price book: test data, not a measurement) -------------------
 
 def _gpu_book():
-    from xferbench.prices import Price, PriceBook, Rate, Series
+    from xferbench.analysis.prices import Price, PriceBook, Rate, Series
 
     h200 = Series("gpu-test", "2.5.0", "cuda:0", "NVIDIA H200")
     cpu = Series("cpu-box", "2.5.0", "cpu", None)
@@ -319,11 +319,11 @@ def _gpu_book():
 
 
 def test_findings_are_priced_from_gpu_figures_the_costliest_first():
-    from xferbench.audit_findings import findings
-    from xferbench.auditing import CopyEvent, Site
+    from xferbench.auditing import CallSite, CopyEvent
+    from xferbench.auditing.findings import findings
 
-    here = Site("train.py", 10, "step", "x = batch.to(dev)")
-    there = Site("train.py", 20, "step", "loss.item()")
+    here = CallSite("train.py", 10, "step", "x = batch.to(dev)")
+    there = CallSite("train.py", 20, "step", "loss.item()")
     copy = CopyEvent("h2d", 1 << 20, "pageable", True, False, "cpu", "cuda:0", ".to()", here)
     wait = SyncEvent("item", "cuda:0", True, ".item()", "aten::_local_scalar_dense", there)
     steps = ((copy, wait), (copy, wait, wait))  # the second step reads twice
@@ -341,13 +341,13 @@ def test_findings_are_priced_from_gpu_figures_the_costliest_first():
 
 
 def test_a_cpu_only_price_table_is_never_quoted_as_a_gpu_figure():
-    from xferbench.audit_findings import findings
-    from xferbench.auditing import Site
-    from xferbench.prices import PriceBook
+    from xferbench.analysis.prices import PriceBook
+    from xferbench.auditing import CallSite
+    from xferbench.auditing.findings import findings
 
     book = PriceBook.load(None)  # the shipped table: CPU runs only, today
     wait = SyncEvent("item", "cuda:0", True, ".item()", "aten::_local_scalar_dense",
-                     Site("t.py", 1, "f"))
+                     CallSite("t.py", 1, "f"))
     (sync,) = findings(((wait,),), (), book)
     if book.get("item_per_epoch") is None:
         assert not sync.price.gpu and sync.price.cost_s is None
@@ -394,12 +394,12 @@ def test_the_sync_debug_count_counts_torchs_warnings_and_passes_the_others_on(mo
 def test_the_cross_check_compares_what_torchs_sync_debug_mode_can_see():
     import types
 
-    from xferbench.audit_report import build_report
-    from xferbench.auditing import CopyEvent, Site, segment
+    from xferbench.auditing import CallSite, CopyEvent, segment
     from xferbench.auditing.events import Mark
+    from xferbench.auditing.report import build_report
     from xferbench.devices import Device
 
-    site = Site("t.py", 1, "f")
+    site = CallSite("t.py", 1, "f")
 
     def wait(kind: str, call: str) -> SyncEvent:
         return SyncEvent(kind, "cuda:0", True, call, "op", site)

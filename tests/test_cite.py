@@ -13,10 +13,10 @@ import pytest
 from conftest import committed_results
 
 from xferbench import XferbenchError
-from xferbench.citation import cite, format_markdown, parse_params
+from xferbench.analysis.citation import cite, format_markdown, parse_params
+from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
 from xferbench.results import load
-from xferbench.sitemap import figure_path
 from xferbench.units import format_seconds
 
 RESULTS = committed_results()

@@ -13,9 +13,7 @@ import pytest
 from conftest import committed_results
 
 from xferbench import XferbenchError
-from xferbench.cli import main
-from xferbench.commands.compare import compare
-from xferbench.comparison import (
+from xferbench.analysis.comparison import (
     BETTER,
     MISSING,
     NOT_SIGNIFICANT,
@@ -23,8 +21,10 @@ from xferbench.comparison import (
     WORSE,
     compare_results,
 )
+from xferbench.analysis.stats import higher_is_better, mann_whitney_u
+from xferbench.cli import main
+from xferbench.commands.compare import compare
 from xferbench.results import Result, load
-from xferbench.stats import higher_is_better, mann_whitney_u
 
 RESULTS = committed_results()
 

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from xferbench import asvrepo, safefiles
 from xferbench.commands.run.progress import Progress
-from xferbench.results import load
-from xferbench.sidecar import metadata_path
+from xferbench.results import asvconfig, load, lock, safefiles
+from xferbench.results.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,7 +43,7 @@ def one_sentence(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
 
 def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and p.name != asvrepo.LOCK_NAME}
+            if p.is_file() and p.name != lock.LOCK_NAME}
 
 
 def processes_with(marker: str) -> list[int]:
@@ -186,17 +185,17 @@ def test_a_class_run_by_another_interpreter_is_refused(tmp_path):
 
 def test_the_wrapper_is_private_to_its_interpreter_and_checked(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    ours = asvrepo.interpreter_wrapper("2.13.0+cpu", "none")
+    ours = asvconfig.interpreter_wrapper("2.13.0+cpu", "none")
     monkeypatch.setattr(sys, "executable", "/elsewhere/venv/bin/python")
-    theirs = asvrepo.interpreter_wrapper("2.13.0+cpu", "none")
+    theirs = asvconfig.interpreter_wrapper("2.13.0+cpu", "none")
     assert ours != theirs and Path(theirs).read_text().count("/elsewhere/venv/bin/python") == 1
     # something rewrites our wrapper to run another interpreter: caught before the next call
     monkeypatch.undo()
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     Path(ours).write_text('#!/bin/sh\nexec "/elsewhere/venv/bin/python" "$@"\n')
-    with pytest.raises(asvrepo.XferbenchError, match="no longer runs"):
-        asvrepo.check_wrapper(ours)
-    quick = asvrepo.interpreter_wrapper("2.13.0+cpu", "none", "-quick")
+    with pytest.raises(asvconfig.XferbenchError, match="no longer runs"):
+        asvconfig.check_wrapper(ours)
+    quick = asvconfig.interpreter_wrapper("2.13.0+cpu", "none", "-quick")
     assert quick != ours and "cudanone-quick" in quick
 
 
@@ -365,7 +364,7 @@ def test_compare_of_a_series_with_itself_is_refused(results_copy):
 
 def test_a_second_run_is_refused_at_once_before_torch_loads(tmp_path):
     results = tmp_path / "results"
-    with asvrepo.results_lock(str(results)):
+    with lock.results_lock(str(results)):
         started = time.monotonic()
         proc = xferbench("run", "--quick", "--device", "cpu", "--results", str(results))
         took = time.monotonic() - started

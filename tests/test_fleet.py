@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from xferbench.analysis.stats import THRESHOLD
 from xferbench.cli import main
 from xferbench.commands.fleet import job as fleetjob
 from xferbench.commands.publish.machines import machine_tables
 from xferbench.commands.publish.sections import machines_section
-from xferbench.commands.publish.views import copy_table, headline_rows, series
-from xferbench.merging import FINISHED, STARTED, write_marker
+from xferbench.commands.publish.views import page_views
 from xferbench.results import load
+from xferbench.results.merging import FINISHED, STARTED, write_marker
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "results"
 MACHINE = "cpu-2core-vm"
@@ -268,7 +269,7 @@ def test_a_job_folder_merges_its_finished_tasks_and_names_the_others(tmp_path, c
 
 
 def test_a_merge_is_refused_while_a_run_writes_the_results_folder(tmp_path, capsys):
-    from xferbench.asvrepo import results_lock
+    from xferbench.results.lock import results_lock
 
     dest = made_elsewhere(tmp_path / "results", keep=(OLD,))
     before = digests(dest)
@@ -308,10 +309,8 @@ def test_machines_side_by_side_for_one_release(tmp_path, capsys):
         src = made_elsewhere(tmp_path / name, machine=name, host=host)
         assert fleet(capsys, "merge", str(src), "--results", str(dest))[0] == 0
     rs = load(str(dest))
-    all_series = series(rs)
-    heads = headline_rows(rs, all_series, 0.05)
-    copies = [(s, copy_table(rs, s)) for s in all_series]
-    tables = machine_tables(all_series, heads, copies)
+    v = page_views(rs, 0.05, THRESHOLD)
+    tables = machine_tables(v.series, v.headlines, v.copies)
     assert [(t.release, [s.machine for s in t.series]) for t in tables] == [
         ("2.14.1", ["h100-box", "h200-box"]), ("2.13.0", ["h100-box", "h200-box"])]
     newest = tables[0]
@@ -326,6 +325,5 @@ def test_machines_side_by_side_for_one_release(tmp_path, capsys):
     assert "h100-box<br><small>torch 2.14.1+cu130</small>" in html
     # one machine per release: no such section (the single-machine page stays as it was)
     one = load(str(GOLDEN))
-    s1 = series(one)
-    assert machine_tables(s1, headline_rows(one, s1, 0.05),
-                          [(s, copy_table(one, s)) for s in s1]) == []
+    v1 = page_views(one, 0.05, THRESHOLD)
+    assert machine_tables(v1.series, v1.headlines, v1.copies) == []

@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
+from xferbench.analysis.headline import HAZARD_BENCHMARK, hazard_table
 from xferbench.devices import capabilities
 from xferbench.errors import XferbenchError
-from xferbench.headline import HAZARD_BENCHMARK, hazard_table
 from xferbench.practices.hazards import (
     DEFAULT_SIZES,
     FULL_SIZES,

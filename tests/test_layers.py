@@ -13,24 +13,38 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "xferbench"
 
-#: Bottom to top; a module may import its own layer and those below it, never above.
-BASE, CORE, PRACTICES, RESULTS, COMMANDS, ENTRY = range(6)
-LAYER_NAMES = ("base", "core", "practices", "results layer", "commands", "entry points")
-#: Every top-level module and package, by layer (a new one goes into its layer's tuple).
+#: Bottom to top; a module may import its own layer and those below it, never above. The
+#: results layer is three folders, in this order: the store, what is computed from it, and
+#: the two tools over both (the audit and lint).
+BASE, CORE, PRACTICES, STORE, ANALYSIS, TOOLS, COMMANDS, ENTRY = range(8)
+LAYER_NAMES = ("base", "core", "practices", "results layer: the store",
+               "results layer: analysis", "results layer: audit and lint", "commands",
+               "entry points")
+#: Every top-level module and folder, by layer: a module's layer is its folder's (a new file
+#: in a folder inherits it); a new top-level module goes into its layer's tuple.
 LAYERS = {
     BASE: ("errors", "flags", "units", "version"),
     CORE: ("devices", "device_memory", "stream_hold", "timing", "measurement", "metadata",
-           "spec", "telemetry", "event_batches", "device_watch", "auditing"),
+           "spec", "telemetry", "event_batches", "device_watch"),
     PRACTICES: ("practices",),
-    RESULTS: ("results", "resultfiles", "sidecar", "runrecords", "safefiles", "protected",
-              "options", "asvrepo", "stats", "comparison", "headline", "sitemap", "citation",
-              "provenance", "outcomes", "merging", "prices", "auditor", "audit_report",
-              "release_table",
-              "audit_findings", "peermatrix",
-              "lint"),  # lint: the rule engine, its findings priced from prices.py
-    COMMANDS: ("commands", "pytest_plugin", "quick", "flake8_plugin"),
+    STORE: ("results",),
+    ANALYSIS: ("analysis",),
+    TOOLS: ("auditing", "lint"),  # both priced from analysis/prices.py
+    COMMANDS: ("commands", "pytest_plugin", "practice_tests", "quick"),
     ENTRY: ("cli", "__main__", ""),  # "": xferbench/__init__.py
 }
+#: What a layer may not import although it is below: (importer, imported, why). The store
+#: knows nothing of what is computed from it or of the workloads; the audit counts and prices
+#: what a step did and never reads a results folder.
+NEVER = (
+    ("results", "practices", "the store knows no practice"),
+    ("results", "analysis", "the store knows nothing computed from it"),
+    ("auditing", "results", "the audit reads no results folder (its prices come from analysis)"),
+)
+#: Modules of commands/ that are no command: what every command shares.
+COMMAND_SHARED = {"options"}
+#: At most this many modules stand at the package's top (folders hold the rest).
+MAX_TOP = 20
 TOP_LEVEL = {name: level for level, names in LAYERS.items() for name in names}
 #: Modules that list what sits below them and are exempt from the direction rule: the
 #: package's lazy API (xferbench/__init__.py) and the command registry.
@@ -119,6 +133,55 @@ def direction_problems(src: Path) -> list[str]:
     return problems
 
 
+def never_problems(src: Path) -> list[str]:
+    problems = []
+    for module, found in imports(src).items():
+        for line, target, _names, _local in found:
+            for importer, imported, why in NEVER:
+                if module.split(".")[0] == importer and target.split(".")[0] == imported:
+                    problems.append(f"xferbench.{module}:{line} imports xferbench.{target}: "
+                                    f"{why}")
+    return problems
+
+
+def top_problems(src: Path) -> list[str]:
+    top = sorted(p.stem for p in src.glob("*.py"))
+    if len(top) > MAX_TOP:
+        return [f"{len(top)} modules at the package's top (over {MAX_TOP}): "
+                f"{', '.join(top)}; give a family a folder"]
+    return []
+
+
+def architecture_problems(src: Path, doc: Path) -> list[str]:
+    """Every module is named in ARCHITECTURE.md: by its path below the package
+    (``results/lock.py``), or by its file name in the section (``### ...``) whose heading names
+    its top folder (``results/``); a top-level module by its file name. And every benchmark
+    file by its name."""
+    text = doc.read_text(encoding="utf-8")
+    sections = {}
+    for part in text.split("\n### ")[1:]:
+        heading, _, body = part.partition("\n")
+        for word in heading.split():
+            if word.strip("`:,").endswith("/"):
+                sections[word.strip("`:,")] = sections.get(word.strip("`:,"), "") + body
+    problems = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        top = rel.split("/")[0] + "/"
+        if path.name == "__init__.py" or rel in text:
+            continue
+        if path.parent == src and path.name in text:
+            continue
+        if path.parent != src and path.name in sections.get(top, ""):
+            continue
+        problems.append(f"ARCHITECTURE.md does not name xferbench/{rel}")
+    bench = src.parents[1] / "benchmarks"
+    for path in sorted(bench.glob("*.py")) if src == SRC else []:
+        if path.stem not in text:
+            problems.append(f"ARCHITECTURE.md does not name benchmarks/{path.name}")
+    return problems
+
+
 def command_problems(src: Path) -> list[str]:
     problems = []
     for module, found in imports(src).items():
@@ -127,7 +190,8 @@ def command_problems(src: Path) -> list[str]:
         own = module.split(".")[1]  # commands.publish.* is one command
         for line, target, _names, _local in found:
             parts = target.split(".")
-            if parts[0] == "commands" and len(parts) > 1 and parts[1] != own:
+            if parts[0] == "commands" and len(parts) > 1 and parts[1] != own \
+                    and parts[1] not in COMMAND_SHARED:
                 problems.append(f"xferbench.{module}:{line} imports another command, "
                                 f"xferbench.{target}: move the helper into the results layer")
     return problems
@@ -203,6 +267,18 @@ def test_imports_point_down_the_layers():
     assert direction_problems(SRC) == []
 
 
+def test_the_store_knows_no_analysis_nor_practice_and_the_audit_no_store():
+    assert never_problems(SRC) == []
+
+
+def test_at_most_twenty_modules_stand_at_the_top():
+    assert top_problems(SRC) == []
+
+
+def test_architecture_names_every_module():
+    assert architecture_problems(SRC, SRC.parents[1] / "ARCHITECTURE.md") == []
+
+
 def test_commands_never_import_one_another():
     assert command_problems(SRC) == []
 
@@ -231,14 +307,20 @@ def test_each_check_finds_a_planted_problem(tmp_path):
         "units.py": "from .results import Result\n",  # base imports the results layer
         "results.py": ("from .commands.cite import _helper\n"  # up, and a private name
                        "from .units import KiB\n"
-                       "def f():\n    from .units import MiB\n"),  # a local import of ours
+                       "def f():\n    from .units import MiB\n"  # a local import of ours
+                       "from .practices import SIZES\n"),  # the store imports a practice
         "stats.py": "def g():\n    import torch\n",  # heavy local import, no note
         "commands/__init__.py": "",
         "commands/cite.py": "from .publish import site\n",  # a command imports another
         "commands/publish/__init__.py": "",
         "commands/publish/site.py": "from ..cite import x\n",
         "mystery.py": "x = 1\n" * (MAX_LINES + 1),  # no layer, too long
+        "auditing/__init__.py": "",
+        "auditing/count.py": "from ..results import load\n",  # the audit reads the store
+        "commands/options.py": "",
+        "commands/list.py": "from .options import x\n",  # shared, not another command
     }
+    (pkg / "auditing").mkdir()
     for name, text in files.items():
         (pkg / name).write_text(text)
     direction = "\n".join(direction_problems(pkg))
@@ -254,7 +336,19 @@ def test_each_check_finds_a_planted_problem(tmp_path):
     local = "\n".join(local_import_problems(pkg))
     assert "xferbench.results:4 imports ['.'] inside a function" in local
     assert "xferbench.stats imports heavy packages inside functions: say so once" in local
-    assert ("import cycle: xferbench.commands.cite -> xferbench.commands.publish.site -> "
-            "xferbench.commands.cite") in cycle_problems(pkg)
+    assert ("xferbench.commands.cite -> xferbench.commands.publish.site -> "
+            "xferbench.commands.cite") in "\n".join(cycle_problems(pkg))
+    assert "commands.list" not in commands
+    never = "\n".join(never_problems(pkg))
+    assert "xferbench.results:5 imports xferbench.practices: the store knows no" in never
+    assert "xferbench.auditing.count:1 imports xferbench.results: the audit reads no" in never
+    for i in range(MAX_TOP):
+        (pkg / f"m{i}.py").write_text("")
+    assert top_problems(pkg)[0].startswith(f"{MAX_TOP + 5} modules at the package's top")
+    doc = tmp_path / "ARCHITECTURE.md"
+    doc.write_text("units.py auditing/other.py\n### lint/\n`walker.py`\n### x\ncount.py\n")
+    missing = architecture_problems(pkg, doc)
+    assert "ARCHITECTURE.md does not name xferbench/auditing/count.py" in missing
+    assert not any(m.endswith("/units.py") for m in missing)
     assert length_problems(pkg) == [
         f"xferbench.mystery has {MAX_LINES + 1} lines (over {MAX_LINES}): split it by concern"]

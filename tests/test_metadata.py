@@ -11,7 +11,6 @@ import pytest
 
 import xferbench
 from xferbench import XferbenchError
-from xferbench.asvrepo import default_machine_name
 from xferbench.devices import is_emulated
 from xferbench.metadata import (
     MachineMetadata,
@@ -23,6 +22,7 @@ from xferbench.metadata import (
     collect_torch,
     pcie_theoretical_bytes_per_s,
 )
+from xferbench.results.machines import default_machine_name
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import committed_results
 
-from xferbench.citation import parse_params
+from xferbench.analysis.citation import parse_params
+from xferbench.analysis.stats import parse_threshold
 from xferbench.errors import XferbenchError
 from xferbench.results import load
-from xferbench.stats import parse_threshold
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -207,8 +207,8 @@ def test_compare_says_when_more_than_the_release_differs_and_strict_refuses(tmp_
 
 
 def test_cite_of_a_cpu_run_carries_the_pages_caveat():
-    from xferbench.citation import as_dict, cite, sentence
-    from xferbench.provenance import CPU_ONLY
+    from xferbench.analysis.citation import as_dict, cite, sentence
+    from xferbench.analysis.provenance import CPU_ONLY
 
     rs = load(str(committed_results()))
     r = next(r for r in rs if r.ok and r.benchmark.endswith("Copy.track_completion_s"))
@@ -239,7 +239,7 @@ def test_a_results_file_whose_label_was_edited_is_refused(tmp_path):
 def test_a_significant_change_within_the_threshold_reads_within_threshold():
     import dataclasses
 
-    from xferbench.stats import FASTER, WITHIN_THRESHOLD, verdict
+    from xferbench.analysis.stats import FASTER, WITHIN_THRESHOLD, verdict
 
     rs = load(str(committed_results()))
     r = next(r for r in rs if r.ok and r.unit == "seconds")

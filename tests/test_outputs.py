@@ -24,7 +24,7 @@ COPY_64 = "direction=h2d,host_memory=pageable,sync=blocking,layout=one,size=64Mi
 
 #: name -> argv after ``python -m``; each runs in a folder holding the dataset as ``results``.
 COMMANDS: dict[str, list[str]] = {
-    "headline": ["xferbench.headline", "results"],
+    "headline": ["xferbench", "table", "--per-series"],
     "compare-text": ["xferbench", "compare", "2.13.0", "2.14.1"],
     "compare-json": ["xferbench", "compare", "2.13.0", "2.14.1", "--format", "json"],
     "compare-bench": ["xferbench", "compare", "2.14.1", "2.13.0", "--bench", "Copy",
@@ -88,7 +88,7 @@ def test_command_output_is_unchanged(name, workdir):
 
 @pytest.mark.slow
 def test_published_site_is_unchanged(workdir):
-    from xferbench.asvrepo import current_branch, own_remote, web_commit_url
+    from xferbench.results.repo import current_branch, own_remote, web_commit_url
 
     repo = str(GOLDEN.parents[1])
     branch = current_branch(repo)

@@ -258,9 +258,16 @@ def test_plugin_loads_without_torch_and_stays_out_of_runs_without_the_fixture(py
     assert "xfer_benchmark on" not in result.stdout.str()  # no summary of ours
 
 
+def test_the_old_quick_suite_path_says_where_it_moved(pytester):
+    result = pytester.runpytest_subprocess("--pyargs", "xferbench.quick", "-p",
+                                           "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*xferbench.quick moved to xferbench.practice_tests*"])
+
+
 def test_quick_suite_runs_from_any_folder_and_skips_what_needs_an_accelerator(pytester):
     result = pytester.runpytest_subprocess(
-        "--pyargs", "xferbench.quick", *FAST, "-rs", "--benchmark-json", "quick.json")
+        "--pyargs", "xferbench.practice_tests", *FAST, "-rs", "--benchmark-json", "quick.json")
     result.assert_outcomes(passed=6, skipped=4)
     result.stdout.fnmatch_lines_random([
         "*test_copies.py*pinned host memory needs an accelerator",

@@ -10,15 +10,17 @@ import ast
 import itertools
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT, committed_results
 from manyversions import write_many_versions
 
+from xferbench.analysis.prices import PRICE_KEYS, PRICES, PriceBook, build_table, table_text
 from xferbench.cli import main as cli_main
 from xferbench.errors import XferbenchError
-from xferbench.prices import PRICE_KEYS, PRICES, PriceBook, build_table, main
 from xferbench.results import load
 
 SHIPPED = REPO_ROOT / "src" / "xferbench" / "data" / "prices.json"
@@ -107,17 +109,23 @@ def test_every_spec_reads_benchmarks_and_values_the_suite_declares(run_python):
 @pytest.mark.skipif(bool(os.environ.get("XFERBENCH_TEST_RESULTS")),
                     reason="XFERBENCH_TEST_RESULTS points the tests at other results")
 def test_shipped_table_is_the_committed_results_table():
-    assert main([str(committed_results()), "--out", str(SHIPPED), "--check"]) == 0, \
+    assert table_text(load(str(committed_results()))) == SHIPPED.read_text(), \
         "src/xferbench/data/prices.json is stale: run scripts/make-prices"
 
 
-def test_a_stale_table_is_found(tmp_path, capsys):
+def test_make_prices_check_finds_a_stale_table(tmp_path):
     table = json.loads(SHIPPED.read_text())
     table["prices"] = table["prices"][1:]
     stale = tmp_path / "prices.json"
     stale.write_text(json.dumps(table))
-    assert main([str(committed_results()), "--out", str(stale), "--check"]) == 1
-    assert "is stale: regenerate it with scripts/make-prices" in capsys.readouterr().err
+    script = str(REPO_ROOT / "scripts" / "make-prices")
+    env = {**os.environ, "PYTHON": sys.executable, "TABLE": str(stale)}
+    proc = subprocess.run([script, "--check"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "is stale: regenerate it with scripts/make-prices" in proc.stderr
+    current = subprocess.run([script], env=env, capture_output=True, text=True)
+    assert current.returncode == 0, current.stderr
+    assert stale.read_text() == SHIPPED.read_text()
 
 
 def test_shipped_book_is_cpu_only_and_says_so():

@@ -12,8 +12,7 @@ from pathlib import Path
 from conftest import committed_results
 from manyversions import write_many_versions
 
-from xferbench.outcomes import NOT_RECORDED, NOT_RUN, gaps, unmeasured
-from xferbench.provenance import (
+from xferbench.analysis.provenance import (
     CPU_ONLY,
     NO_METADATA,
     QUICK,
@@ -21,6 +20,7 @@ from xferbench.provenance import (
     differences,
     provenance,
 )
+from xferbench.commands.publish.unmeasured import NOT_RECORDED, NOT_RUN, gaps, unmeasured
 from xferbench.results import load
 
 RESULTS = committed_results()
@@ -88,7 +88,7 @@ def test_every_combination_without_a_number_has_its_recorded_reason():
                  "bench_copies.PinMemory.track_host_s", "bench_copies.Copy.track_enqueue_s",
                  "bench_creation.Creation.track_device_peak_bytes",
                  "bench_sync.Loop.track_syncs_per_step"):
-        found = gaps(rs, missing, name)
+        found = gaps(rs.declared_params(name), missing, name)
         assert found and all(g.reason for g in found), name
         declared = 1
         for values in rs.declared_params(name).values():

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from conftest import committed_results
 
+from xferbench.analysis.provenance import provenance
+from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
 from xferbench.commands.publish.sections import banner_html
 from xferbench.commands.publish.site import SITE_MARKER
-from xferbench.outcomes import gaps, unmeasured
-from xferbench.provenance import provenance
+from xferbench.commands.publish.unmeasured import gaps, unmeasured
 from xferbench.results import load, version_key
-from xferbench.sitemap import figure_path
 
 RESULTS = committed_results()
 GOLDEN_RESULTS = Path(__file__).resolve().parent / "golden" / "results"
@@ -322,7 +322,7 @@ def test_every_benchmark_and_every_reason_is_on_the_page(site: Path):
     missing = unmeasured(rs)
     for name in rs.benchmarks:
         assert f'id="bench-{name.lower()}"' in text, name
-        for g in gaps(rs, missing, name):
+        for g in gaps(rs.declared_params(name), missing, name):
             assert f"{g.status}: {g.reason}: {len(g.combos)} combination" in text, g
 
 
@@ -341,7 +341,7 @@ def test_a_comparison_across_builds_says_so(site: Path):
     ("/work/main", None), ("file:///work/main", None), ("../xferbench", None), (None, None),
 ])
 def test_commit_links_lead_to_the_clones_own_remote_or_nowhere(remote, url):
-    from xferbench.asvrepo import web_commit_url
+    from xferbench.results.repo import web_commit_url
 
     assert web_commit_url(remote) == url
 
@@ -349,7 +349,7 @@ def test_commit_links_lead_to_the_clones_own_remote_or_nowhere(remote, url):
 @pytest.mark.parametrize(("remote", "linked"), [(REMOTE, True), ("/some/local/clone", False)])
 def test_the_asv_configuration_links_commits_only_to_a_web_remote(tmp_path, monkeypatch,
                                                                    remote, linked):
-    from xferbench.asvrepo import find_repo, write_asv_config
+    from xferbench.results.repo import find_repo, write_asv_config
 
     for key, value in {**REMOTE_ENV, "GIT_CONFIG_VALUE_0": remote}.items():
         monkeypatch.setenv(key, value)

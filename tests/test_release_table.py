@@ -1,11 +1,11 @@
-"""The README's figures (``python -m xferbench.release_table``): per machine one table, a column
+"""The README's figures (``xferbench table``): per machine one table, a column
 per PyTorch release oldest first, a figure no release measured said once with its reason."""
 
 from __future__ import annotations
 
 from conftest import committed_results
 
-from xferbench.release_table import machine_table, readme_tables
+from xferbench.analysis.release_table import machine_table, readme_tables
 from xferbench.results import load
 
 

@@ -22,8 +22,8 @@ from xferbench.commands.run.suite import PRIORITY, SuiteClass
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
 from xferbench.results import load
-from xferbench.runrecords import Outcome, RunRecord
-from xferbench.sidecar import load_sidecar, record_run
+from xferbench.results.runrecords import Outcome, RunRecord
+from xferbench.results.sidecar import load_sidecar, record_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -210,7 +210,7 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
 
 
 def test_the_results_file_is_named_as_asv_names_it_even_for_a_long_environment():
-    from xferbench.asvrepo import results_file
+    from xferbench.results.asvfiles import results_file
 
     short = results_file("/r", "box", "a" * 40, "/tmp/x/python")
     assert short == "/r/box/aaaaaaaa-existing-py_tmp_x_python.json"

@@ -21,7 +21,7 @@ import emu
 import pytest
 
 from xferbench.results import load
-from xferbench.sidecar import metadata_path
+from xferbench.results.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 AUTOLOAD = str(REPO / "tests" / "emu" / "autoload")

@@ -15,7 +15,7 @@ import pytest
 
 from xferbench.commands.run.suite import BENCH_FILES
 from xferbench.results import load
-from xferbench.sidecar import metadata_path
+from xferbench.results.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

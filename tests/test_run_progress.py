@@ -11,7 +11,7 @@ from xferbench.commands.run.plan import Group, group_classes
 from xferbench.commands.run.progress import Progress
 from xferbench.commands.run.suite import SuiteClass
 from xferbench.commands.run.transaction import outcomes
-from xferbench.runrecords import Outcome
+from xferbench.results.runrecords import Outcome
 
 COPY = SuiteClass("bench_copies", "Copy", ("track_device_s",),
                   ("direction", "host_memory", "sync", "layout", "size"), 2, 4,

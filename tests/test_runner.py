@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import committed_results
 
-from xferbench import asvrepo, protected, resultfiles
 from xferbench.cli import main
 from xferbench.metadata import MachineMetadata
-from xferbench.results import load
-from xferbench.sidecar import metadata_path
+from xferbench.results import asvconfig, asvfiles, load, lock, machines
+from xferbench.results.backup import backup_path, discard, protect, protected, settle
+from xferbench.results.sidecar import metadata_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,16 +50,16 @@ def test_run_with_typo_option_exits_2(capsys):
 
 
 def test_second_run_on_same_results_is_refused(tmp_path, capsys):
-    with asvrepo.results_lock(str(tmp_path)):
+    with lock.results_lock(str(tmp_path)):
         assert main(["run", "--quick", "--results", str(tmp_path)]) == 2
     assert "another xferbench run is writing" in _one_stderr_line(capsys)
 
 
 def test_two_torch_versions_get_two_result_files(tmp_path):
-    a = asvrepo.results_file(str(tmp_path), "m", "0" * 40,
-                             asvrepo.interpreter_wrapper("2.13.0+cpu", "none"))
-    b = asvrepo.results_file(str(tmp_path), "m", "0" * 40,
-                             asvrepo.interpreter_wrapper("2.14.1+cu130", "13.0"))
+    a = asvfiles.results_file(str(tmp_path), "m", "0" * 40,
+                             asvconfig.interpreter_wrapper("2.13.0+cpu", "none"))
+    b = asvfiles.results_file(str(tmp_path), "m", "0" * 40,
+                             asvconfig.interpreter_wrapper("2.14.1+cu130", "13.0"))
     assert a != b
     assert "torch2.13.0-cpu-cudanone" in a and "torch2.14.1-cu130-cuda13.0" in b
 
@@ -67,26 +67,26 @@ def test_two_torch_versions_get_two_result_files(tmp_path):
 def test_truncated_results_file_is_restored_from_its_backup(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"results": {"x": 1}}))
-    backup = protected.backup_path(str(path))
-    protected.protect(str(path), backup)
+    backup = backup_path(str(path))
+    protect(str(path), backup)
     path.write_text('{"results": {"x"')  # what a kill in the middle of asv's write leaves
-    protected.settle(str(path), backup)
+    settle(str(path), backup)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     assert not os.path.exists(backup)
 
 
 def test_default_machine_name_names_the_gpu():
-    assert asvrepo.default_machine_name(MachineMetadata(
+    assert machines.default_machine_name(MachineMetadata(
         hostname="node7", gpu_name="NVIDIA H200", accelerator="cuda")) == "node7-nvidia-h200"
-    assert asvrepo.default_machine_name(MachineMetadata(hostname="vm")) == "vm-cpu"
+    assert machines.default_machine_name(MachineMetadata(hostname="vm")) == "vm-cpu"
 
 
 def test_an_emulated_device_says_so_in_the_machine_name():
     meta = MachineMetadata(hostname="vm", accelerator="npu", gpu_name="Ascend 910",
                            emulated=True)
-    assert asvrepo.default_machine_name(meta) == "vm-ascend-910-emulated"
+    assert machines.default_machine_name(meta) == "vm-ascend-910-emulated"
     meta = replace(meta, gpu_name="xferbench emulated accelerator")  # said once, not twice
-    assert asvrepo.default_machine_name(meta) == "vm-xferbench-emulated-accelerator"
+    assert machines.default_machine_name(meta) == "vm-xferbench-emulated-accelerator"
 
 
 # -- end to end: real asv runs on this machine -------------------------------------------------
@@ -139,7 +139,7 @@ def test_interrupted_run_keeps_earlier_results_loadable(cpu_run, tmp_path):
     assert code == 0
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
-    (copy / asvrepo.LOCK_NAME).unlink(missing_ok=True)
+    (copy / lock.LOCK_NAME).unlink(missing_ok=True)
     before = {r.key: r.value for r in load(str(copy))}
     sidecars = {p: p.read_bytes() for p in copy.rglob("*.metadata")}
     proc = _run(copy, start_new_session=True)
@@ -178,12 +178,12 @@ def test_readme_figures_are_those_of_the_committed_results():
     begin, end = "<!-- headline:begin -->\n", "\n<!-- headline:end -->"
     quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
     # the committed results only: a user's own run adds results/<host>/ beside them
-    proc = subprocess.run([sys.executable, "-m", "xferbench.release_table",
-                           str(committed_results())],
+    proc = subprocess.run([sys.executable, "-m", "xferbench", "table",
+                           "--results", str(committed_results())],
                           capture_output=True, text=True, check=True)
     assert quoted == proc.stdout.rstrip(), (
         "README figures differ from results/: paste the output of "
-        "'python -m xferbench.release_table results' between the headline markers")
+        "'xferbench table' between the headline markers")
 
 
 def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
@@ -191,7 +191,7 @@ def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
 
     shutil.copytree(REPO / "results", tmp_path / "r")
     real = "f" * 40
-    moved = resultfiles.relabel(str(tmp_path / "r"), real)
+    moved = asvfiles.relabel(str(tmp_path / "r"), real)
     assert moved and all(Path(p).name.startswith("ffffffff-") for p in moved)
     rs = load(str(tmp_path / "r"))
     assert {r.commit for r in rs} == {real}
@@ -222,17 +222,17 @@ def test_an_unfinished_asv_call_leaves_the_results_file_as_it_was(tmp_path):
     """asv marks a class whose process died as failed and saves: the run puts the file back."""
     path = tmp_path / "r.json"
     path.write_text('{"results": {"x": 1}}')
-    backup = protected.backup_path(str(path))
-    protected.protect(str(path), backup)
+    backup = backup_path(str(path))
+    protect(str(path), backup)
     path.write_text('{"results": {"x": null}}')  # what the interrupted call saved
-    protected.discard(str(path), backup, existed=True)
+    discard(str(path), backup, existed=True)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     # a second discard (the reaper put the file back already) leaves it as it is
-    protected.discard(str(path), backup, existed=True)
+    discard(str(path), backup, existed=True)
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
     fresh = tmp_path / "new.json"  # a file the interrupted call created: no trace left
     fresh.write_text("{}")
-    protected.discard(str(fresh), protected.backup_path(str(fresh)), existed=False)
+    discard(str(fresh), backup_path(str(fresh)), existed=False)
     assert not fresh.exists()
 
 
@@ -240,11 +240,11 @@ def test_a_protected_call_that_raises_leaves_the_file_as_it_was(tmp_path):
     path = tmp_path / "r.json"
     path.write_text('{"results": {"x": 1}}')
     with pytest.raises(KeyboardInterrupt):
-        with protected.protected(str(path)):
+        with protected(str(path)):
             path.write_text('{"results": {"x": null}}')  # asv saved a class cut short
             raise KeyboardInterrupt
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
-    assert not os.path.exists(protected.backup_path(str(path)))
+    assert not os.path.exists(backup_path(str(path)))
 
 
 def test_a_protected_call_stopped_after_the_reaper_put_the_file_back_keeps_it(tmp_path):
@@ -253,9 +253,9 @@ def test_a_protected_call_stopped_after_the_reaper_put_the_file_back_keeps_it(tm
     path = tmp_path / "r.json"
     path.write_text('{"results": {"x": 1}}')
     with pytest.raises(KeyboardInterrupt):
-        with protected.protected(str(path)):
+        with protected(str(path)):
             path.write_text('{"results": {"x": null}}')
-            protected.discard(str(path), protected.backup_path(str(path)), existed=True)
+            discard(str(path), backup_path(str(path)), existed=True)
             raise KeyboardInterrupt
     assert json.loads(path.read_text()) == {"results": {"x": 1}}
 
@@ -263,18 +263,18 @@ def test_a_protected_call_stopped_after_the_reaper_put_the_file_back_keeps_it(tm
 def test_a_protected_call_keeps_what_asv_saved_unless_told_to_discard_it(tmp_path):
     path = tmp_path / "r.json"
     path.write_text('{"results": {"x": 1}}')
-    with protected.protected(str(path)) as call:
+    with protected(str(path)) as call:
         path.write_text('{"results": {"x": 2}}')
     assert call.changed() and json.loads(path.read_text()) == {"results": {"x": 2}}
-    with protected.protected(str(path)) as call:
+    with protected(str(path)) as call:
         path.write_text('{"results": {"x": 3}}')  # measured by another interpreter
         call.discard()
     assert not call.changed() and json.loads(path.read_text()) == {"results": {"x": 2}}
-    with protected.protected(str(path)) as call:
+    with protected(str(path)) as call:
         path.write_text('{"results": {"x"')  # cut short while asv wrote it
     assert not call.changed() and json.loads(path.read_text()) == {"results": {"x": 2}}
     fresh = tmp_path / "new.json"
-    with protected.protected(str(fresh)) as call:
+    with protected(str(fresh)) as call:
         fresh.write_text("{}")
     assert call.changed() and fresh.exists()
     assert not list(tmp_path.glob("*.xferbench-bak"))

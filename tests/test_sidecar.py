@@ -10,8 +10,8 @@ import pytest
 
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
-from xferbench.runrecords import AsvCall, Outcome, ProgressLine, RunRecord
-from xferbench.sidecar import SCHEMA_VERSION, Sidecar, load_sidecar, record_run, upgrade
+from xferbench.results.runrecords import AsvCall, Outcome, ProgressLine, RunRecord
+from xferbench.results.sidecar import SCHEMA_VERSION, Sidecar, load_sidecar, record_run, upgrade
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "results"
 

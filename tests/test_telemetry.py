@@ -11,9 +11,9 @@ import types
 import pytest
 
 from xferbench import telemetry
+from xferbench.analysis.provenance import link_caution
 from xferbench.devices import Device
 from xferbench.metadata import MachineMetadata
-from xferbench.provenance import link_caution
 from xferbench.telemetry import ClockReader, ClockState
 
 CUDA = Device("cuda", 0)
@@ -120,8 +120,8 @@ def test_the_caution_travels_with_the_citation(tmp_path):
 
     from conftest import committed_results
 
-    from xferbench.citation import cite, rows, sentence
-    from xferbench.provenance import provenance
+    from xferbench.analysis.citation import cite, rows, sentence
+    from xferbench.analysis.provenance import provenance
     from xferbench.results import load
 
     root = tmp_path / "results"

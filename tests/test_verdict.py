@@ -10,9 +10,8 @@ import random
 import pytest
 from conftest import committed_results
 
-from xferbench.comparison import NOT_SIGNIFICANT, compare_results
-from xferbench.results import Result, load
-from xferbench.stats import (
+from xferbench.analysis.comparison import NOT_SIGNIFICANT, compare_results
+from xferbench.analysis.stats import (
     FASTER,
     NO_DIFFERENCE,
     SLOWER,
@@ -20,6 +19,7 @@ from xferbench.stats import (
     ratio_interval,
     verdict,
 )
+from xferbench.results import Result, load
 
 
 def result(samples: list[float] | None, unit: str = "seconds", **kw) -> Result:

@@ -17,7 +17,7 @@ __all__ = ["Audit", "MeasureSpec", "Measurement", "XferbenchError", "audit", "me
            "__version__"]
 
 if TYPE_CHECKING:
-    from .auditor import Audit, audit
+    from .auditing.auditor import Audit, audit
     from .devices import resolve_device
     from .measurement import Measurement
     from .spec import MeasureSpec
@@ -28,8 +28,8 @@ _LAZY = {
     "Measurement": ("measurement", "Measurement"),
     "MeasureSpec": ("spec", "MeasureSpec"),
     "resolve_device": ("devices", "resolve_device"),
-    "audit": ("auditor", "audit"),
-    "Audit": ("auditor", "Audit"),
+    "audit": ("auditing.auditor", "audit"),
+    "Audit": ("auditing.auditor", "Audit"),
 }
 
 

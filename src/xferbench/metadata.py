@@ -16,8 +16,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import telemetry
-from .telemetry import numa_cpus
 from .devices import Capabilities, Device, capabilities, resolve_device
+from .telemetry import numa_cpus
 from .version import __version__
 
 # torch and pynvml load inside the functions that read them: `import xferbench` stays

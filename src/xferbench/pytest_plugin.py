@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .auditor import Audit
+from .auditing.auditor import Audit
 from .devices import Device, resolve_device
 from .errors import XferbenchError
 from .flags import env_flag

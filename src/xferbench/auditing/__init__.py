@@ -1,6 +1,6 @@
 """What a training step copies and waits for, counted while it runs (the machinery behind
 ``xferbench audit``; the priced report and the ``Audit`` context manager are
-``xferbench.auditor``'s).
+``auditing.auditor``'s).
 
 Two PyTorch modes watch the thread that starts the audit (and the autograd threads it
 hands work to). A ``TorchDispatchMode`` sees every aten call with its tensors: the copies
@@ -21,9 +21,9 @@ audit's own cost, measured: ``scripts/audit-overhead``).
 """
 
 from .counts import Counts
-from .events import CopyEvent, Event, MoveEvent, PinEvent, Site, SyncEvent
+from .events import CallSite, CopyEvent, Event, MoveEvent, PinEvent, SyncEvent
 from .recorder import Recorder
 from .steps import Segments, segment
 
 __all__ = ["CopyEvent", "Counts", "Event", "MoveEvent", "PinEvent", "Recorder", "Segments",
-           "Site", "SyncEvent", "segment"]
+           "CallSite", "SyncEvent", "segment"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from .events import Site
+from .events import CallSite
 from .frames import is_internal
 
 # torch loads inside the functions that need it: the package imports without it.
@@ -56,15 +56,15 @@ class Origin:
 
     factory: str
     from_data: bool
-    factory_site: Site
-    made_site: Site
+    factory_site: CallSite
+    made_site: CallSite
 
 
 @dataclass(frozen=True)
 class Move:
     """A copy of a host tensor made to a device: its line and the copy, held weakly."""
 
-    site: Site
+    site: CallSite
     device: str
     result: Any  # weakref.ref to the device tensor
 

@@ -1,5 +1,5 @@
 """What the audit records: one immutable event per copy, wait, create-then-move or pinning,
-each with the user's source line (``Site``) it came from."""
+each with the user's source line (``CallSite``) it came from."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ PINNED, PAGEABLE = "pinned", "pageable"
 
 
 @dataclass(frozen=True)
-class Site:
+class CallSite:
     """A line of the user's code: the first frame outside torch, xferbench and the standard
     library when the event happened."""
 
@@ -39,7 +39,7 @@ class Site:
 
 
 #: Where no frame outside torch was found (work torch does on its own threads, say).
-UNKNOWN_SITE = Site("<unknown>", 0, "<unknown>")
+UNKNOWN_SITE = CallSite("<unknown>", 0, "<unknown>")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class CopyEvent:
     src: str  # devices, as torch names them
     dst: str
     call: str  # what the user's code called: ".to()", ".copy_()", "torch.tensor(device=)"
-    site: Site
+    site: CallSite
     module_move: bool = False  # made by nn.Module.to() / .cuda() moving its parameters
     host_made: bool = False  # the source is a host factory's tensor (a MoveEvent says more)
 
@@ -70,7 +70,7 @@ class SyncEvent:
     paid: bool  # False on a CPU-only run: an accelerator would wait here, the CPU does not
     call: str  # what the user's code called
     op: str  # the aten op (or the synchronise call) that waits
-    site: Site
+    site: CallSite
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,11 @@ class MoveEvent:
     device: ``device=`` in the factory makes it there and skips the copy."""
 
     factory: str  # "torch.zeros"
-    factory_site: Site
+    factory_site: CallSite
     nbytes: int
     device: str
     paid: bool  # False on a CPU-only run, where the move is a no-op
-    site: Site  # the move's line
+    site: CallSite  # the move's line
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class PinEvent:
     thread): a host-side copy into page-locked memory, paid before the transfer."""
 
     nbytes: int
-    site: Site
+    site: CallSite
 
 
 Event = CopyEvent | SyncEvent | MoveEvent | PinEvent

@@ -9,7 +9,7 @@ import sys
 import sysconfig
 from types import FrameType
 
-from .events import UNKNOWN_SITE, Site
+from .events import UNKNOWN_SITE, CallSite
 
 #: Packages whose frames are never the user's line (besides the standard library).
 INTERNAL_PACKAGES = ("torch", "functorch", "torchgen", "xferbench")
@@ -72,11 +72,11 @@ def user_frame(frame: FrameType | None) -> tuple[FrameType | None, bool]:
     return None, module_move
 
 
-def site_of(frame: FrameType | None) -> Site:
-    """The ``Site`` of a frame (its file, current line, function and source text)."""
+def site_of(frame: FrameType | None) -> CallSite:
+    """The ``CallSite`` of a frame (its file, current line, function and source text)."""
     if frame is None:
         return UNKNOWN_SITE
     code = frame.f_code
     line = frame.f_lineno or 0
     text = linecache.getline(code.co_filename, line).strip()
-    return Site(code.co_filename, line, code.co_name, text)
+    return CallSite(code.co_filename, line, code.co_name, text)

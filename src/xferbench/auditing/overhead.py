@@ -20,10 +20,7 @@ thread keeps a busy 2-core machine's noise out of the step.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -167,31 +164,3 @@ def format_overheads(results: list[Overhead]) -> list[str]:
     lines.append("seconds per call, medians over blocks; added: the median of paired "
                  "differences; spread: IQR/median of the blocks")
     return lines
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/audit-overhead",
-                                     description="The audit's own cost per aten call and "
-                                                 "per step, on the CPU.")
-    parser.add_argument("--calls", type=int, default=2000, help="calls per block (op, read)")
-    parser.add_argument("--step-calls", type=int, default=20, help="steps per block")
-    parser.add_argument("--repeats", type=int, default=15, help="blocks of each kind")
-    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads")
-    args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(args.threads)
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-          f"load average {load}: on a shared machine, compare the spreads")
-    results = measure(args.calls, args.repeats, args.step_calls)
-    results.append(floor(args.calls, args.repeats))
-    for line in format_overheads(results):
-        print(line)
-    print("floor: the op under two modes that only pass each call on (PyTorch's own "
-          "machinery)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

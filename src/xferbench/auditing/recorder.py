@@ -32,12 +32,12 @@ from .events import (
     H2D,
     PAGEABLE,
     PINNED,
+    CallSite,
     CopyEvent,
     Event,
     Mark,
     MoveEvent,
     PinEvent,
-    Site,
     SyncEvent,
 )
 from .frames import site_of, user_frame
@@ -259,7 +259,7 @@ class Recorder:
             self._wait(call, kind, "cpu", False, op)
 
     def _wait(self, call: Call | None, kind: str, device: str, paid: bool, op: str,
-              site: Site | None = None) -> None:
+              site: CallSite | None = None) -> None:
         if call is not None:
             if call.waited:
                 return  # one wait per user call: the first drained the queue
@@ -327,7 +327,7 @@ class Recorder:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _site(self, frame: FrameType | None = None) -> Site:
+    def _site(self, frame: FrameType | None = None) -> CallSite:
         if frame is None:
             frame, _ = user_frame(sys._getframe(1))
         if frame is None and self.calls:  # work on torch's own threads (backward)

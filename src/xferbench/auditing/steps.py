@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import Event, Mark, Site
+from .events import CallSite, Event, Mark
 
 OPTIMIZER, MANUAL, NONE = "optimizer", "manual", "none"
 
@@ -94,7 +94,7 @@ def _realign(raw: list[list[Event]], tail: list[Event]) -> tuple[list[list[Event
     later = [{e.site for e in s} for s in raw[1:]]
     head = next((e.site for e in raw[0] if all(e.site in sites for sites in later)), None)
     steps: list[list[Event]] = [list(raw[0])]
-    post_sites: set[Site] = set()
+    post_sites: set[CallSite] = set()
     if head is not None:
         for seg in raw[1:]:
             cut = next(i for i, e in enumerate(seg) if e.site == head)

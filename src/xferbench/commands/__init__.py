@@ -1,7 +1,8 @@
 """The subcommands, side by side over the results layer; none imports another. Each module
-has ``register_cli(subparsers)``, which adds its parser and the function that runs it."""
+has ``register_cli(subparsers)``, which adds its parser and the function that runs it;
+``options`` is no command: the options several share, declared once."""
 
-from . import audit, cite, compare, env, fleet, lint, list, publish, run
+from . import audit, cite, compare, env, fleet, lint, list, publish, run, table
 
 #: In the order ``xferbench --help`` lists them.
-COMMANDS = (env, run, fleet, list, publish, compare, cite, lint, audit)
+COMMANDS = (env, run, fleet, list, publish, compare, cite, table, lint, audit)

@@ -1,6 +1,6 @@
 """``xferbench audit SCRIPT [ARGS...]``: run a user's script under the audit (its own
 ``__main__``, its own arguments) and print what each training step copied and waited for,
-priced. The counting and the report are ``xferbench.auditor``'s; this is the command line.
+priced. The counting and the report are ``xferbench.auditing``'s; this is the command line.
 
 Exit status: the script's own (0, its ``sys.exit`` code, 1 when it raised, 130 when
 interrupted), with the report of the steps that ran; 2 for bad input (a script that does not
@@ -19,11 +19,11 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
-from ..audit_report import format_report
-from ..auditor import Audit
+from ..analysis.prices import PriceBook
+from ..auditing.auditor import Audit
+from ..auditing.report import format_report
 from ..devices import resolve_device, set_current_device
 from ..errors import XferbenchError
-from ..prices import PriceBook
 
 #: The audit's own options, recognised after the script's arguments too (the issue's
 #: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the

@@ -1,7 +1,7 @@
 """``xferbench cite BENCHMARK``: a sentence and a small table for docs, read from the results
 files (never typed): the value and its spread, the software and hardware it was measured on,
 the suite commit and date, and the published figure that shows it. The command line only:
-the citation and its formatting are ``xferbench.citation``'s, which ``publish`` uses too."""
+the citation and its formatting are ``analysis.citation``'s, which ``publish`` uses too."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import argparse
 import json
 from typing import Any
 
-from ..citation import as_dict, cite, format_markdown, parse_params
+from ..analysis.citation import as_dict, cite, format_markdown, parse_params
+from ..analysis.peermatrix import by_device, citation_note
 from ..errors import ExitCode
-from ..options import add_format, add_results
-from ..peermatrix import by_device, citation_note
 from ..results import load
+from .options import add_format, add_results
 
 
 def register_cli(sub: Any) -> None:

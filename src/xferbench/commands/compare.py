@@ -18,12 +18,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..comparison import FAILED_IN_B, MARKS, REGRESSIONS, Row, compare_results
+from ..analysis.comparison import FAILED_IN_B, MARKS, REGRESSIONS, Row, compare_results
+from ..analysis.stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from ..errors import ExitCode, XferbenchError
-from ..options import add_bench, add_format, add_results, bench_pattern
 from ..results import Result, ResultSet, load, load_file
-from ..stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from ..units import format_value
+from .options import add_bench, add_format, add_results, bench_pattern
 
 
 def register_cli(sub: Any) -> None:

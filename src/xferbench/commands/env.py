@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ExitCode
 from ..metadata import collect
-from ..options import add_device, add_format
+from .options import add_device, add_format
 
 #: Fields whose None means "there is none" (a CPU build has no CUDA, a CPU no GPU), not
 #: "could not be read": the table says "none" for them, "unknown" for the others.

@@ -1,6 +1,6 @@
 """``xferbench lint PATH...``: the transfer practices the suite measures, found in a user's
 own code, each finding priced from measured results. The command line only: the rules are
-``xferbench.lint``'s, the prices ``xferbench.prices``'s.
+``xferbench.lint``'s, the prices ``xferbench.analysis.prices``'s.
 
 Exit status: 0 nothing at or above --fail-on; 1 something is; 2 bad input (a path that does
 not exist, an unknown rule code, a broken pyproject.toml, nothing that could be read)."""
@@ -13,14 +13,14 @@ import sys
 import time
 from typing import Any
 
+from ..analysis.prices import PriceBook
 from ..errors import ExitCode, XferbenchError
 from ..lint.config import Config, find_pyproject, load_config
 from ..lint.files import Pattern, parse_patterns
 from ..lint.report import as_json, as_sarif, priced, text_lines
 from ..lint.rules import CODES, RULES, SEVERITIES, at_or_above, choose
-from ..lint.runner import Outcome, run
-from ..options import add_format
-from ..prices import PriceBook
+from ..lint.runner import LintRun, run
+from .options import add_format
 
 
 def _codes(text: str) -> list[str]:
@@ -109,7 +109,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return ExitCode.REGRESSION if any(f.severity in failing for f in findings) else ExitCode.OK
 
 
-def _summary(args: argparse.Namespace, outcome: Outcome, elapsed: float) -> None:
+def _summary(args: argparse.Namespace, outcome: LintRun, elapsed: float) -> None:
     if outcome.fixed:
         total = sum(outcome.fixed.values())
         print(f"xferbench lint: fixed {total} finding{'s' * (total != 1)} in "

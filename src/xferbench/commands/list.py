@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from ..errors import ExitCode
-from ..options import add_format, add_results
 from ..results import ResultSet, load
+from .options import add_format, add_results
 
 
 def register_cli(sub: Any) -> None:

@@ -10,7 +10,7 @@ import os
 from typing import Any
 from urllib.parse import quote
 
-from ..prices import PriceBook
+from ..analysis.prices import PriceBook
 from ..version import __version__
 from .rules import BY_CODE, RULES, Finding
 

@@ -18,7 +18,7 @@ PARALLEL_FROM = 64
 
 
 @dataclass
-class Outcome:
+class LintRun:
     findings: list[Finding] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files not linted, one sentence each
     warnings: list[str] = field(default_factory=list)  # linted, with a remark
@@ -64,9 +64,9 @@ def lint_files(paths: list[str], codes: frozenset[str], jobs: int) -> Iterable[F
 
 
 def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, jobs: int = 0,
-        fix: bool = False, gitignore: bool = True) -> Outcome:
+        fix: bool = False, gitignore: bool = True) -> LintRun:
     found = discover(paths, excludes, gitignore)
-    out = Outcome(problems=list(found.problems), missing=list(found.missing),
+    out = LintRun(problems=list(found.problems), missing=list(found.missing),
                   files=len(found.files))
     for result in lint_files(found.files, codes, jobs or jobs_default()):
         if fix and any(f.fix for f in result.findings):
@@ -82,7 +82,7 @@ def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, job
     return out
 
 
-def _fix(result: FileResult, codes: frozenset[str], out: Outcome) -> FileResult:
+def _fix(result: FileResult, codes: frozenset[str], out: LintRun) -> FileResult:
     """Rewrite one file's fixable findings; what it returns is the file linted again."""
     path = result.path
     text, raw = read_source(path)

@@ -21,10 +21,10 @@ import re
 import sys
 from typing import Any
 
-from ...asvrepo import check_machine_name
 from ...errors import XferbenchError
 from ...practices import SWEEPS
-from ...safefiles import check_output_folder
+from ...results.machines import check_machine_name
+from ...results.safefiles import check_output_folder
 from .executors import EXECUTORS, require_submitit
 from .flow import Request, merge_folders, resume, start, status
 

@@ -17,7 +17,7 @@ import subprocess
 from typing import Any
 
 from ...errors import XferbenchError
-from ...safefiles import alive
+from ...results.safefiles import alive
 
 # submitit loads inside the functions that need it: it is an optional extra.
 

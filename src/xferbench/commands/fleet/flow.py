@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ...asvrepo import find_repo, git_head
 from ...errors import XferbenchError
-from ...merging import Merged, Source, merge, open_source, place
 from ...results import load
+from ...results.merging import Merged, Source, merge, open_source, place
+from ...results.repo import find_repo, git_head
 from .executors import executor, log_path, states, submit
 from .job import (
     DONE,

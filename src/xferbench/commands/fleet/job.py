@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import XferbenchError
-from ...merging import FAILED, FINISHED, STARTED, read_marker
-from ...safefiles import load_json, write_json_atomic
+from ...results.merging import FAILED, FINISHED, STARTED, read_marker
+from ...results.safefiles import load_json, write_json_atomic
 
 PLAN = "fleet.json"
 KIND = "xferbench fleet job"

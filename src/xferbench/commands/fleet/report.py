@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ...merging import Merged
 from ...results import Result, ResultSet, load_file
+from ...results.merging import Merged
 from ...units import format_value
 from .job import QUEUED, RUNNING, TaskState
 

@@ -18,10 +18,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from ...asvrepo import slug
 from ...errors import XferbenchError
-from ...merging import FAILED, FINISHED, STARTED, write_marker
 from ...results import load
+from ...results.machines import slug
+from ...results.merging import FAILED, FINISHED, STARTED, write_marker
 from .job import now, stage_folders
 
 # submitit loads inside the functions that need it: it is an optional extra.

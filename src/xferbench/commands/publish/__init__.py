@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ...analysis.stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode
-from ...options import add_results
-from ...stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
+from ..options import add_results
 from .site import format_site, publish
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ...comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
-from ...outcomes import Gap
+from ...analysis.comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
 from ...units import GBPS, format_value
 from .markup import (
     anchor,
@@ -23,6 +22,7 @@ from .markup import (
     times,
     verdict_cell,
 )
+from .unmeasured import Gap
 from .views import BandwidthPanel, BenchmarkView, Step, StepRow
 
 STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",

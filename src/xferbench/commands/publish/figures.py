@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ...stats import Verdict
+from ...analysis.stats import Verdict
 from .views import BandwidthPanel, HeadlineRow, Trend
 
 # matplotlib loads inside the functions that draw: `import xferbench` stays free of it.

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...results import Result, version_key
-from .views import CopyRow, HeadlineCell, HeadlineRow, Series
+from .catalog import SeriesView
+from .views import CopyRow, HeadlineCell, HeadlineRow
 
 
 @dataclass(frozen=True)
 class MachineTable:
     release: str
-    series: tuple[Series, ...]  # one per machine: its newest build of the release
+    series: tuple[SeriesView, ...]  # one per machine: its newest build of the release
     headlines: tuple[tuple[str, tuple[HeadlineCell | None, ...]], ...]  # title, per machine
     copies: tuple[tuple[str, tuple[CopyRow | None, ...]], ...]  # what is copied, per machine
     values: tuple[tuple[str, tuple[Result | None, ...]], ...]  # benchmark(params), per machine
@@ -24,10 +25,10 @@ def copy_label(row: CopyRow) -> str:
     return ", ".join(str(v) for k, v in row.result.params if k != "size")
 
 
-def machine_tables(all_series: list[Series], heads: list[HeadlineRow],
-                   copies: list[tuple[Series, list[CopyRow]]]) -> list[MachineTable]:
+def machine_tables(all_series: list[SeriesView], heads: list[HeadlineRow],
+                   copies: list[tuple[SeriesView, list[CopyRow]]]) -> list[MachineTable]:
     """Newest release first; none where every release ran on one machine only."""
-    by_release: dict[str, dict[str, Series]] = {}
+    by_release: dict[str, dict[str, SeriesView]] = {}
     for s in all_series:  # in version order: a machine's newest build of the release wins
         by_release.setdefault(s.torch.split("+")[0], {})[s.machine] = s
     copy_rows = {(s.machine, s.torch): {copy_label(r): r for r in rows} for s, rows in copies}

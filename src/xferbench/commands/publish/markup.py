@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ...asvrepo import slug
-from ...citation import Citation, command, sentence
-from ...stats import NO_DIFFERENCE, WITHIN_THRESHOLD, Verdict
+from ...analysis.citation import Citation, command, sentence
+from ...analysis.stats import NO_DIFFERENCE, WITHIN_THRESHOLD, Verdict
+from ...results.machines import slug
 
 
 def e(text: Any) -> str:

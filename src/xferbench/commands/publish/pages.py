@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...provenance import Provenance
+from ...analysis.provenance import Provenance
 from ...units import GBPS, size_label
 from .across import bandwidth_section, benchmark_section, changes_section
 from .machines import machine_tables
@@ -18,19 +18,14 @@ from .sections import (
     machines_section,
     provenance_section,
 )
-from .views import BandwidthPanel, BenchmarkView, CopyRow, HeadlineRow, Series, Step
+from .views import PageViews
 
 
 @dataclass(frozen=True)
 class IndexPage:
-    """What index.html shows, each part computed by ``views``."""
+    """What index.html shows: the views (``views.page_views``) and how they were judged."""
 
-    series: list[Series]
-    headlines: list[HeadlineRow]
-    copies: list[tuple[Series, list[CopyRow]]]
-    bandwidth: list[BandwidthPanel]
-    steps: list[Step]
-    views: list[BenchmarkView]
+    views: PageViews
     threshold: float
     alpha: float
     warnings: list[str]
@@ -40,7 +35,7 @@ class IndexPage:
 
 
 def _header(p: IndexPage, side_by_side: bool) -> list[str]:
-    provs = [s.provenance for s in p.series]
+    provs = [s.provenance for s in p.views.series]
     machines = sorted({prov.machine for prov in provs})
     versions = list(dict.fromkeys(prov.torch for prov in provs))
     body = ["<header>", "<h1>xferbench: PyTorch device-transfer practices across versions</h1>",
@@ -63,17 +58,18 @@ def _header(p: IndexPage, side_by_side: bool) -> list[str]:
 
 
 def render_index(p: IndexPage) -> str:
-    side_by_side = machines_section(machine_tables(p.series, p.headlines, p.copies),
+    v = p.views
+    side_by_side = machines_section(machine_tables(v.series, v.headlines, v.copies),
                                     size_label(p.headline_nbytes))
     body = _header(p, bool(side_by_side))
-    body += provenance_section(p.series, p.commit_url)
-    body += headline_section(p.headlines, p.alpha)
-    body += copy_section(p.copies, size_label(p.headline_nbytes))
+    body += provenance_section(v.series, p.commit_url)
+    body += headline_section(v.headlines, p.alpha)
+    body += copy_section(v.copies, size_label(p.headline_nbytes))
     body += side_by_side
-    body += bandwidth_section(p.bandwidth)
+    body += bandwidth_section(v.bandwidth)
     body += peer_sections(p.peers)
-    body += changes_section(p.steps, p.threshold, p.alpha)
-    body += benchmark_section(p.views, p.alpha)
+    body += changes_section(v.steps, p.threshold, p.alpha)
+    body += benchmark_section(v.benchmarks, p.alpha)
     return page("xferbench results", body, scripts=["site.js"])
 
 

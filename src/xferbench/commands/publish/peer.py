@@ -1,7 +1,7 @@
 """The peer-copy matrices on the site: one heat map per machine and layout (GB/s per ordered
 pair of devices; "no peer access" cells marked, a pair no series measured marked n/a), and a
 table of every cell with its peer access, its first copy and the citation ``xferbench cite``
-prints for it. The matrices are the results layer's (``xferbench.peermatrix``)."""
+prints for it. The matrices are the results layer's (``xferbench.analysis.peermatrix``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from ...citation import Citation, citation, command, sentence
-from ...peermatrix import (
+from ...analysis.citation import Citation, citation, command, sentence
+from ...analysis.peermatrix import (
     ContentionRow,
     PeerCell,
     PeerMatrix,

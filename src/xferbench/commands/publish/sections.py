@@ -5,10 +5,11 @@ only, no arithmetic: the numbers come from ``views`` and ``machines``."""
 
 from __future__ import annotations
 
-from ...provenance import Provenance, banner, cautions
+from ...analysis.provenance import Provenance, banner, cautions
+from ...analysis.sitemap import headline_figure_path
 from ...results import Result
-from ...sitemap import headline_figure_path
 from ...units import GBPS, format_seconds, format_value
+from .catalog import SeriesView
 from .machines import MachineTable
 from .markup import (
     anchor,
@@ -24,12 +25,7 @@ from .markup import (
     times,
     verdict_cell,
 )
-from .views import (
-    CopyRow,
-    HeadlineCell,
-    HeadlineRow,
-    Series,
-)
+from .views import CopyRow, HeadlineCell, HeadlineRow
 
 
 def banner_html(series: list[Provenance]) -> list[str]:
@@ -66,7 +62,7 @@ PROVENANCE_HEADERS = ["series", "measured", "suite commit", "device", "driver", 
                       "torch build", "threads", "Python", "OS", "run"]
 
 
-def provenance_section(series: list[Series], commit_url: str | None) -> list[str]:
+def provenance_section(series: list[SeriesView], commit_url: str | None) -> list[str]:
     rows = []
     for s in series:
         p = s.provenance
@@ -143,7 +139,7 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
 COPY_HEADERS = ["copy", "clock", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
 
 
-def copy_section(tables: list[tuple[Series, list[CopyRow]]], size: str) -> list[str]:
+def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> list[str]:
     body = ['<section id="copies">', f"<h2>Copies of {e(size)}</h2>",
             f"<p>Every measured copy at {e(size)}, per series: {GBPS}, bytes over the "
             "median time on the clock the row names (completion: host, from the call until "

@@ -10,7 +10,7 @@ build leaves the previous site untouched.
   asv.html          a small self-contained page over asv's data (no library, no fetch: the
                     data travels as asv-data.js, so it works from file:// as well)
   asv/              what ``asv publish`` wrote, less its front end: index.json, graphs/, ...
-  figures/          the figures, matplotlib SVG (paths from ``xferbench.sitemap``, which
+  figures/          the figures, matplotlib SVG (paths from ``xferbench.analysis.sitemap``, which
                     ``cite`` quotes); site.js picks the trend charts to show
 """
 
@@ -28,26 +28,17 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
-from ...asvrepo import find_repo, git_branches, write_asv_config
+from ...analysis.sitemap import headline_figure_path
+from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
-from ...outcomes import unmeasured
 from ...practices import HEADLINE_NBYTES
-from ...provenance import provenance
 from ...results import ResultSet, load, version_key
-from ...safefiles import alive, check_output_folder
-from ...sitemap import headline_figure_path
-from ...stats import ALPHA, THRESHOLD
+from ...results.repo import find_repo, git_branches, write_asv_config
+from ...results.safefiles import alive, check_output_folder
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page
-from .views import (
-    bandwidth_panels,
-    benchmark_views,
-    copy_table,
-    headline_rows,
-    series,
-    version_steps,
-)
+from .views import Catalog, PageViews, page_views
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -170,18 +161,18 @@ def commit_url(index: dict[str, Any]) -> str | None:
     return url if url.startswith(("https://", "http://")) else None
 
 
-def add_outcomes(bundle: dict[str, Any], rs: ResultSet) -> None:
+def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
     """Give each series of asv.html its combinations without a number and why, and its
     device (asv's graph parameters name the CUDA build, not the device it ran on)."""
     by_series: dict[tuple[str, str], dict[str, list]] = {}
     reasons: dict[str, int] = {}  # "status: reason" -> its index in bundle["reasons"]
-    for u in unmeasured(rs):
+    for u in cat.missing:
         combo = [str(v) for _, v in u.params]
         why = reasons.setdefault(f"{u.status}: {u.reason}", len(reasons))
         by_series.setdefault((u.machine, u.torch), {}).setdefault(u.benchmark, []).append(
             [combo, why])
     bundle["reasons"] = list(reasons)
-    provs = {(p.machine, p.torch): p for p in provenance(rs)}
+    provs = {(s.machine, s.torch): s.provenance for s in cat.series}
     for s in bundle["series"]:
         key = (str(s["params"].get("machine")), str(s["params"].get("torch")))
         s["outcomes"] = by_series.get(key, {})
@@ -189,7 +180,7 @@ def add_outcomes(bundle: dict[str, Any], rs: ResultSet) -> None:
         s["label"] = p.label if p else ", ".join(f"{k} {v}" for k, v in s["params"].items())
         s["device"] = f"{p.hardware} ({p.device})" if p else "unknown"
         s["quick"] = bool(p and p.quick)
-    bundle["all_benchmarks"] = sorted(rs.benchmarks)
+    bundle["all_benchmarks"] = sorted(cat.rs.benchmarks)
 
 
 def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
@@ -211,37 +202,19 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
             f"asv's data leaves out results at suite commit {', '.join(c[:8] for c in lost)}: "
             "not on a branch of this clone's history (a shallow clone?); the cross-version "
             "view (index.html) still shows them")
-    add_outcomes(bundle, rs)
+    views, peers = page_views(rs, alpha, threshold), peer_page(rs)  # computed, then drawn
+    add_outcomes(bundle, views.catalog)
     with open(os.path.join(out_dir, "asv-data.js"), "w", encoding="utf-8") as fh:
         fh.write("window.XFERBENCH_ASV = ")
         json.dump(bundle, fh, separators=(",", ":"), allow_nan=False, default=str)
         fh.write(";\n")
-
-    all_series = series(rs)
-    heads = headline_rows(rs, all_series, alpha, threshold)
-    for row in heads:
-        if row.measured:
-            path = headline_figure_path(row.key)
-            draw(plot_headline, row, rs.torch_versions(), os.path.join(out_dir, path))
-            site.figures.append(path)
-    bw = bandwidth_panels(rs, all_series)
-    for panel in bw:
-        draw(plot_bandwidth, panel, os.path.join(out_dir, panel.path))
-        site.figures.append(panel.path)
-    views = benchmark_views(rs, all_series, alpha)
-    for view in views:
-        for trend in view.trends:
-            draw(plot_trend, trend, os.path.join(out_dir, trend.path))
-            site.figures.append(trend.path)
-    steps = version_steps(all_series, threshold, alpha)
-    copies = [(s, copy_table(rs, s)) for s in all_series]
-
+    site.figures += draw_figures(views, out_dir)
+    draw_peer(peers, out_dir, draw, site.figures)
     pages = {
         "index.html": render_index(IndexPage(
-            all_series, heads, copies, bw, steps, views, threshold=threshold, alpha=alpha,
-            warnings=site.warnings, commit_url=link, headline_nbytes=HEADLINE_NBYTES,
-            peers=draw_peer(peer_page(rs), out_dir, draw, site.figures))),
-        "asv.html": render_asv_page([s.provenance for s in all_series]),
+            views, threshold=threshold, alpha=alpha, warnings=site.warnings, commit_url=link,
+            headline_nbytes=HEADLINE_NBYTES, peers=peers)),
+        "asv.html": render_asv_page([s.provenance for s in views.series]),
         "style.css": _asset("style.css"),
         "asv.js": _asset("asv.js"),
         "site.js": _asset("site.js"),
@@ -252,6 +225,25 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
         site.pages.append(name)
     _write_marker(out_dir)
     return site
+
+
+def draw_figures(views: PageViews, out_dir: str) -> list[str]:
+    """Every figure of the index under ``out_dir``: the headlines measured, the bandwidth
+    panels, each benchmark's trends; their paths, as the page names them."""
+    paths = []
+    for row in views.headlines:
+        if row.measured:
+            path = headline_figure_path(row.key)
+            draw(plot_headline, row, list(views.catalog.versions), os.path.join(out_dir, path))
+            paths.append(path)
+    for panel in views.bandwidth:
+        draw(plot_bandwidth, panel, os.path.join(out_dir, panel.path))
+        paths.append(panel.path)
+    for view in views.benchmarks:
+        for trend in view.trends:
+            draw(plot_trend, trend, os.path.join(out_dir, trend.path))
+            paths.append(trend.path)
+    return paths
 
 
 def _write_marker(out_dir: str) -> None:

@@ -1,59 +1,37 @@
 """What the published site shows, computed from results (no plotting, no HTML): the
 (machine, PyTorch) series and their provenance, the headlines with their verdicts and
 citations, the copy table, the steps between consecutive PyTorch versions, and per benchmark
-one trend per parameter combination with every combination left without a number."""
+one trend per parameter combination with every combination left without a number.
+
+What every view reads of the results is read once, into a ``Catalog`` (``catalog.py``), and
+``page_views`` computes every view from it in one pass: the views never go back to the
+results folder."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ...citation import Citation, citation
-from ...comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
-from ...headline import HEADLINES, HeadlineValue, headlines
-from ...outcomes import Gap, gaps, unmeasured
+from ...analysis.citation import Citation
+from ...analysis.comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
+from ...analysis.headline import HEADLINES, HeadlineValue, headlines
+from ...analysis.provenance import differences
+from ...analysis.sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
+from ...analysis.stats import THRESHOLD, Verdict, significance, verdict
 from ...practices import HEADLINE_NBYTES
-from ...provenance import Provenance, differences, series_provenance
 from ...results import Result, ResultSet, version_key
-from ...sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
-from ...stats import THRESHOLD, Verdict, significance, verdict
 from ...units import size_label
+from .catalog import Catalog, SeriesView, catalog, cite_of
+from .unmeasured import Gap, gaps
 
 Params = tuple[tuple[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class Series:
-    """One machine and one PyTorch version: its newest results and where they came from."""
-
-    machine: str
-    torch: str
-    results: ResultSet
-    provenance: Provenance
-
-
-def series(rs: ResultSet) -> list[Series]:
-    """The (machine, torch) series in ``rs``, newest result per key, versions in order."""
-    newest = rs.newest()
-    out = []
-    for machine in newest.machines():
-        on = newest.filter(machine=machine)
-        for version in on.torch_versions():
-            out.append(Series(machine, version, on.filter(torch=version),
-                              series_provenance(rs, machine, version)))
-    return out
-
-
-def cite_of(rs: ResultSet, r: Result) -> Citation:
-    """The citation ``xferbench cite`` prints for ``r``, with its figure as the site has it."""
-    return citation(rs, r, figure=figure_path(r.benchmark, r.param_dict, r.machine))
 
 
 # -- headlines ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class HeadlineCell:
-    series: Series
+    series: SeriesView
     value: HeadlineValue
     verdict: Verdict | None  # the practice against its baseline (None: not measured)
     cites: tuple[Citation, ...]  # the practice's and the baseline's
@@ -70,18 +48,18 @@ class HeadlineRow:
         return any(c.verdict is not None for c in self.cells)
 
 
-def headline_rows(rs: ResultSet, all_series: list[Series], alpha: float,
+def headline_rows(cat: Catalog, alpha: float,
                   threshold: float = THRESHOLD) -> list[HeadlineRow]:
     """Each headline's value per series, with the verdict of the practice against its
     baseline (the test compare runs) and both citations."""
     cells: dict[str, list[HeadlineCell]] = {}
-    for s in all_series:
+    for s in cat.series:
         for v in headlines(s.results, HEADLINES):
             if v.practice is None or v.baseline is None:
                 cell = HeadlineCell(s, v, None, ())
             else:
                 cell = HeadlineCell(s, v, verdict(v.baseline, v.practice, alpha, threshold),
-                                    (cite_of(rs, v.practice), cite_of(rs, v.baseline)))
+                                    (cite_of(cat, v.practice), cite_of(cat, v.baseline)))
             cells.setdefault(v.headline.key, []).append(cell)
     return [HeadlineRow(h.key, h.title, tuple(cells.get(h.key, ()))) for h in HEADLINES]
 
@@ -101,17 +79,17 @@ class CopyRow:
         return clock_of(self.result.benchmark, self.device)
 
 
-def copy_table(rs: ResultSet, s: Series) -> list[CopyRow]:
+def copy_table(cat: Catalog, s: SeriesView) -> list[CopyRow]:
     """Every measured copy of the series at the headline size, in declared order, on the
     completion clock first, then on device time."""
     size = size_label(HEADLINE_NBYTES)
     rows = []
     for benchmark in BANDWIDTH_BENCHMARKS.values():
-        order = param_order(rs, benchmark)
+        order = cat.order(benchmark)
         found = [r for r in s.results.find(benchmark, size=size) if r.ok]
         found.sort(key=lambda r: [order.get((k, str(v)), 99) for k, v in r.params])
         for r in found:
-            meta = rs.metadata_for(r)
+            meta = s.results.metadata_for(r)
             row_clock = clock_of(benchmark, meta.device)
             if row_clock == "host" and any(c.clock == "host" and c.result.params == r.params
                                            for c in rows):
@@ -119,7 +97,7 @@ def copy_table(rs: ResultSet, s: Series) -> list[CopyRow]:
             share = None
             if r.param_dict.get("direction") != "d2d":
                 share = meta.share_of_link(r.gbps)
-            rows.append(CopyRow(r, share, cite_of(rs, r), meta.device))
+            rows.append(CopyRow(r, share, cite_of(cat, r), meta.device))
     return rows
 
 
@@ -149,24 +127,24 @@ class BandwidthPanel:
         return bandwidth_figure_path(self.machine, self.direction, self.layout, self.clock)
 
 
-def bandwidth_panels(rs: ResultSet, all_series: list[Series]) -> list[BandwidthPanel]:
+def bandwidth_panels(cat: Catalog) -> list[BandwidthPanel]:
     """One panel per machine, clock, direction and layout measured in the machine's newest
     series."""
-    newest = {s.machine: s for s in all_series}  # series come in version order
+    newest = {s.machine: s for s in cat.series}  # series come in version order
     panels = []
     for _, s in sorted(newest.items()):
         for clock, benchmark in BANDWIDTH_BENCHMARKS.items():
-            panels += _panels(rs, s, clock, benchmark)
+            panels += _panels(cat.order(benchmark), s, clock, benchmark)
     clocks = list(BANDWIDTH_BENCHMARKS)
-    order = param_order(rs, BANDWIDTH_BENCHMARKS["completion"])
+    order = cat.order(BANDWIDTH_BENCHMARKS["completion"])
     panels.sort(key=lambda p: (p.machine, clocks.index(p.clock),
                                order.get(("direction", p.direction), 99),
                                order.get(("layout", p.layout), 99)))
     return panels
 
 
-def _panels(rs: ResultSet, s: Series, clock: str, benchmark: str) -> list[BandwidthPanel]:
-    order = param_order(rs, benchmark)
+def _panels(order: dict[tuple[str, str], int], s: SeriesView, clock: str,
+            benchmark: str) -> list[BandwidthPanel]:
     groups: dict[tuple[str, str], dict[tuple[str, str], list]] = {}
     for r in s.results.find(benchmark):
         p = r.param_dict
@@ -182,20 +160,14 @@ def _panels(rs: ResultSet, s: Series, clock: str, benchmark: str) -> list[Bandwi
         built = tuple(Curve(h, sy, tuple(sorted(pts))) for (h, sy), pts in sorted(
             curves.items(), key=lambda kv: (order.get(("host_memory", kv[0][0]), 99),
                                             order.get(("sync", kv[0][1]), 99))))
-        peak = None if direction == "d2d" else peak_gbps(rs, s)
+        peak = None if direction == "d2d" else peak_gbps(s)
         out.append(BandwidthPanel(s.machine, s.torch, direction, layout, built, peak, clock))
     return out
 
 
-def param_order(rs: ResultSet, benchmark: str) -> dict[tuple[str, str], int]:
-    """(param name, value as text) -> position in the benchmark's declared values."""
-    return {(name, str(v)): i for name, values in rs.declared_params(benchmark).items()
-            for i, v in enumerate(values)}
-
-
-def peak_gbps(rs: ResultSet, s: Series) -> float | None:
+def peak_gbps(s: SeriesView) -> float | None:
     for r in s.results:
-        peak = rs.metadata_for(r).pcie_theoretical_bytes_per_s
+        peak = s.results.metadata_for(r).pcie_theoretical_bytes_per_s
         if peak:
             return float(peak) / 1e9
     return None
@@ -214,8 +186,8 @@ class Step:
     """Every benchmark both of two consecutive PyTorch versions on one machine measured."""
 
     machine: str
-    a: Series
-    b: Series
+    a: SeriesView
+    b: SeriesView
     rows: tuple[StepRow, ...]
     differences: tuple[tuple[str, str, str], ...]  # what differs besides the release
 
@@ -238,16 +210,16 @@ class Step:
         return len(self.marked(mark))
 
 
-def version_steps(all_series: list[Series], threshold: float, alpha: float) -> list[Step]:
-    by_machine: dict[str, list[Series]] = {}
-    for s in all_series:
+def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
+    by_machine: dict[str, list[SeriesView]] = {}
+    for s in cat.series:
         by_machine.setdefault(s.machine, []).append(s)
     steps = []
     for machine, ss in sorted(by_machine.items()):
         for a, b in zip(ss, ss[1:]):
             rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
-            built = tuple(StepRow(r, verdict(r.a, r.b, alpha, threshold) if r.ratio is not None else None)
-                          for r in rows)
+            built = tuple(StepRow(r, None if r.ratio is None
+                                  else verdict(r.a, r.b, alpha, threshold)) for r in rows)
             steps.append(Step(machine, a, b, built,
                               tuple(differences(a.provenance, b.provenance))))
     return steps
@@ -289,7 +261,7 @@ class BenchmarkView:
     trends: tuple[Trend, ...]
     gaps: tuple[Gap, ...]
     combos: int  # declared combinations, per series
-    series: tuple[Series, ...]
+    series: tuple[SeriesView, ...]
 
     @property
     def shown_params(self) -> dict[str, list[str]]:
@@ -318,31 +290,30 @@ def _matches(t: Trend, choice: dict[str, str]) -> bool:
     return all(not v or p.get(k) == v for k, v in choice.items())
 
 
-def benchmark_views(rs: ResultSet, all_series: list[Series], alpha: float) -> list[BenchmarkView]:
+def benchmark_views(cat: Catalog, alpha: float) -> list[BenchmarkView]:
     """Every benchmark asv knows, measured or not: its trends and its unmeasured combinations
     with their reasons."""
-    missing = unmeasured(rs)
     views = []
-    names = sorted(set(rs.benchmarks) | {r.benchmark for s in all_series for r in s.results})
-    for name in names:
-        declared = {k: [str(v) for v in vs] for k, vs in rs.declared_params(name).items()}
+    machines = sorted({s.machine for s in cat.series})
+    for name in cat.names():
+        declared = {k: [str(v) for v in vs] for k, vs in cat.declared.get(name, {}).items()}
         combos = 1
         for values in declared.values():
             combos *= len(values)
         trends = []
-        for machine in sorted({s.machine for s in all_series}):
-            on = [s for s in all_series if s.machine == machine]
-            trends += _trends(rs, name, machine, on, alpha)
-        info = rs.benchmarks.get(name, {})
+        for machine in machines:
+            on = [s for s in cat.series if s.machine == machine]
+            trends += _trends(cat.order(name), name, machine, on, alpha)
+        info = cat.rs.benchmarks.get(name, {})
         unit = str(info.get("unit") or (trends[0].unit if trends else "unknown"))
         views.append(BenchmarkView(name, unit, declared, tuple(trends),
-                                   tuple(gaps(rs, missing, name)), combos, tuple(all_series)))
+                                   tuple(gaps(cat.declared.get(name, {}), cat.missing, name)),
+                                   combos, cat.series))
     return views
 
 
-def _trends(rs: ResultSet, name: str, machine: str, on: list[Series],
+def _trends(order: dict[tuple[str, str], int], name: str, machine: str, on: list[SeriesView],
             alpha: float) -> list[Trend]:
-    order = param_order(rs, name)
     versions = tuple(s.torch for s in on)
     by_combo: dict[Params, list[Result]] = {}
     for s in on:
@@ -358,3 +329,28 @@ def _trends(rs: ResultSet, name: str, machine: str, on: list[Series],
                       for a, b in zip(results, results[1:]))
         out.append(Trend(name, machine, results[0].unit, params, versions, points, steps))
     return out
+
+
+# -- the page, computed once -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PageViews:
+    """Every view the index shows, computed from one ``Catalog``."""
+
+    catalog: Catalog
+    headlines: list[HeadlineRow]
+    copies: list[tuple[SeriesView, list[CopyRow]]]
+    bandwidth: list[BandwidthPanel]
+    steps: list[Step]
+    benchmarks: list[BenchmarkView]
+
+    @property
+    def series(self) -> list[SeriesView]:
+        return list(self.catalog.series)
+
+
+def page_views(rs: ResultSet, alpha: float, threshold: float) -> PageViews:
+    cat = catalog(rs)
+    return PageViews(cat, headline_rows(cat, alpha, threshold),
+                     [(s, copy_table(cat, s)) for s in cat.series], bandwidth_panels(cat),
+                     version_steps(cat, threshold, alpha), benchmark_views(cat, alpha))

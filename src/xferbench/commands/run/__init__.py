@@ -32,12 +32,12 @@ import tempfile
 from dataclasses import replace
 from typing import Any
 
-from ...asvrepo import lock_is_held, results_lock
 from ...errors import ExitCode, XferbenchError
-from ...options import add_bench, add_device, add_format, add_results
 from ...practices import SWEEPS
-from ...protected import clean_stale
-from ...safefiles import alive
+from ...results.backup import clean_stale
+from ...results.lock import lock_is_held, results_lock
+from ...results.safefiles import alive
+from ..options import add_bench, add_device, add_format, add_results
 from .devices import resolve_devices
 from .numa import NUMA_MODES, placed
 from .plan import Options, RunPlan, check_options, make_plan

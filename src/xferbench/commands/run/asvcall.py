@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
+
 def terminate_as_interrupt(signum: int, frame: Any) -> None:
     """SIGTERM stops the run the way Ctrl-C does: asv is stopped, results kept."""
     raise KeyboardInterrupt

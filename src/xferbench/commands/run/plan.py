@@ -13,15 +13,16 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from ...asvrepo import check_machine_name, default_machine_name, find_repo, git_head, torch_label
 from ...devices import Device, resolve_device
 from ...errors import XferbenchError
 from ...flags import env_flag
 from ...metadata import MachineMetadata, collect
-from ...options import bench_pattern
 from ...practices import parse_sweep
 from ...results import check_folder
-from ...safefiles import check_output_folder
+from ...results.machines import check_machine_name, default_machine_name, torch_label
+from ...results.repo import find_repo, git_head
+from ...results.safefiles import check_output_folder
+from ..options import bench_pattern
 from .budget import check_budget, estimate_s
 from .devices import parse_devices
 from .suite import SuiteClass, describe_suite

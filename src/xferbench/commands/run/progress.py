@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TextIO
 
-from ...runrecords import FAILED, MEASURED, SKIPPED, Outcome, ProgressLine
+from ...results.runrecords import FAILED, MEASURED, SKIPPED, Outcome, ProgressLine
 from ...units import format_seconds, format_value
 
 

@@ -24,7 +24,7 @@ import sys
 import time
 
 from ...errors import ExitCode
-from ...protected import backup_path, discard
+from ...results.backup import backup_path, discard
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36

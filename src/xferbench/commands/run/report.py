@@ -8,11 +8,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ...analysis.headline import headlines, series_tables
 from ...errors import ExitCode
-from ...headline import headlines, series_tables
 from ...results import ResultSet, load
-from ...runrecords import FAILED, Outcome
-from ...sidecar import metadata_path
+from ...results.runrecords import FAILED, Outcome
+from ...results.sidecar import metadata_path
 from .plan import RunPlan
 from .transaction import Done
 
@@ -72,8 +72,9 @@ class RunReport:
         """The text summary (``--format text``), for stdout."""
         rs, plan = self._rs(), self.plan
         lines = ["", f"results: {os.path.relpath(self.results_file)} ({self.seconds:.0f} s; "
-                     f"{self.measured} values measured, {self.skipped} skipped, {self.failed} failed: a "
-                     "combination gives a value per figure of its class)"]
+                     f"{self.measured} values measured, {self.skipped} skipped, "
+                     f"{self.failed} failed: a combination gives a value per figure of its "
+                     "class)"]
         if self.cut_classes:
             lines.append(f"cut by --budget {plan.options.budget:g} s, not started: "
                          f"{'; '.join(self.cut_classes)} (each combination is in the sidecar "

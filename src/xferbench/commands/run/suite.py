@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import XferbenchError
-from ...runrecords import SKIPPED, Outcome
+from ...results.runrecords import SKIPPED, Outcome
 
 #: The suite's files.
 BENCH_FILES = ("bench_copies", "bench_sync", "bench_pipeline", "bench_hazards", "bench_creation",

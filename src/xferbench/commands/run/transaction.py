@@ -11,20 +11,16 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TextIO
 
-from ...asvrepo import (
-    check_wrapper,
-    interpreter_wrapper,
-    results_file,
-    write_asv_config,
-    write_machine_file,
-)
+from ...analysis.provenance import link_caution
 from ...errors import XferbenchError
 from ...metadata import MachineMetadata
-from ...protected import protected
-from ...provenance import link_caution
-from ...resultfiles import benchmark_list, keep_param_values, label_results
-from ...runrecords import AsvCall, Outcome, RunRecord, iso_now
-from ...sidecar import record_run
+from ...results.asvconfig import check_wrapper, interpreter_wrapper
+from ...results.asvfiles import benchmark_list, keep_param_values, label_results, results_file
+from ...results.backup import protected
+from ...results.machines import write_machine_file
+from ...results.repo import write_asv_config
+from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
+from ...results.sidecar import record_run
 from ...units import format_seconds
 from .asvcall import run_asv, sigterm_as_interrupt
 from .budget import allot, cut_reason, plan_text, read_time_s

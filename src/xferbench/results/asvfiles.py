@@ -18,9 +18,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import XferbenchError
+from ..errors import XferbenchError
 from .safefiles import load_json, loads_ok, write_json_atomic
 from .sidecar import relabel_sidecar
+
+# asv loads inside the functions that need it: `import xferbench` stays free of it.
 
 #: The "version" of asv 0.6's results files and benchmarks.json.
 ASV_FORMAT_VERSION = 2
@@ -133,3 +135,14 @@ def relabel(results_dir: str, commit: str) -> list[str]:
             os.remove(path)
         moved.append(new_path)
     return moved
+
+
+def results_file(results_dir: str, machine: str, commit: str, wrapper: str) -> str:
+    """The file asv writes for ``commit`` run through ``wrapper`` on ``machine``, named as asv
+    names it (an environment name of 128 characters or more becomes "env-<md5>": a wrapper
+    under a long temporary path, with a series suffix or two, reaches that)."""
+    from asv.environment import get_env_name
+    from asv.results import get_filename
+
+    env_name = get_env_name("existing", wrapper.replace(os.path.sep, "_"), {}, {})
+    return os.path.join(results_dir, get_filename(machine, commit, env_name))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .asvrepo import slug
+from ..results.machines import slug
 
 #: The size sweeps drawn as bandwidth against size (newest release per machine), one set of
 #: figures per clock: what a user waits for (every copy) and device time (the copies that

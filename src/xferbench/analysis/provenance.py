@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .metadata import MachineMetadata
-from .results import Result, ResultSet, version_key
-from .runrecords import ISO_FORMAT
+from ..metadata import MachineMetadata
+from ..results import Result, ResultSet, version_key
+from ..results.runrecords import ISO_FORMAT
 
 QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .audit_report import AuditReport, build_report
-from .auditing import Counts, Recorder, Segments, segment
-from .auditing.events import Event
-from .auditing.modes import Watch
-from .device_watch import sync_debug_count
-from .devices import Device, resolve_device
-from .errors import XferbenchError
-from .prices import PriceBook
+from ..analysis.prices import PriceBook
+from ..device_watch import sync_debug_count
+from ..devices import Device, resolve_device
+from ..errors import XferbenchError
+from .counts import Counts
+from .events import Event
+from .modes import Watch
+from .recorder import Recorder
+from .report import AuditReport, build_report
+from .steps import Segments, segment
 
 
 class Audit:

@@ -10,14 +10,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .audit_findings import Price, bytes_text, findings, price_line
-from .auditing import CopyEvent, Counts, SyncEvent
-from .auditing.events import D2H, H2D
-from .auditing.ops import SYNC_KINDS
-from .devices import is_emulated
-from .errors import XferbenchError
-from .prices import PriceBook
-from .version import __version__
+from ..analysis.prices import PriceBook
+from ..devices import is_emulated
+from ..errors import XferbenchError
+from ..version import __version__
+from .counts import Counts
+from .events import D2H, H2D, CopyEvent, SyncEvent
+from .findings import StepPrice, bytes_text, findings, price_line
+from .ops import SYNC_KINDS
 
 SCHEMA_VERSION = 1
 SCHEMA_RESOURCE = "audit.schema.json"  # in the package's data/ folder
@@ -212,7 +212,7 @@ def _short(path: str) -> str:
 
 
 def _price_text(p: dict[str, Any]) -> str:
-    return price_line(Price(p["key"], p["gpu"], p["text"], p["cite"] or "",
+    return price_line(StepPrice(p["key"], p["gpu"], p["text"], p["cite"] or "",
                             p["cost_s_per_step"], p["saving_s_per_step"]))
 
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from .asvrepo import results_lock, slug
-from .errors import XferbenchError
-from .resultfiles import iter_result_files
-from .results import load
+from ..errors import XferbenchError
+from . import load
+from .asvfiles import iter_result_files
+from .lock import results_lock
+from .machines import slug
 from .runrecords import RunRecord
 from .safefiles import load_json, write_json_atomic
 from .sidecar import RUNS_KEPT, Sidecar, load_sidecar, metadata_path

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import XferbenchError
-from .results import Result
+from ..errors import XferbenchError
+from ..results import Result
 from .stats import ALPHA, THRESHOLD, significance, worse_by
 
 BETTER = "better"

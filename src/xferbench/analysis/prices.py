@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
+from ..errors import XferbenchError
+from ..results import Result, ResultSet, load, version_key
+from ..units import format_seconds, gbps, parse_size, size_label
 from .citation import citation, command
-from .errors import XferbenchError
 from .headline import HEADLINES, H, Headline
-from .results import Result, ResultSet, load, version_key
-from .units import format_seconds, gbps, parse_size, size_label
 
 #: The shipped table's format. Changelog: 1: first version (series, prices, rates).
 TABLE_VERSION = 1
@@ -368,33 +367,7 @@ class PriceBook:
         return min(found, key=lambda r: (abs(math.log(r.nbytes / max(nbytes, 1))), r.nbytes))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m xferbench.prices RESULTS [--out FILE] [--check]``: the table built from
-    RESULTS as JSON (to stdout, or FILE); with --check, exit 1 when FILE differs from it."""
-    args = sys.argv[1:] if argv is None else argv
-    out = args[args.index("--out") + 1] if "--out" in args else None
-    check = "--check" in args
-    positional = [a for i, a in enumerate(args)
-                  if not a.startswith("--") and (i == 0 or args[i - 1] != "--out")]
-    try:
-        text = json.dumps(build_table(load(positional[0] if positional else "results")),
-                          indent=1, sort_keys=True) + "\n"
-    except XferbenchError as exc:
-        print(f"xferbench: {exc}", file=sys.stderr)
-        return 2
-    if check:
-        with open(out or "", encoding="utf-8") as fh:
-            same = fh.read() == text
-        if not same:
-            print(f"{out} is stale: regenerate it with scripts/make-prices", file=sys.stderr)
-        return 0 if same else 1
-    if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def table_text(rs: ResultSet) -> str:
+    """The price table built from ``rs``, as the JSON text ``data/prices.json`` holds
+    (``scripts/make-prices`` writes it from the committed results, or checks it is current)."""
+    return json.dumps(build_table(rs), indent=1, sort_keys=True) + "\n"

@@ -6,11 +6,12 @@ reason for the site, so that nothing vanishes without a word."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .results import ResultSet, version_key
-from .runrecords import FAILED, SKIPPED
+from ...results import ResultSet, version_key
+from ...results.runrecords import FAILED, SKIPPED
 
 NOT_RECORDED = "reason not recorded"
 #: Beside the recorded statuses (runrecords.SKIPPED, FAILED): a benchmark a series holds no
@@ -78,9 +79,11 @@ def unmeasured(rs: ResultSet) -> list[Unmeasured]:
     return out
 
 
-def gaps(rs: ResultSet, items: list[Unmeasured], benchmark: str) -> list[Gap]:
-    """``benchmark``'s unmeasured combinations grouped by (status, reason), largest first."""
-    order = {(name, str(v)): i for name, values in rs.declared_params(benchmark).items()
+def gaps(declared: dict[str, list[Any]], items: Iterable[Unmeasured],
+         benchmark: str) -> list[Gap]:
+    """``benchmark``'s unmeasured combinations grouped by (status, reason), largest first;
+    ``declared``: its parameters' values, in asv's declared order."""
+    order = {(name, str(v)): i for name, values in declared.items()
              for i, v in enumerate(values)}
     groups: dict[tuple[str, str], tuple[dict, set]] = {}
     for u in items:

@@ -10,7 +10,7 @@ import os
 import tempfile
 from typing import Any
 
-from .errors import XferbenchError
+from ..errors import XferbenchError
 
 
 def load_json(path: str, what: str) -> Any:

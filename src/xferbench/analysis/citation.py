@@ -10,12 +10,12 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import XferbenchError
-from .metadata import share_of_link
+from ..errors import XferbenchError
+from ..metadata import share_of_link
+from ..results import Result, ResultSet
+from ..units import format_value
 from .provenance import link_caution, series_provenance
-from .results import Result, ResultSet
 from .sitemap import figure_path
-from .units import format_value
 
 
 @dataclass(frozen=True)

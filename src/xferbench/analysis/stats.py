@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from .results import Result
+from ..results import Result
 
 # numpy loads inside the functions that need it: `import xferbench` stays free of it.
 

@@ -1,22 +1,21 @@
 """The README's figures: per machine, one table with a column per PyTorch release, each cell a
 headline ratio or a copy's rate with its noise; the figures no release measured there are one
-sentence each, with the reason. ``python -m xferbench.release_table RESULTS`` prints it;
-``xferbench run`` and ``gpu-check`` print the per-series tables of ``headline.py`` instead."""
+sentence each, with the reason. ``xferbench table`` prints it; ``xferbench run`` and
+``xferbench table --per-series`` print the per-series tables of ``headline.py`` instead."""
 
 from __future__ import annotations
 
+from ..practices import HEADLINE_NBYTES
+from ..practices.hazards import HAZARDS, STREAMS, hazard_skip_reason
+from ..results import ResultSet
+from ..units import parse_size, size_label
 from .headline import (
     HAZARD_BENCHMARK,
     HeadlineValue,
     copy_rows,
     headlines,
-    print_markdown,
     recorded_capabilities,
 )
-from .practices import HEADLINE_NBYTES
-from .practices.hazards import HAZARDS, STREAMS, hazard_skip_reason
-from .results import ResultSet
-from .units import parse_size, size_label
 
 LEGEND = ("ratio: baseline time / practice time (above 1: the practice is faster); ±: the "
           "noise, IQR/median (for a ratio, of both in quadrature); GB/s = 10^9 bytes/s; a "
@@ -86,12 +85,3 @@ def readme_tables(rs: ResultSet) -> list[str]:
         on = rs.filter(machine=machine)
         out += machine_table(machine, {v: on.filter(torch=v) for v in on.torch_versions()})
     return out + [LEGEND]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m xferbench.release_table RESULTS``: the README's block, as Markdown."""
-    return print_markdown(argv, readme_tables)
-
-
-if __name__ == "__main__":
-    raise SystemExit(int(main()))

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import XferbenchError
-from .metadata import MachineMetadata
-from .resultfiles import ASV_FORMAT_VERSION, iter_result_files, load_benchmarks
+from ..errors import XferbenchError
+from ..metadata import MachineMetadata
+from ..units import gbps, parse_size
+from .asvfiles import ASV_FORMAT_VERSION, iter_result_files, load_benchmarks
 from .safefiles import load_json
 from .sidecar import Sidecar, load_sidecar
-from .units import gbps, parse_size
 
 
 @dataclass(frozen=True)

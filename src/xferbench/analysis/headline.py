@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .devices import Capabilities
-from .errors import ExitCode, XferbenchError
-from .practices import HEADLINE_NBYTES
-from .practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS, CopyCase, copy_skip_reason
-from .practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_reason
-from .practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
-from .results import Result, ResultSet, load
+from ..devices import Capabilities
+from ..practices import HEADLINE_NBYTES
+from ..practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS, CopyCase, copy_skip_reason
+from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_reason
+from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
+from ..results import Result, ResultSet
+from ..units import format_seconds, gbps, parse_size, size_label
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
-from .units import format_seconds, gbps, parse_size, size_label
 
 H = size_label(HEADLINE_NBYTES)
 
@@ -290,19 +288,6 @@ def _hazard_cell(kind: str, stream: str, r: Result | None) -> str:
     return f"{r.value:.0%}"
 
 
-def print_markdown(argv: list[str] | None, render: Callable[[ResultSet], list[str]]) -> int:
-    """The command line of this module and ``release_table``: ``RESULTS`` (default results)
-    loaded and ``render``'s lines printed; a folder that cannot be read is one sentence, 2."""
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        rs = load(args[0] if args else "results")
-    except XferbenchError as exc:
-        print(f"xferbench: {exc}", file=sys.stderr)
-        return ExitCode.BAD_INPUT
-    print("\n".join(render(rs)))
-    return ExitCode.OK
-
-
 def all_series_tables(rs: ResultSet) -> list[str]:
     """Per (machine, PyTorch) series of ``rs``, its heading and ``series_tables``."""
     out: list[str] = []
@@ -311,12 +296,3 @@ def all_series_tables(rs: ResultSet) -> list[str]:
             series = rs.filter(machine=machine, torch=torch_version)
             out += [f"#### {machine}, torch {torch_version}\n", *series_tables(series), ""]
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m xferbench.headline RESULTS``: the copy table and headlines, as Markdown."""
-    return print_markdown(argv, all_series_tables)
-
-
-if __name__ == "__main__":
-    raise SystemExit(int(main()))

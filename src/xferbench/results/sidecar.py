@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from .errors import XferbenchError
-from .metadata import MachineMetadata
+from ..errors import XferbenchError
+from ..metadata import MachineMetadata
 from .runrecords import Outcome, RunRecord
 from .safefiles import load_json, write_json_atomic
 

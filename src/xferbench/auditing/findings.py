@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .auditing import CopyEvent, Event, MoveEvent, PinEvent, Site, SyncEvent
-from .auditing.events import H2D, PAGEABLE
-from .auditing.ops import SYNC_KINDS
-from .prices import PriceBook
-from .units import format_seconds, format_value
+from ..analysis.prices import PriceBook
+from ..units import format_seconds, format_value
+from .events import H2D, PAGEABLE, CallSite, CopyEvent, Event, MoveEvent, PinEvent, SyncEvent
+from .ops import SYNC_KINDS
 
 WARNING, INFO = "warning", "info"
 #: Finding kinds, and the price key and lint code of each (PRICES.md, issue 20's table).
@@ -37,7 +36,7 @@ _RANK = {SYNC: 0, PAGEABLE_COPY: 1, CREATED_THEN_MOVED: 2, MODULE_MOVE: 3, PINNE
 
 
 @dataclass(frozen=True)
-class Price:
+class StepPrice:
     """What one finding costs per step, by the suite's measurements (GPU figures only)."""
 
     key: str
@@ -53,12 +52,12 @@ class Price:
 
 
 @dataclass(frozen=True)
-class Finding:
+class AuditFinding:
     """Events of one kind at one user line: how many, per step, and what they cost."""
 
     kind: str
     severity: str
-    site: Site
+    site: CallSite
     what: str  # one line: "H2D copy from pageable memory, non_blocking asked: it cannot be
     fix: str
     count: int  # over every counted event
@@ -67,7 +66,7 @@ class Finding:
     nbytes: int  # over every counted event
     lint: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    price: Price | None = None
+    price: StepPrice | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "severity": self.severity, "site": self.site.to_dict(),
@@ -178,7 +177,7 @@ def group(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...]) -> lis
 
 
 def findings(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...],
-             book: PriceBook | None) -> list[Finding]:
+             book: PriceBook | None) -> list[AuditFinding]:
     """The findings, priced, grouped by line, the worst first: by seconds per step where
     priced on a GPU, else waits, then pageable copies, create-then-move, module moves and
     pinning, each by how often it happens; a line's findings follow its worst."""
@@ -189,7 +188,7 @@ def findings(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...],
         severity, what, fix, lint, details = _describe(kind, g["key"], first, len(g["steps"]))
         if g["nbytes"]:
             details = {**details, "bytes_range": [min(g["sizes"]), max(g["sizes"])]}
-        finding = Finding(kind, severity, first.site, what, fix, g["events"],
+        finding = AuditFinding(kind, severity, first.site, what, fix, g["events"],
                           g["in_steps"] / n_steps, len(g["steps"]), g["nbytes"], lint, details)
         out.append(_priced(finding, book) if book is not None else finding)
     ranked = sorted(out, key=_order)
@@ -197,16 +196,16 @@ def findings(steps: tuple[tuple[Event, ...], ...], after: tuple[Event, ...],
     return sorted(ranked, key=lambda f: sites.index(f.site))
 
 
-def _order(f: Finding) -> tuple[Any, ...]:
+def _order(f: AuditFinding) -> tuple[Any, ...]:
     cost = f.price.cost_s if f.price is not None and f.price.cost_s is not None else None
     return (cost is None, -(cost or 0.0), _RANK[f.kind], -f.per_step, -f.nbytes,
             f.site.file, f.site.line)
 
 
-def _priced(f: Finding, book: PriceBook) -> Finding:
+def _priced(f: AuditFinding, book: PriceBook) -> AuditFinding:
     key = PRICE_KEYS[f.kind]
     per_step_bytes = f.nbytes * (f.per_step / f.count) if f.count else 0.0
-    price: Price | None = None
+    price: StepPrice | None = None
     if f.kind in (PAGEABLE_COPY, CREATED_THEN_MOVED):
         direction = f.details.get("direction", H2D)
         price = _copy_price(book, key, direction, f.nbytes // max(f.count, 1), per_step_bytes,
@@ -214,18 +213,18 @@ def _priced(f: Finding, book: PriceBook) -> Finding:
     if price is None:
         p = book.get(key)
         if p is None:
-            price = Price(key, False, book.reason(key))
+            price = StepPrice(key, False, book.reason(key))
         else:
             price = _ratio_price(key, p, f, per_step_bytes)
     return _with_price(f, price)
 
 
-def _with_price(f: Finding, price: Price) -> Finding:
-    return Finding(f.kind, f.severity, f.site, f.what, f.fix, f.count, f.per_step,
+def _with_price(f: AuditFinding, price: StepPrice) -> AuditFinding:
+    return AuditFinding(f.kind, f.severity, f.site, f.what, f.fix, f.count, f.per_step,
                    f.steps_seen, f.nbytes, f.lint, f.details, price)
 
 
-def _ratio_price(key: str, p: Any, f: Finding, per_step_bytes: float) -> Price:
+def _ratio_price(key: str, p: Any, f: AuditFinding, per_step_bytes: float) -> StepPrice:
     """From a practice's two medians: a wait costs the difference per step (per wait, where
     the benchmark counted them); pinning costs it per byte; a module move per step."""
     extra = max(p.baseline_s - p.practice_s, 0.0)
@@ -236,11 +235,11 @@ def _ratio_price(key: str, p: Any, f: Finding, per_step_bytes: float) -> Price:
         cost = per_step_bytes * extra / p.nbytes
     else:
         cost = extra * min(f.per_step, 1.0) if f.kind == MODULE_MOVE else None
-    return Price(key, True, p.text(), p.command, cost, cost)
+    return StepPrice(key, True, p.text(), p.command, cost, cost)
 
 
 def _copy_price(book: PriceBook, key: str, direction: str, bytes_each: int,
-                per_step_bytes: float, fixed: str | None) -> Price | None:
+                per_step_bytes: float, fixed: str | None) -> StepPrice | None:
     """Bytes at the measured GB/s of a pageable copy at the nearest size, and (``fixed``)
     at a pinned one's: the saving is the difference. None where no GPU rate was measured."""
     slow = book.copy_gbps(direction, PAGEABLE, bytes_each)
@@ -252,13 +251,13 @@ def _copy_price(book: PriceBook, key: str, direction: str, bytes_each: int,
     if fixed is not None:
         fast = book.copy_gbps(direction, fixed, bytes_each)
         if fast is None:
-            return Price(key, True, text, slow.command, cost, None)
+            return StepPrice(key, True, text, slow.command, cost, None)
         saving = cost - per_step_bytes / (fast.gbps * 1e9)
         text += f"; {fast.text()}"
-    return Price(key, True, text, slow.command, cost, saving)
+    return StepPrice(key, True, text, slow.command, cost, saving)
 
 
-def price_line(p: Price | None) -> str:
+def price_line(p: StepPrice | None) -> str:
     """A finding's price in one line, or why there is none."""
     if p is None:
         return "price: not priced"

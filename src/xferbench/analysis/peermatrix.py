@@ -11,10 +11,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .asvrepo import slug
-from .errors import XferbenchError
-from .practices import HEADLINE_NBYTES
-from .results import Result, ResultSet, version_key
+from ..errors import XferbenchError
+from ..practices import HEADLINE_NBYTES
+from ..results import Result, ResultSet, version_key
+from ..results.machines import slug
 
 PEER_CLASS = "bench_peer.Peer."
 PEER_BENCHMARK = PEER_CLASS + "track_device_s"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import XferbenchError
+from ..errors import XferbenchError
 
 DEVICE_HELP = ("auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a registered "
                "PrivateUse1 backend (e.g. emu)")

@@ -10,12 +10,12 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import XferbenchError
-from .lint.analyzer import Analyzer
-from .lint.report import price_of
-from .lint.rules import BY_CODE
-from .prices import PriceBook
-from .version import __version__
+from ..analysis.prices import PriceBook
+from ..errors import XferbenchError
+from ..version import __version__
+from .analyzer import Analyzer
+from .report import price_of
+from .rules import BY_CODE
 
 
 @functools.cache

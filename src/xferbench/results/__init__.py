@@ -1,0 +1,22 @@
+"""The results store: asv's results folder and xferbench's sidecars, read, written and kept
+whole. The face is ``load`` (a folder into a ``ResultSet`` of ``Result`` records); the rest
+is its plumbing, one module per concern:
+
+- ``resultset``: ``Result``, ``ResultSet``, ``load``: the files read into typed records;
+- ``asvfiles``: asv's own files (``benchmarks.json``, results files): found, read, labelled
+  with torch and CUDA, relabelled with the real suite commit, named as asv names them;
+- ``sidecar``: the ``.metadata`` beside each results file (typed; old versions upgraded in
+  one place); ``runrecords``: the records a run writes into it;
+- ``safefiles``: JSON read with one sentence, written whole or not at all;
+- ``backup``: the backup protocol that keeps a results file whole around one asv call;
+- ``lock``: one run per results folder; ``machines``: machine names and asv's machine file;
+- ``repo``: the suite's repository, its git state and asv configuration; ``asvconfig``: the
+  interpreter wrapper that makes each PyTorch version a series of its own;
+- ``merging``: results folders made elsewhere (fleet nodes) filed into one.
+
+It imports the core (metadata) and the base, never an analysis, a practice or a command.
+"""
+
+from .resultset import Result, ResultSet, check_folder, load, load_file, version_key
+
+__all__ = ["Result", "ResultSet", "check_folder", "load", "load_file", "version_key"]
