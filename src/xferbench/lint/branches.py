@@ -7,8 +7,29 @@ from __future__ import annotations
 
 import ast
 
-from .facts import COUNTER_TAG, Val
+from .facts import COUNTER_TAG, Val, terminal
 from .scopes import joined
+
+
+def ends_the_path(body: list[ast.stmt]) -> bool:
+    """Whether a branch ends by leaving: raise, return, break, sys.exit()."""
+    last = body[-1] if body else None
+    if isinstance(last, (ast.Raise, ast.Return, ast.Break)):
+        return True
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and (
+        terminal(last.value.func) in ("exit", "_exit", "quit", "abort"))
+
+
+def device_test(test: ast.expr) -> bool:
+    """A test of whether there is an accelerator: torch.cuda.is_available(), use_cuda,
+    device.type == "cuda"."""
+    for node in ast.walk(test):
+        name = terminal(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name and ("cuda" in name.lower() or "gpu" in name.lower() or name == "is_available"):
+            return True
+        if isinstance(node, ast.Constant) and node.value in ("cuda", "mps", "xpu"):
+            return True
+    return False
 
 
 class Branches:
@@ -21,7 +42,10 @@ class Branches:
         guard = bool(frame.loops) and self.step_guard(node.test)  # only loops have guards
         if guard:
             frame.guards.append(len(frame.loops))
+        once = ends_the_path(node.body)
+        self.once += once  # a branch that raises, exits, breaks or returns: not every step
         body = self.branch(node.body)
+        self.once -= once
         if guard:
             frame.guards.pop()
         after_body, work_body = frame.d2h, frame.work
@@ -35,6 +59,9 @@ class Branches:
                 frame.d2h.values()):
             rec.live = False
         frame.work = work_body and frame.work
+        if not node.orelse and not work_body and work and device_test(node.test):
+            frame.work = False  # if torch.cuda.is_available(): synchronize(): the other path
+            # has no device to wait for
 
     def step_guard(self, test: ast.expr) -> bool:
         """``if step % N == 0`` or ``if step == K`` with a step counter: some steps only."""

@@ -63,9 +63,10 @@ def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[
 
 
 def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
-              raw: bytes | None = None) -> FileResult:
+              raw: bytes | None = None, intended: tuple[str, ...] = ()) -> FileResult:
     """Lint one file's text; ``raw`` (its bytes), when given, lets a file that cannot match
-    any rule skip the analysis after it parsed."""
+    any rule skip the analysis after it parsed; ``intended``: the functions (names or
+    ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them)."""
     result = FileResult(path, lines=text.count("\n") + (not text.endswith("\n") and bool(text)))
     try:
         tree = ast.parse(text, filename=path)
@@ -82,7 +83,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
     if sys.getrecursionlimit() < RECURSION_LIMIT:
         sys.setrecursionlimit(RECURSION_LIMIT)
     try:
-        raws = Analyzer().run(tree)
+        raws = Analyzer(intended=intended, source=text).run(tree)
     except RecursionError:
         result.problem = f"{path}: nested too deeply to analyse (not linted)"
         return result

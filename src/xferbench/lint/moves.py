@@ -10,6 +10,7 @@ import copy
 
 from .facts import (
     DEVICE_VAL,
+    INSTANCE,
     MODULE,
     NOWHERE,
     ON_DEVICE,
@@ -62,7 +63,7 @@ class Moves:
     def move(self, node: ast.Call, func: ast.Attribute, recv: Val, dropped: bool) -> Val:
         kind = self.target_kind(node, func.attr)
         nb = is_true(kwarg(node, "non_blocking"))
-        module = self.module_like(func.value, recv)
+        module = self.module_like(func.value, recv) or recv.tag is INSTANCE
         if dropped and not module:
             self.discarded(node, func, recv)
         if kind == "host":
@@ -71,7 +72,7 @@ class Moves:
             return Val(recv.kind, recv.where) if recv.kind in (TENSOR, UNKNOWN) else recv
         if module:
             self.module_move(node, func)
-            return Val(MODULE)
+            return Val(MODULE, ON_DEVICE if kind == "device" else NOWHERE)
         created = self.create_then_move(node, func, recv, dropped)
         if nb and not created:
             self.from_pageable(node, func, recv)
@@ -80,17 +81,17 @@ class Moves:
         kind_out = recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN
         if kind == "maybe":  # to another tensor's device, which may be the host
             return Val(kind_out, NOWHERE)
-        if nb:
-            self.device_work()
-        elif recv.where == ON_HOST:
+        if nb and recv.on_device:
+            self.device_work()  # a copy between devices; from the host it is only queued
+        elif not nb and recv.where == ON_HOST:
             self.synced()  # a blocking host-to-device copy waits for the stream
         tag = recv.tag if isinstance(recv.tag, DictOf) else None
         return Val(kind_out, ON_DEVICE, tag=tag, elem=Val(UNKNOWN, ON_DEVICE)
                    if recv.kind == SEQ else None)
 
     def to_host(self, node: ast.Call, func: ast.Attribute, recv: Val, nb: bool) -> Val:
-        if self.module_like(func.value, recv):
-            return Val(MODULE)
+        if self.module_like(func.value, recv) or recv.tag is INSTANCE:
+            return Val(MODULE, ON_HOST)  # model.eval().cpu(): a module moved, nothing read
         kind = TENSOR if recv.kind == TENSOR else UNKNOWN
         if nb:
             if recv.where == ON_HOST:
@@ -167,6 +168,8 @@ class Moves:
             return self.attribute_device_kind(node.value)
         if "dtype" in name.lower():
             return "dtype"
+        if "cpu" in name.lower():
+            return "host"  # cpu_device
         return "device" if device_name(name) else "unknown"
 
     def attribute_device_kind(self, base: ast.expr) -> str:
@@ -198,7 +201,7 @@ class Moves:
             return
         call = ast.unparse(node)
         fix = None
-        if isinstance(func.value, ast.Name):
+        if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
             fix = f"{func.value.id} = {call}"
         self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
                     "not moved in place (a module is); assign it"

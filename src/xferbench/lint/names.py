@@ -1,0 +1,102 @@
+"""Names of the module: its imports (``th.zeros`` is torch.zeros), its classes that are
+modules (an nn.Module subclass, or a class of its own with a ``forward``, whatever its base),
+and what a parameter's annotation or default says it holds."""
+
+from __future__ import annotations
+
+import ast
+
+from .facts import (
+    DEVICE_VAL,
+    LOADER,
+    MODULE,
+    MODULE_BASES,
+    NOTHING,
+    NOWHERE,
+    ON_DEVICE,
+    TENSOR,
+    Val,
+    dotted,
+)
+
+#: Methods that make a class of the module a model whatever its base class.
+MODEL_METHODS = frozenset({"forward", "training_step", "compute_loss"})
+
+
+class Names:
+    """Imports, module classes and parameters, mixed into the analyser."""
+
+    def prepare(self, tree: ast.Module) -> None:
+        """What must be known before the pass: the module's nn.Module subclasses, and its
+        classes with a forward (a model, whatever base it was imported from)."""
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.s_import(node)
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+        for c in classes:
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.name in MODEL_METHODS for n in c.body):
+                self.module_classes.add(c.name)
+        changed = True
+        while changed:
+            changed = False
+            for c in classes:
+                if c.name not in self.module_classes and any(
+                        self.qualname(b) in MODULE_BASES or dotted(b) in self.module_classes
+                        for b in c.bases):
+                    self.module_classes.add(c.name)
+                    changed = True
+
+    def s_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    self.imports[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    self.imports[top] = top
+        elif node.module and not node.level:
+            for a in node.names:
+                self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def qualname(self, node: ast.expr) -> str | None:
+        """``th.zeros`` -> "torch.zeros" through the imports; None for a local name."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = self.imports.get(head)
+        if full is None:
+            return None
+        return f"{full}.{rest}" if rest else full
+
+    def parameter(self, arg: ast.arg, default: ast.expr | None) -> Val:
+        """A parameter: its annotation's type, or a device default (a caller may pass
+        another device: a CPU default says nothing certain)."""
+        v = self.annotation(arg.annotation)
+        if v is NOTHING and default is not None and (
+                isinstance(default, ast.Constant) and isinstance(default.value, str)
+                or isinstance(default, ast.Call) and self.qualname(default.func) == "torch.device"):
+            kind = self.device_kind(default)
+            if kind == "device":
+                return Val(DEVICE_VAL, ON_DEVICE)
+            if kind in ("host", "maybe"):
+                return Val(DEVICE_VAL, NOWHERE)
+        return v
+
+    def annotation(self, node: ast.expr | None) -> Val:
+        if node is None:
+            return NOTHING
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.rsplit(".", 1)[-1]
+        else:
+            qual = self.qualname(node) or ""
+            name = qual.rsplit(".", 1)[-1]
+        if name == "Tensor":
+            return Val(TENSOR)
+        if name in ("Module", "LightningModule", "PreTrainedModel"):
+            return Val(MODULE)
+        if name == "DataLoader":
+            return Val(LOADER)
+        return NOTHING
+
