@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
-from .facts import TIME, Val
+from .facts import TIME, Val, dotted
 from .moves import Moves
 from .reads import Reads
 from .records import D2h, Fac
@@ -44,6 +44,10 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
                  returns: frozenset[str] = frozenset()) -> None:
         super().__init__()
         self.device_returns = returns  # functions of the module that return a device value
+        self.sync_fns: set[str] = set()  # functions seen synchronising (or calling one)
+        self.walked: set[str] = set()  # functions walked so far
+        self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
+        self.forward_calls: set[str] = set()  # called before they were walked
         # backward() called on a name makes it a loss on the device; a file without the word
         # has none, and skips looking
         self.scan_backward = source is None or "backward" in source
@@ -61,10 +65,13 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             found = {k: hints.get(k, set()) | v for k, v in self.found_hints.items()
                      if k in self.functions_seen}
             more = frozenset(self.found_returns & self.functions_seen) | returns
-            if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()):
+            quiet = self.walked - self.sync_fns
+            if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()) \
+                    and not (self.forward_calls & quiet) - self.prior_quiet:
                 break
             hints, returns = {**hints, **found}, more
             again = Analyzer(hints, self.intended, self.source, returns)
+            again.prior_quiet = frozenset(quiet)
             again.walk(tree)
             self.__dict__.update(again.__dict__)
             passes += 1
@@ -129,6 +136,9 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
 
     def synced(self, explicit: bool = False) -> None:
         frame = self.frame
+        fn = self.function_name()
+        if fn is not None:
+            self.sync_fns.add(fn)
         frame.work = False
         frame.fresh_sync = explicit
         for loop in frame.loops:
@@ -137,24 +147,51 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             rec.live = False
         frame.d2h.clear()
 
-    def maybe_synced(self) -> None:
-        """A call of this module's own function: it may synchronise, so stay quiet."""
+    def maybe_synced(self, name: str) -> None:
+        """A call of this module's own function ``name``: it may synchronise, so stay quiet,
+        unless it was walked already (or in the pass before) and synchronised nothing."""
+        if name == self.function_name():
+            return  # a recursive call: what it does is being walked
+        known = name in self.walked or name in self.prior_quiet
+        if known and name not in self.sync_fns:
+            return
+        if not known:
+            self.forward_calls.add(name)
         self.synced()
         self.frame.fresh_sync = False
 
     def clock_read(self, node: ast.AST) -> None:
+        """A clock read with device work queued since the last synchronise: it ends an
+        interval around that work, unless it starts one. Read into a name (``t1 = clock()``)
+        it is decided where the name is used: ``t1 - t0`` ends an interval, ``t - t1``
+        starts one."""
         frame = self.frame
         if not (frame.clock and frame.work):
             return
         frame.work = False
-        start = self.lookup(self.interval_from) if self.interval_from else None
+        if self.clock_target is not None:
+            frame.pending_clocks[self.clock_target] = node
+            return
+        self.interval_end(node, self.interval_from)
+
+    def interval_end(self, node: ast.AST, start_key: str | None) -> None:
+        frame = self.frame
+        start = self.lookup(start_key) if start_key else None
         opened = start.tag if start is not None and isinstance(start.tag, tuple) else None
         if opened is not None and len(opened) < len(frame.loops):
             # the interval spans iterations of the loops opened since its start: decided when
             # the outermost of them ends (rebound in it: per iteration; else a sync bounds it)
-            frame.loops[len(opened)].clocks.append((node, self.interval_from))
+            frame.loops[len(opened)].clocks.append((node, start_key))
             return
         self.report_clock(node)
+
+    def interval(self, node: ast.BinOp) -> None:
+        """``end - start`` of two names: a clock read into ``end`` ended an interval."""
+        pending = self.frame.pending_clocks
+        if isinstance(node.right, ast.Name):
+            pending.pop(node.right.id, None)  # the start of an interval, not its end
+        if isinstance(node.left, ast.Name) and node.left.id in pending:
+            self.interval_end(pending.pop(node.left.id), dotted(node.right))
 
     def report_clock(self, node: ast.AST) -> None:
         self.report(node, "XB107", f"`{ast.unparse(node)}` ends an interval around device "

@@ -117,7 +117,7 @@ class Calls(Methods):
             self.synced(explicit=True)  # a helper of this package's that synchronises
             return NOTHING
         if last in self.functions_seen:
-            self.maybe_synced()
+            self.maybe_synced(last)
         self.frame.fresh_sync = False
         if last[:1].isupper() and not last.isupper():
             return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
@@ -238,7 +238,7 @@ class Calls(Methods):
         if isinstance(func, ast.Name):
             self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:
-                self.maybe_synced()
+                self.maybe_synced(name)
                 if name in self.device_returns:
                     return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
         if "synchron" in name.lower():

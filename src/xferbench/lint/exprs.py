@@ -133,6 +133,8 @@ class Exprs:
         else:
             left = self.ev(node.left)
             right = self.ev(node.right)
+            if isinstance(node.op, ast.Sub) and TIME in (left.kind, right.kind):
+                self.interval(node)
         if isinstance(node.op, ast.Mod) and self.is_text(node.left, left):
             self.format_read(node, right)
             return self.text()

@@ -95,7 +95,7 @@ class Methods:
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:
-                self.maybe_synced()
+                self.maybe_synced(name)
                 if name in self.device_returns:
                     return Val(UNKNOWN, ON_DEVICE)  # what this method returns: a loss
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):

@@ -18,7 +18,11 @@ from .facts import (
     Val,
     dotted,
 )
+from .steps import local_names
 
+#: Code that puts something on a device (tokens of the source, not of its comments alone).
+DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
+                 "fabric", ".device", "to_device", "non_blocking")
 #: Methods that make a class of the module a model whatever its base class.
 MODEL_METHODS = frozenset({"forward", "training_step", "compute_loss"})
 
@@ -100,3 +104,30 @@ class Names:
             return Val(LOADER)
         return NOTHING
 
+    def device_evidence(self, first: int, last: int | None) -> bool:
+        """Whether lines ``first``..``last`` of the source move anything to a device (a
+        loss backward() is called on is taken to be on the device only there: a script
+        that trains on the CPU reads its loss for free)."""
+        key = (first, last or first)
+        if key not in self.evidence:
+            lines = self.source_lines[first - 1:last] if self.source_lines else []
+            text = "\n".join(lines)
+            self.evidence[key] = self.source is None or any(t in text for t in DEVICE_TOKENS)
+        return self.evidence[key]
+
+    def rebinding_keeps_scope(self, name: str) -> bool:
+        """Whether ``name = ...`` here binds the name this scope already reads as ``name``
+        (a module's global, or a function's local): then ``t.to(d)`` -> ``t = t.to(d)``
+        keeps every other use of ``t`` meaning what it meant. Inside a function whose ``t``
+        is a global or a closure's variable, the assignment would make it a local (an
+        UnboundLocalError above it), so --fix leaves it."""
+        frame = self.frame
+        if frame.kind == "module":
+            return True
+        if frame.kind != "function" or frame.node is None:
+            return False
+        return name in local_names(frame.node)
+
+    def qualified_function(self) -> str | None:
+        name = self.function_name()
+        return f"{self.classes[-1]}.{name}" if name and self.classes else name

@@ -34,7 +34,8 @@ class Frame:
 
     __slots__ = ("env", "parent", "kind", "loops", "guards", "step", "calls", "d2h", "clock",
                  "work", "devicey", "defs", "module_class", "journals", "attrs", "name",
-                 "backward", "optimise", "fresh_sync", "lossy", "node", "backward_any")
+                 "backward", "optimise", "fresh_sync", "lossy", "node", "backward_any",
+                 "pending_clocks")
 
     def __init__(self, kind: str, parent: Frame | None, name: str | None = None) -> None:
         self.name = name  # the function's name (methods by their bare name)
@@ -54,6 +55,7 @@ class Frame:
         self.attrs: dict[str, set[str]] = {}  # name -> its attribute keys bound ("x.grad")
         self.backward = False  # a backward outside any loop
         self.backward_any = False  # a backward anywhere in it, its loops too
+        self.pending_clocks: dict[str, ast.AST] = {}  # t1 = clock() with work queued before
         self.optimise = False  # an optimiser step outside any loop
         self.fresh_sync = False  # an explicit synchronise, nothing queued since
         self.lossy: dict[str, list[tuple[int, int]]] = {}  # the losses backward() is called

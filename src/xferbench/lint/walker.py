@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .facts import (
+    CLOCKS,
     COUNTER,
     LOADER,
     MODULE,
@@ -31,12 +32,7 @@ from .facts import (
 )
 from .names import Names
 from .scopes import Frame, Loop
-from .steps import data_like, local_names, lossy_names
-
-
-#: Code that puts something on a device (tokens of the source, not of its comments alone).
-DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
-                 "fabric", ".device", "to_device", "non_blocking")
+from .steps import data_like, lossy_names
 
 
 class Walker(Names):
@@ -57,6 +53,7 @@ class Walker(Names):
         self.once = 0  # inside a branch that leaves (raise, return, break, exit)
         self.line = 0  # the line of the statement being walked
         self.interval_from: str | None = None  # the start of `clock() - start` being walked
+        self.clock_target: str | None = None  # the name `name = clock()` binds
         self.classes: list[str] = []  # the class bodies open, outermost first
         self.class_spans: list[tuple[int, int]] = []  # their lines
         self.evidence: dict[tuple[int, int], bool] = {}
@@ -97,34 +94,6 @@ class Walker(Names):
             parent = parent.parent  # type: ignore[assignment]
         self.frame = Frame(kind, parent, name)
         return self.frame
-
-    def device_evidence(self, first: int, last: int | None) -> bool:
-        """Whether lines ``first``..``last`` of the source move anything to a device (a
-        loss backward() is called on is taken to be on the device only there: a script
-        that trains on the CPU reads its loss for free)."""
-        key = (first, last or first)
-        if key not in self.evidence:
-            lines = self.source_lines[first - 1:last] if self.source_lines else []
-            text = "\n".join(lines)
-            self.evidence[key] = self.source is None or any(t in text for t in DEVICE_TOKENS)
-        return self.evidence[key]
-
-    def rebinding_keeps_scope(self, name: str) -> bool:
-        """Whether ``name = ...`` here binds the name this scope already reads as ``name``
-        (a module's global, or a function's local): then ``t.to(d)`` -> ``t = t.to(d)``
-        keeps every other use of ``t`` meaning what it meant. Inside a function whose ``t``
-        is a global or a closure's variable, the assignment would make it a local (an
-        UnboundLocalError above it), so --fix leaves it."""
-        frame = self.frame
-        if frame.kind == "module":
-            return True
-        if frame.kind != "function" or frame.node is None:
-            return False
-        return name in local_names(frame.node)
-
-    def qualified_function(self) -> str | None:
-        name = self.function_name()
-        return f"{self.classes[-1]}.{name}" if name and self.classes else name
 
     def enter_loop(self, comprehension: bool = False) -> Loop:
         loop = Loop(comprehension)
@@ -287,6 +256,7 @@ class Walker(Names):
         self.finish_defs(frame)
         if name is not None:
             self.record_function(frame, name)
+            self.walked.add(name)
         self.frame = outer
 
     def s_class(self, node: ast.ClassDef) -> None:
@@ -352,8 +322,11 @@ class Walker(Names):
     def s_assign(self, node: ast.Assign) -> None:
         target = node.targets[0] if len(node.targets) == 1 else None
         self.target = target.id if isinstance(target, ast.Name) else None
+        value = node.value
+        if self.target and isinstance(value, ast.Call) and self.qualname(value.func) in CLOCKS:
+            self.clock_target = self.target  # t1 = time.time(): an end or a start
         v = self.ev(node.value)
-        self.target = None
+        self.target = self.clock_target = None
         value = node.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda") and len(node.targets) == 1:
