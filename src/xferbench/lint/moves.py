@@ -31,7 +31,7 @@ from .facts import (
     model_name,
     terminal,
 )
-from .records import D2h, DictOf, Fac, Pinned
+from .records import D2h, DictOf, Fac, Fix, Pinned
 
 ACCELERATORS = ("cuda", "mps", "xpu", "hpu", "npu", "xla", "privateuseone", "mtia", "hip",
                 "ipu", "mkldnn", "vulkan", "ve", "lazy")
@@ -202,7 +202,7 @@ class Moves:
         call = ast.unparse(node)
         fix = None
         if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
-            fix = f"{func.value.id} = {call}"
+            fix = Fix(f"{func.value.id} = {call}", node)
         self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
                     "not moved in place (a module is); assign it"
                     + (f": `{fix}`" if fix else ""), fix=fix)
@@ -223,7 +223,8 @@ class Moves:
         if not isinstance(rec, Fac):
             return False
         if func.value is rec.node:
-            fix = self.creation_fix(rec, node, func)
+            text = self.creation_fix(rec, node, func)
+            fix = Fix(text, node) if text is not None else None
             self.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
                         fix=fix)
             return True

@@ -63,6 +63,9 @@ class Finding:
     message: str
     severity: str
     fix: str | None = None  # the rewrite --fix makes, where it makes one
+    # what the rewrite replaces: (line, col, end line, end col), 1-based lines, 0-based
+    # columns in characters, the end exclusive
+    fix_region: tuple[int, int, int, int] | None = None
     price: dict | None = None  # the practice's price (PriceBook), attached by the runner
 
     @property
