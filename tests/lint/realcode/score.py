@@ -182,12 +182,23 @@ def fetch_all(entries: list[Entry], folder: Path) -> dict[str, Path | str]:
     """package-version -> its archive or why it could not be had; once the index is found
     unreachable, the rest are not tried."""
     folder.mkdir(parents=True, exist_ok=True)
-    releases = {(e.package, e.version, e.kind): e for e in entries}
+    releases = {"%s-%s-%s" % (e.package, e.version, e.kind): e for e in entries}
     out: dict[str, Path | str] = {}
+    missing = {}
+    for key, entry in releases.items():
+        found = cached_archive(folder, entry.package, entry.version, entry.kind)
+        if found is not None:
+            out[key] = found
+        else:
+            missing[key] = entry
+    if missing:  # one first: an index that cannot be reached is found out once
+        key = next(iter(missing))
+        out[key] = fetch(missing.pop(key), folder)
+        if out[key] == "unreachable":
+            return {**out, **dict.fromkeys(missing, "unreachable")}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        got = pool.map(lambda e: fetch(e, folder), releases.values())
-        for key, result in zip(releases, got):
-            out["%s-%s-%s" % key] = result
+        for key, result in zip(missing, pool.map(lambda e: fetch(e, folder), missing.values())):
+            out[key] = result
     return out
 
 
