@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lint" / "realcode"))
-import score  # noqa: E402
+import score_real as score  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -48,6 +48,7 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         self.walked: set[str] = set()  # functions walked so far
         self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
         self.forward_calls: set[str] = set()  # called before they were walked
+        self.sync_count = 0  # synchronisations seen, to tell a branch that synchronised
         # backward() called on a name makes it a loss on the device; a file without the word
         # has none, and skips looking
         self.scan_backward = source is None or "backward" in source
@@ -136,6 +137,7 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
 
     def synced(self, explicit: bool = False) -> None:
         frame = self.frame
+        self.sync_count += 1
         fn = self.function_name()
         if fn is not None:
             self.sync_fns.add(fn)

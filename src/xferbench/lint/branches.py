@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from .facts import COUNTER_TAG, Val, terminal
+from .facts import COUNTER_TAG, GUARD_TAG, Val, terminal
 from .scopes import joined
 
 
@@ -44,6 +44,7 @@ class Branches:
             frame.guards.append(len(frame.loops))
         once = ends_the_path(node.body)
         self.once += once  # a branch that raises, exits, breaks or returns: not every step
+        syncs = self.sync_count
         body = self.branch(node.body)
         self.once -= once
         if guard:
@@ -51,6 +52,7 @@ class Branches:
         after_body, work_body = frame.d2h, frame.work
         frame.d2h, frame.work = dict(pending), work
         orelse = self.branch(node.orelse)
+        synced_in = self.sync_count != syncs  # a branch synchronised
         self.join(body, orelse)
         # pending after the if only where pending on both paths: a branch may synchronise
         after_else = frame.d2h
@@ -58,7 +60,9 @@ class Branches:
         for rec in {*after_body.values(), *after_else.values(), *pending.values()} - set(
                 frame.d2h.values()):
             rec.live = False
-        frame.work = work_body and frame.work
+        # work is queued after the if where both paths queue it, or, where neither branch
+        # synchronised, where either does
+        frame.work = work_body and frame.work if synced_in else work_body or frame.work
         if not node.orelse and not work_body and work and device_test(node.test):
             frame.work = False  # if torch.cuda.is_available(): synchronize(): the other path
             # has no device to wait for
@@ -74,6 +78,10 @@ class Branches:
                     v = self.lookup(side.id) if isinstance(side, ast.Name) else None
                     if v is not None and v.tag is COUNTER_TAG:
                         return True
+            if isinstance(node, ast.Name):  # should_log = step % every == 0; if should_log:
+                v = self.lookup(node.id)
+                if v is not None and v.tag is GUARD_TAG:
+                    return True
         return False
 
     def branch(self, body: list[ast.stmt]) -> dict[str, tuple[Val | None, Val | None]]:

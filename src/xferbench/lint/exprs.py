@@ -300,6 +300,8 @@ class Exprs:
             self.host_read(node, v, "`if tensor:`")
         else:
             self.d2h_read(node, v, "truth-tested")
+            if v.kind == TENSOR and v.where == NOWHERE:
+                self.maybe_synced("")  # if torch.isnan(x): a tensor's truth, maybe a device's
 
     def host_read(self, node: ast.AST, v: Val, what: str, at: ast.AST | None = None,
                   strong: bool = False) -> None:

@@ -47,7 +47,8 @@ HOST_OTHER = Val(OTHER, ON_HOST)
 NONE = Val(OTHER, ON_HOST)  # the constant None: a placeholder, neither loader nor tensor
 TEXT = "<text>"  # the tag of a string too long to name a device (a message, a format)
 INSTANCE = ("instance",)  # the tag of a class's instance: a model if it moves to a device
-COUNTER_TAG = ("counter",)  # the tag of a step counter (a range() index, `step += 1`)
+COUNTER_TAG = ("counter",)
+GUARD_TAG = ("guard",)  # the tag of a name holding a step guard (should_log = i % n == 0)  # the tag of a step counter (a range() index, `step += 1`)
 COUNTER = Val(OTHER, ON_HOST, tag=COUNTER_TAG)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from .facts import (
     CLOCKS,
     COUNTER,
+    GUARD_TAG,
     LOADER,
     MODULE,
     NONE,
@@ -327,6 +328,9 @@ class Walker(Names):
             self.clock_target = self.target  # t1 = time.time(): an end or a start
         v = self.ev(node.value)
         self.target = self.clock_target = None
+        if self.frame.loops and isinstance(target, ast.Name) and isinstance(
+                value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and self.step_guard(value):
+            v = Val(OTHER, ON_HOST, tag=GUARD_TAG)  # should_log = step % every == 0
         value = node.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda") and len(node.targets) == 1:

@@ -4,7 +4,7 @@ index (``pip download``, the archive kept in a cache outside git: ``$XFERBENCH_R
 or ``~/.cache/xferbench-lint-realcode``), taken out of its archive, checked against its
 sha256, linted, and scored against its labels.
 
-  python tests/lint/realcode/score.py [--cache DIR] [--only PACKAGE] [--show]
+  python tests/lint/realcode/score_real.py [--cache DIR] [--only PACKAGE] [--show]
 
 A label is ``"LINE CODE VERDICT note"``: ``yes`` (a finding the rule must report: for XB101 a
 per-step host read in a training loop, for XB107 a per-step or whole-run timer nothing
