@@ -402,3 +402,12 @@ def test_an_intended_reads_entry_that_is_no_function_name_is_one_sentence(
     assert main(["lint", "train.py"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "intended-reads 'train.py:40' is not a function name" in err
+
+
+def test_a_discarded_move_of_a_value_named_as_only_a_tensor_is_reported():
+    assert lint("""\
+        def step(model, x, batch, DEVICE):
+            x.to(DEVICE)
+            batch.to(DEVICE)
+            return model(x, batch)
+        """) == [(2, "XB103", "error")]

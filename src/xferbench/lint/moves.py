@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 
 from .facts import (
     DEVICE_VAL,
@@ -44,6 +45,11 @@ DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", 
 SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "hparams",
                       "accelerator", "trainer", "fabric", "settings", "training_args", "options",
                       "FLAGS", "flags", "state", "runner", "engine", "env", "ctx", "context"})
+#: Names only a tensor goes by (an unknown value called so, moved by a statement, is one):
+#: not batch, data or inputs, which may be a BatchEncoding or a graph that moves in place.
+TENSOR_NAME = re.compile(r"^(?:x|y|z|t|X|Y|img|imgs|image|images|label|labels|target|targets|"
+                         r"mask|masks|input_ids|attention_mask|token_type_ids|logits|noise|"
+                         r"latents|feats|features|tensor|src|tgt|xb|yb|x_\w+|y_\w+)$")
 #: Keywords of .to() / .cuda() that --fix can drop when the copy goes away.
 DROPPABLE = frozenset({"non_blocking", "copy"})
 
@@ -197,7 +203,9 @@ class Moves:
     # -- the rules -------------------------------------------------------------------------------
 
     def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
-        if recv.kind != TENSOR:
+        named = isinstance(func.value, ast.Name) and recv.kind == UNKNOWN and \
+            recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None
+        if recv.kind != TENSOR and not named:  # a batch, a graph may move in place
             return
         call = ast.unparse(node)
         fix = None
