@@ -49,6 +49,7 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
         self.forward_calls: set[str] = set()  # called before they were walked
         self.sync_count = 0  # synchronisations seen, to tell a branch that synchronised
+        self.clock_seen = False  # a clock was read in the module
         # backward() called on a name makes it a loss on the device; a file without the word
         # has none, and skips looking
         self.scan_backward = source is None or "backward" in source
@@ -67,8 +68,10 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
                      if k in self.functions_seen}
             more = frozenset(self.found_returns & self.functions_seen) | returns
             quiet = self.walked - self.sync_fns
+            # helpers called before they were walked matter only to the timing rule
+            late = self.clock_seen and (self.forward_calls & quiet) - self.prior_quiet
             if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()) \
-                    and not (self.forward_calls & quiet) - self.prior_quiet:
+                    and not late:
                 break
             hints, returns = {**hints, **found}, more
             again = Analyzer(hints, self.intended, self.source, returns)
@@ -168,6 +171,7 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         it is decided where the name is used: ``t1 - t0`` ends an interval, ``t - t1``
         starts one."""
         frame = self.frame
+        self.clock_seen = True
         if not (frame.clock and frame.work):
             return
         frame.work = False
