@@ -411,3 +411,15 @@ def test_a_discarded_move_of_a_value_named_as_only_a_tensor_is_reported():
             batch.to(DEVICE)
             return model(x, batch)
         """) == [(2, "XB103", "error")]
+
+
+def test_under_isinstance_of_a_class_that_is_no_tensor_a_move_is_in_place():
+    assert lint("""\
+        from graphs import Graph
+        def move(batch, device):
+            for i, x in enumerate(batch):
+                if isinstance(x, Graph):
+                    x.to(device)
+                else:
+                    x.to(device)
+        """) == [(7, "XB103", "error")]

@@ -20,6 +20,20 @@ def ends_the_path(body: list[ast.stmt]) -> bool:
         terminal(last.value.func) in ("exit", "_exit", "quit", "abort"))
 
 
+def not_tensors(test: ast.expr | None) -> list[str]:
+    """The names ``test`` proves are no tensors: isinstance(x, T) of a T not named *Tensor."""
+    out = []
+    for node in [test] if isinstance(test, ast.Call) else (
+            test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+            else []):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "isinstance" and len(node.args) == 2 and \
+                isinstance(node.args[0], ast.Name) and not isinstance(node.args[1], ast.Tuple) \
+                and not (terminal(node.args[1]) or "Tensor").endswith("Tensor"):
+            out.append(node.args[0].id)
+    return out
+
+
 def device_test(test: ast.expr) -> bool:
     """A test of whether there is an accelerator: torch.cuda.is_available(), use_cuda,
     device.type == "cuda"."""
@@ -45,7 +59,7 @@ class Branches:
         once = ends_the_path(node.body)
         self.once += once  # a branch that raises, exits, breaks or returns: not every step
         syncs = self.sync_count
-        body = self.branch(node.body)
+        body = self.branch(node.body, node.test)
         self.once -= once
         if guard:
             frame.guards.pop()
@@ -84,12 +98,17 @@ class Branches:
                     return True
         return False
 
-    def branch(self, body: list[ast.stmt]) -> dict[str, tuple[Val | None, Val | None]]:
+    def branch(self, body: list[ast.stmt], test: ast.expr | None = None
+               ) -> dict[str, tuple[Val | None, Val | None]]:
         """Walk one branch of an if; the names it bound as (before, after), and the
-        environment put back as it was before."""
+        environment put back as it was before. Under ``if isinstance(x, Graph):`` x is no
+        tensor (a graph, a batch object moves in place)."""
         frame = self.frame
         frame.journals.append({})
+        shown = not_tensors(test)
+        self.not_tensor_names.extend(shown)
         self.block(body)
+        del self.not_tensor_names[len(self.not_tensor_names) - len(shown):]
         journal = frame.journals.pop()
         out = {k: (old, frame.env.get(k)) for k, old in journal.items()}
         for k, old in journal.items():

@@ -42,6 +42,7 @@ from .facts import (
     terminal,
 )
 from .methods import Methods
+from .steps import BACKWARD
 from .records import Fac, Pinned
 
 #: Packages whose functions return host values whatever they are given.
@@ -235,6 +236,8 @@ class Calls(Methods):
             return NOTHING
         self.frame.fresh_sync = False
         name = terminal(func) or ""
+        if BACKWARD.match(name) and node.args:
+            self.step_op("backward")  # backwards(loss, opt): a helper (or its alias) for it
         if isinstance(func, ast.Name):
             self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:

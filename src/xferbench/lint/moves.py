@@ -204,7 +204,8 @@ class Moves:
 
     def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
         named = isinstance(func.value, ast.Name) and recv.kind == UNKNOWN and \
-            recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None
+            recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None and \
+            func.value.id not in self.not_tensor_names
         if recv.kind != TENSOR and not named:  # a batch, a graph may move in place
             return
         call = ast.unparse(node)

@@ -64,7 +64,7 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                 first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
                 if isinstance(first, ast.Name):
                     assigns.append((first.id, node.value))
-        if isinstance(node, ast.Call) and _BACKWARD.match(terminal(node.func) or ""):
+        if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
             # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
             root = _root(node.args[0]) if node.args else (
                 _root(node.func.value) if isinstance(node.func, ast.Attribute) else None)
@@ -102,7 +102,7 @@ def operands(expr: ast.expr) -> set[str]:
 
 
 #: backward(), backwards(), _backward(): the calls that run a backward on their argument.
-_BACKWARD = re.compile(r"^_*(?:backward|backwards|do_backward|run_backward)$")
+BACKWARD = re.compile(r"^_*(?:backward|backwards|do_backward|run_backward)$")
 #: Functions that compute a loss from tensors: their arguments are tensors too.
 _LOSSY_CALL = re.compile(r"loss|criterion|entropy|mse|nll|kl_div|divergence|hinge|bce|"
                          r"l1|smooth|focal|dice|triplet|contrastive|margin")

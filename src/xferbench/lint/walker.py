@@ -53,6 +53,7 @@ class Walker(Names):
         self.acting = False  # walking the arguments of an environment's step()
         self.once = 0  # inside a branch that leaves (raise, return, break, exit)
         self.line = 0  # the line of the statement being walked
+        self.not_tensor_names: list[str] = []  # under if isinstance(x, Graph): x
         self.interval_from: str | None = None  # the start of `clock() - start` being walked
         self.clock_target: str | None = None  # the name `name = clock()` binds
         self.classes: list[str] = []  # the class bodies open, outermost first
