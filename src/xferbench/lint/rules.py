@@ -23,7 +23,8 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("XB101", "sync-in-loop", "warning",
          "a host read of a device tensor (.item(), .cpu(), .tolist(), float(), print(), "
-         "if tensor:) inside a batch loop; info where it runs only every N steps",
+         "formatting, math.isnan(), if tensor:) every training step (in a training loop or "
+         "a function it calls); info where it runs only every N steps",
          "item_per_epoch"),
     Rule("XB102", "create-then-move", "warning",
          "a factory that fills host memory (torch.zeros, ones, full, empty, rand, randn, "
