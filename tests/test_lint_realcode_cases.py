@@ -423,3 +423,21 @@ def test_under_isinstance_of_a_class_that_is_no_tensor_a_move_is_in_place():
                 else:
                     x.to(device)
         """) == [(7, "XB103", "error")]
+
+
+def test_a_loss_in_a_function_handed_a_device_is_on_the_device():
+    assert lint("""\
+        def train(model, batches, criterion, optimizer, device):
+            for data, targets in batches(device):
+                loss = criterion(model(data), targets)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+
+        def host_only(model, batches, criterion, optimizer):  # no device here
+            for data, targets in batches:
+                loss = criterion(model(data), targets)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+        """) == [(6, "XB101", "warning")]

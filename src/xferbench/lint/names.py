@@ -5,6 +5,7 @@ and what a parameter's annotation or default says it holds."""
 from __future__ import annotations
 
 import ast
+import re
 
 from .facts import (
     DEVICE_VAL,
@@ -23,6 +24,9 @@ from .steps import local_names
 #: Code that puts something on a device (tokens of the source, not of its comments alone).
 DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
                  "fabric", ".device", "to_device", "non_blocking")
+#: A device a function is handed: its own lines may then name it only.
+DEVICE_WORD = re.compile(r"\b(?:device|cuda|gpu)\b")
+COMMENT = re.compile(r"#[^\n]*")
 #: Methods that make a class of the module a model whatever its base class.
 MODEL_METHODS = frozenset({"forward", "training_step", "compute_loss"})
 
@@ -104,15 +108,17 @@ class Names:
             return Val(LOADER)
         return NOTHING
 
-    def device_evidence(self, first: int, last: int | None) -> bool:
+    def device_evidence(self, first: int, last: int | None, named: bool = False) -> bool:
         """Whether lines ``first``..``last`` of the source move anything to a device (a
         loss backward() is called on is taken to be on the device only there: a script
-        that trains on the CPU reads its loss for free)."""
+        that trains on the CPU reads its loss for free); ``named``: a function's lines,
+        where a ``device`` it is handed counts too."""
         key = (first, last or first)
         if key not in self.evidence:
             lines = self.source_lines[first - 1:last] if self.source_lines else []
             text = "\n".join(lines)
-            self.evidence[key] = self.source is None or any(t in text for t in DEVICE_TOKENS)
+            self.evidence[key] = self.source is None or any(t in text for t in DEVICE_TOKENS) \
+                or named and DEVICE_WORD.search(COMMENT.sub("", text)) is not None
         return self.evidence[key]
 
     def rebinding_keeps_scope(self, name: str) -> bool:

@@ -238,7 +238,7 @@ class Walker(Names):
         if self.scan_backward:
             lossy = lossy_names(node.body)
             span = self.class_spans[-1] if self.class_spans else (node.lineno, node.end_lineno)
-            frame.lossy = lossy if lossy and self.device_evidence(*span) else {}
+            frame.lossy = lossy if lossy and self.device_evidence(*span, named=True) else {}
         if method and positional[0].arg == "self":
             frame.env["self"] = self_val
         self.block(node.body)
