@@ -440,4 +440,7 @@ def test_a_loss_in_a_function_handed_a_device_is_on_the_device():
                 loss.backward()
                 optimizer.step()
                 print(loss.item())
+
+        def main(model, device):
+            model.to(device)
         """) == [(6, "XB101", "warning")]
