@@ -83,11 +83,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if args.jobs < 0:
         raise XferbenchError(f"--jobs {args.jobs} is not a count: give 1 or more (0: one per "
                              "core)")
-    _config, codes, fail_on, excludes = _settings(args)
+    config, codes, fail_on, excludes = _settings(args)
     book = PriceBook.load(args.results)
     started = time.perf_counter()
     outcome = run(args.paths, codes, excludes, jobs=args.jobs, fix=args.fix,
-                  gitignore=not args.no_gitignore)
+                  gitignore=not args.no_gitignore, intended=config.intended_reads)
     elapsed = time.perf_counter() - started
     findings = priced(outcome.findings, book)
     for line in [*outcome.missing, *outcome.problems, *outcome.warnings]:

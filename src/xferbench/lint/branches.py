@@ -7,8 +7,43 @@ from __future__ import annotations
 
 import ast
 
-from .facts import COUNTER_TAG, Val
+from .facts import COUNTER_TAG, GUARD_TAG, Val, terminal
 from .scopes import joined
+
+
+def ends_the_path(body: list[ast.stmt]) -> bool:
+    """Whether a branch ends by leaving: raise, return, break, sys.exit()."""
+    last = body[-1] if body else None
+    if isinstance(last, (ast.Raise, ast.Return, ast.Break)):
+        return True
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and (
+        terminal(last.value.func) in ("exit", "_exit", "quit", "abort"))
+
+
+def not_tensors(test: ast.expr | None) -> list[str]:
+    """The names ``test`` proves are no tensors: isinstance(x, T) of a T not named *Tensor."""
+    out = []
+    for node in [test] if isinstance(test, ast.Call) else (
+            test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+            else []):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "isinstance" and len(node.args) == 2 and \
+                isinstance(node.args[0], ast.Name) and not isinstance(node.args[1], ast.Tuple) \
+                and not (terminal(node.args[1]) or "Tensor").endswith("Tensor"):
+            out.append(node.args[0].id)
+    return out
+
+
+def device_test(test: ast.expr) -> bool:
+    """A test of whether there is an accelerator: torch.cuda.is_available(), use_cuda,
+    device.type == "cuda"."""
+    for node in ast.walk(test):
+        name = terminal(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name and ("cuda" in name.lower() or "gpu" in name.lower() or name == "is_available"):
+            return True
+        if isinstance(node, ast.Constant) and node.value in ("cuda", "mps", "xpu"):
+            return True
+    return False
 
 
 class Branches:
@@ -21,12 +56,17 @@ class Branches:
         guard = bool(frame.loops) and self.step_guard(node.test)  # only loops have guards
         if guard:
             frame.guards.append(len(frame.loops))
-        body = self.branch(node.body)
+        once = ends_the_path(node.body)
+        self.once += once  # a branch that raises, exits, breaks or returns: not every step
+        syncs = self.sync_count
+        body = self.branch(node.body, node.test)
+        self.once -= once
         if guard:
             frame.guards.pop()
         after_body, work_body = frame.d2h, frame.work
         frame.d2h, frame.work = dict(pending), work
         orelse = self.branch(node.orelse)
+        synced_in = self.sync_count != syncs  # a branch synchronised
         self.join(body, orelse)
         # pending after the if only where pending on both paths: a branch may synchronise
         after_else = frame.d2h
@@ -34,7 +74,12 @@ class Branches:
         for rec in {*after_body.values(), *after_else.values(), *pending.values()} - set(
                 frame.d2h.values()):
             rec.live = False
-        frame.work = work_body and frame.work
+        # work is queued after the if where both paths queue it, or, where neither branch
+        # synchronised, where either does
+        frame.work = work_body and frame.work if synced_in else work_body or frame.work
+        if not node.orelse and not work_body and work and device_test(node.test):
+            frame.work = False  # if torch.cuda.is_available(): synchronize(): the other path
+            # has no device to wait for
 
     def step_guard(self, test: ast.expr) -> bool:
         """``if step % N == 0`` or ``if step == K`` with a step counter: some steps only."""
@@ -47,14 +92,23 @@ class Branches:
                     v = self.lookup(side.id) if isinstance(side, ast.Name) else None
                     if v is not None and v.tag is COUNTER_TAG:
                         return True
+            if isinstance(node, ast.Name):  # should_log = step % every == 0; if should_log:
+                v = self.lookup(node.id)
+                if v is not None and v.tag is GUARD_TAG:
+                    return True
         return False
 
-    def branch(self, body: list[ast.stmt]) -> dict[str, tuple[Val | None, Val | None]]:
+    def branch(self, body: list[ast.stmt], test: ast.expr | None = None
+               ) -> dict[str, tuple[Val | None, Val | None]]:
         """Walk one branch of an if; the names it bound as (before, after), and the
-        environment put back as it was before."""
+        environment put back as it was before. Under ``if isinstance(x, Graph):`` x is no
+        tensor (a graph, a batch object moves in place)."""
         frame = self.frame
         frame.journals.append({})
+        shown = not_tensors(test)
+        self.not_tensor_names.extend(shown)
         self.block(body)
+        del self.not_tensor_names[len(self.not_tensor_names) - len(shown):]
         journal = frame.journals.pop()
         out = {k: (old, frame.env.get(k)) for k, old in journal.items()}
         for k, old in journal.items():

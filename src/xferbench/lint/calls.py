@@ -13,12 +13,10 @@ from .facts import (
     FACTORIES,
     FROM_DATA,
     HOST_OTHER,
-    HOST_READS,
     INERT_BUILTINS,
+    INSTANCE,
     LOADER,
-    META_METHODS,
     MODULE,
-    MODULE_SELF,
     NOT_OPS,
     NOTHING,
     NOWHERE,
@@ -27,7 +25,6 @@ from .facts import (
     OPTIM,
     OTHER,
     PAGEABLE,
-    PAGEABLE_IF,
     PASS_ITER,
     PIN_UNKNOWN,
     PINNED,
@@ -36,23 +33,29 @@ from .facts import (
     TIME,
     UNKNOWN,
     VALUE_BUILTINS,
-    VIEWS,
     Val,
     has_star_kwargs,
     is_true,
     kwarg,
     loss_name,
-    model_name,
     mover_name,
-    optim_name,
+    terminal,
 )
-from .records import DictOf, Fac, Pinned
+from .methods import Methods
+from .records import Fac, Pinned
+from .steps import BACKWARD
 
+#: Packages whose functions return host values whatever they are given.
+HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "time", "random",
+                           "pickle", "wandb", "mlflow", "tensorboardX", "warnings", "copy",
+                           "itertools", "functools", "collections", "re", "pandas", "sklearn",
+                           "scipy", "tqdm", "shutil", "pathlib", "typing", "inspect", "io",
+                           "datetime", "gc", "operator", "statistics", "matplotlib", "PIL"})
 #: torch submodules whose functions are tensor ops.
 OP_MODULES = ("nn.functional.", "linalg.", "fft.", "special.", "nn.init.")
 
 
-class Calls:
+class Calls(Methods):
     """Call handlers, mixed into the analyser."""
 
     def ev_call(self, node: ast.Call) -> Val:
@@ -78,22 +81,18 @@ class Calls:
             found = self.builtin_call(node, func.id, args)
             if found is not None:
                 return found
-        return self.other_call(node, func, fval, args + kws)
+        return self.other_call(node, func, fval, args, kws)
 
     # -- functions -------------------------------------------------------------------------------
 
     def library_call(self, node: ast.Call, qual: str, args: list[Val], kws: list[Val]) -> Val:
         if qual in CLOCKS:
             self.clock_read(node)
-            return Val(TIME, ON_HOST)
+            return Val(TIME, ON_HOST, tag=tuple(self.frame.loops))
         if qual in PASS_ITER or qual.endswith(".tqdm"):
             return args[0] if args else NOTHING
         if not qual.startswith("torch."):
-            if mover_name(node.func) and node.args:
-                return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
-            if qual.rsplit(".", 1)[-1] in self.functions_seen:
-                self.maybe_synced()
-            return NOTHING
+            return self.foreign_call(node, qual, [*args, *kws])
         short = qual[6:]
         if short in FACTORIES:
             return self.factory(node, short)
@@ -106,15 +105,41 @@ class Calls:
             return Val(TENSOR, where, pin)
         return self.torch_call(node, short, args + kws)
 
+    def foreign_call(self, node: ast.Call, qual: str, values: list[Val]) -> Val:
+        """A function of another package: math's (a float conversion), a mover, this
+        package's own (it may synchronise), a class (an instance), or a function handed
+        device values (its result is taken to be on the device too)."""
+        head, last = qual.split(".", 1)[0], qual.rsplit(".", 1)[-1]
+        if head == "math":
+            return self.math_read(node, qual, values)
+        if mover_name(node.func) and node.args:
+            return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
+        if "synchron" in last.lower():
+            self.synced(explicit=True)  # a helper of this package's that synchronises
+            return NOTHING
+        if last in self.functions_seen:
+            self.maybe_synced(last)
+        self.frame.fresh_sync = False
+        if last[:1].isupper() and not last.isupper():
+            return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
+        if head not in HOST_PACKAGES and any(v.tensorish for v in values):
+            return Val(UNKNOWN, ON_DEVICE)  # reduce_dict(loss_dict), training_losses(...)
+        return NOTHING
+
     def torch_call(self, node: ast.Call, short: str, values: list[Val]) -> Val:
         last = short.rsplit(".", 1)[-1]
         if short == "device":
             return Val(DEVICE_VAL, self.where_of(node))
         if last == "synchronize":
-            self.synced()
+            self.synced(explicit=True)
             return NOTHING
+        if last == "Variable":  # torch.autograd.Variable(t): t itself
+            return values[0] if values else NOTHING
+        if last in ("clip_grad_norm_", "clip_grad_norm", "get_total_norm"):
+            return Val(TENSOR, ON_DEVICE)  # the norm lives where the parameters train
         if short.startswith("optim.") and last[:1].isupper():
-            return Val(OPTIM)
+            # a scheduler's step() is no training step
+            return Val(OTHER) if "lr_scheduler" in short or "swa_utils" in short else Val(OPTIM)
         if last == "DataLoader" and short.startswith("utils.data"):
             return self.loader(node)
         if short in ("nn.Parameter", "nn.parameter.Parameter", "nn.Buffer"):
@@ -169,6 +194,9 @@ class Calls:
             return HOST_OTHER
         if name in INERT_BUILTINS:
             return HOST_OTHER
+        if name in ("sum", "max", "min"):
+            parts = [self.element(args[0])] if len(args) == 1 else args
+            return Val(UNKNOWN, ON_DEVICE) if any(p.tensorish for p in parts) else NOTHING
         if name in ("list", "tuple"):
             return self.sequence_of(args[0]) if args else Val(SEQ)
         if name == "enumerate":
@@ -188,14 +216,16 @@ class Calls:
         part = self.element(v)
         return Val(SEQ, ON_DEVICE if part.tensorish else NOWHERE, elem=part)
 
-    def other_call(self, node: ast.Call, func: ast.expr, fval: Val, values: list[Val]) -> Val:
-        """A call of a local name: a model's forward, a loss, a function of this module."""
-        device = any(v.tensorish for v in values)
+    def other_call(self, node: ast.Call, func: ast.expr, fval: Val, args: list[Val],
+                   kws: list[Val]) -> Val:
+        """A call of a local name: a model's forward, a loss, a function of this module, or
+        another function (handed device values, its result is taken to be on the device)."""
+        device = any(v.tensorish for v in (*args, *kws))
         if mover_name(func) and node.args:
             return Val(UNKNOWN, ON_DEVICE)  # batch_to_device(batch, device)
         if self.module_like(func, fval):
             self.step_op()
-            if device:
+            if device or fval.on_device:
                 self.device_work()
                 return Val(UNKNOWN, ON_DEVICE)
             return NOTHING
@@ -204,113 +234,19 @@ class Calls:
                 self.device_work()
                 return Val(TENSOR, ON_DEVICE)
             return NOTHING
+        self.frame.fresh_sync = False
+        name = terminal(func) or ""
+        if BACKWARD.match(name) and node.args:
+            self.step_op("backward")  # backwards(loss, opt): a helper (or its alias) for it
         if isinstance(func, ast.Name):
-            self.note_call(func.id)
-            if func.id in self.functions_seen:
-                self.maybe_synced()
-        return NOTHING
-
-    # -- methods ---------------------------------------------------------------------------------
-
-    def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
-        recv = self.ev(func.value)
-        args = [self.ev(a) for a in node.args]
-        kws = [self.ev(k.value) for k in node.keywords]
-        name = func.attr
-        if name in ("to", "cuda", "xpu", "mps"):
-            return self.move(node, func, recv, dropped)
-        if name == "cpu":
-            if dropped:
-                self.discarded(node, func, recv)
-            return self.to_host(node, func, recv, False)
-        if self.module_like(func.value, recv):
-            return self.module_method(name, args + kws)
-        if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
-            self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func), strong=True)
-            return HOST_OTHER
-        if name == "pin_memory":
-            return Val(recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN, ON_HOST, PINNED,
-                       Pinned(self.current_loop()))
-        if name.endswith("backward"):
-            self.step_op()
-            if recv.tensorish or any(a.tensorish for a in args):
-                self.device_work()
-            return NOTHING
-        return self.other_method(node, func, recv, args)
-
-    def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val,
-                     args: list[Val]) -> Val:
-        name = func.attr
-        if mover_name(func) and node.args and recv.kind != TENSOR:
-            return Val(UNKNOWN, ON_DEVICE)  # utils.batch_to_device(batch, device)
-        if name in ("step", "zero_grad") and (
-                recv.kind == OPTIM or optim_name(func.value) or (
-                    name == "step" and node.args and optim_name(node.args[0]))):
-            self.step_op()
-            if name == "step" and self.frame.devicey:
-                self.device_work()
-            return NOTHING
-        if name == "synchronize":
-            self.synced()
-            return NOTHING
-        if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
-            self.note_call(name)
+            self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:
-                self.maybe_synced()
-        if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
-            self.d2h_read(node, recv, "read")
-        return self.method_result(name, recv)
-
-    def method_result(self, name: str, recv: Val) -> Val:
-        if name in ("items", "values", "keys"):
-            value = recv.tag.value if isinstance(recv.tag, DictOf) else (
-                Val(UNKNOWN, ON_DEVICE) if recv.on_device else recv
-                if recv.pin == PAGEABLE_IF else NOTHING)
-            elem = {"keys": HOST_OTHER, "values": value}.get(name) or Val(
-                SEQ, items=(HOST_OTHER, value))
-            return Val(SEQ, NOWHERE, elem=elem)
-        if name in ("get", "pop") and isinstance(recv.tag, DictOf):
-            return recv.tag.value
-        if recv.on_device:
-            if name in META_METHODS:
-                return HOST_OTHER
-            self.device_work()
-            return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE)
-        if recv.kind == TENSOR:
-            if name in META_METHODS:
-                return HOST_OTHER
-            pin = recv.pin if name in VIEWS else (PAGEABLE if recv.where == ON_HOST else
-                                                  PIN_UNKNOWN)
-            # torch.ones(n, n).triu(1): still made on the host for the move that follows
-            made = recv.tag if isinstance(recv.tag, Fac) and recv.where == ON_HOST else None
-            return Val(TENSOR, recv.where, pin, made)
-        if recv.where == ON_HOST and recv.pin in (PAGEABLE, PAGEABLE_IF) and recv.kind == UNKNOWN:
-            if name in VIEWS:
-                return recv
-            return Val(UNKNOWN, ON_HOST, PAGEABLE if recv.pin == PAGEABLE else PIN_UNKNOWN)
-        return NOTHING
-
-    def module_method(self, name: str, values: list[Val]) -> Val:
-        if name in ("forward", "generate"):
-            self.step_op()
-            if any(v.tensorish for v in values):
-                self.device_work()
-                return Val(UNKNOWN, ON_DEVICE)
+                self.maybe_synced(name)
+                if name in self.device_returns:
+                    return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
+        if "synchron" in name.lower():
+            self.synced(explicit=True)  # synchronize_func(): a helper that synchronises
             return NOTHING
-        if name == "zero_grad":
-            self.step_op()
-        return Val(MODULE) if name in MODULE_SELF else NOTHING
-
-    @staticmethod
-    def method_at(func: ast.Attribute) -> ast.AST:
-        """Where a finding about ``x.name(...)`` points: at ``name``."""
-        at = ast.Name(id=func.attr)
-        at.lineno, at.end_lineno = func.end_lineno, func.end_lineno  # type: ignore[assignment]
-        at.col_offset = max(func.end_col_offset - len(func.attr), 0)  # type: ignore[operator]
-        return at
-
-    def module_like(self, node: ast.expr, v: Val) -> bool:
-        if v.kind == MODULE:
-            return True
-        return v.kind == UNKNOWN and not v.on_device and v.where != ON_HOST and (
-            model_name(node))
+        if name[:1].isupper() and not name.isupper():
+            return Val(UNKNOWN, tag=INSTANCE)
+        return Val(UNKNOWN, ON_DEVICE) if device else NOTHING

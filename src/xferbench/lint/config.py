@@ -1,11 +1,12 @@
-"""``[tool.xferbench.lint]`` in ``pyproject.toml``: ``select``, ``ignore``, ``fail-on`` and
-``exclude``, read from the nearest pyproject.toml above the linted paths (the first one found
-walking up from their common folder). Python 3.11+ reads TOML with tomllib; on 3.10 the
-``tomli`` package does it (installed with xferbench there)."""
+"""``[tool.xferbench.lint]`` in ``pyproject.toml``: ``select``, ``ignore``, ``fail-on``,
+``exclude`` and ``intended-reads``, read from the nearest pyproject.toml above the linted
+paths (the first one found walking up from their common folder). Python 3.11+ reads TOML
+with tomllib; on 3.10 the ``tomli`` package does it (installed with xferbench there)."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-KEYS = ("select", "ignore", "fail-on", "exclude")
+KEYS = ("select", "ignore", "fail-on", "exclude", "intended-reads")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class Config:
     fail_on: str | None = None
     exclude: tuple[str, ...] = ()
     base: str = field(default=".")  # the folder exclude patterns are relative to
+    # functions whose host reads are meant (XB101 not reported inside them): names or
+    # Class.method, fnmatch patterns ("log_metrics", "Trainer.validate*", "*_report")
+    intended_reads: tuple[str, ...] = ()
 
 
 def find_pyproject(paths: list[str]) -> str | None:
@@ -89,6 +93,11 @@ def load_config(path: str | None) -> Config:
     if fail_on is not None and fail_on not in (*SEVERITIES, "never"):
         raise XferbenchError(f"{where} fail-on {fail_on!r} is not a severity: use "
                              f"{', '.join(SEVERITIES)} or never")
+    intended = _strings(section.get("intended-reads", []), "intended-reads", path)
+    for pattern in intended:
+        if not re.fullmatch(r"[\w.*?\[\]!]+", pattern):
+            raise XferbenchError(f"{where} intended-reads {pattern!r} is not a function name: "
+                                 "give a name or Class.method, with * and ? as wildcards")
     return Config(path=path, select=select, ignore=ignore, fail_on=fail_on,
                   exclude=_strings(section.get("exclude", []), "exclude", path),
-                  base=os.path.dirname(os.path.abspath(path)))
+                  base=os.path.dirname(os.path.abspath(path)), intended_reads=intended)

@@ -63,9 +63,10 @@ def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[
 
 
 def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
-              raw: bytes | None = None) -> FileResult:
+              raw: bytes | None = None, intended: tuple[str, ...] = ()) -> FileResult:
     """Lint one file's text; ``raw`` (its bytes), when given, lets a file that cannot match
-    any rule skip the analysis after it parsed."""
+    any rule skip the analysis after it parsed; ``intended``: the functions (names or
+    ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them)."""
     result = FileResult(path, lines=text.count("\n") + (not text.endswith("\n") and bool(text)))
     try:
         tree = ast.parse(text, filename=path)
@@ -82,7 +83,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
     if sys.getrecursionlimit() < RECURSION_LIMIT:
         sys.setrecursionlimit(RECURSION_LIMIT)
     try:
-        raws = Analyzer().run(tree)
+        raws = Analyzer(intended=intended, source=text).run(tree)
     except RecursionError:
         result.problem = f"{path}: nested too deeply to analyse (not linted)"
         return result
@@ -100,7 +101,18 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
         quiet = silenced.get(line, frozenset())
         if quiet is None or code in quiet:
             continue
-        if lines is not None and line <= len(lines):  # ast counts UTF-8 bytes, we characters
-            col = len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
-        result.findings.append(Finding(path, line, col, code, message, severity, fix))
+        col = characters(lines, line, col)
+        region = None
+        if fix is not None and hasattr(fix, "span"):
+            first, start, last, end = fix.span
+            region = (first, characters(lines, first, start), last, characters(lines, last, end))
+        result.findings.append(Finding(path, line, col, code, message, severity,
+                                       None if fix is None else str(fix), region))
     return result
+
+
+def characters(lines: list[str] | None, line: int, col: int) -> int:
+    """ast's byte column on ``line`` as a column in characters (``lines``: None if ASCII)."""
+    if lines is not None and 0 < line <= len(lines):
+        return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
+    return col

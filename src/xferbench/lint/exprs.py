@@ -22,12 +22,14 @@ from .facts import (
     PIN_UNKNOWN,
     SEQ,
     TENSOR,
+    TEXT,
     TIME,
     UNKNOWN,
     Val,
     dotted,
 )
 from .records import D2h, DictOf, Fac
+from .scopes import joined
 
 
 class Exprs:
@@ -71,8 +73,8 @@ class Exprs:
     def e_constant(self, node: ast.Constant) -> Val:
         if node.value is None:
             return NONE
-        if isinstance(node.value, str) and len(node.value) < 24:
-            return Val(OTHER, ON_HOST, tag=node.value)
+        if isinstance(node.value, str):
+            return Val(OTHER, ON_HOST, tag=node.value if len(node.value) < 24 else TEXT)
         return HOST_OTHER
 
     def e_attribute(self, node: ast.Attribute) -> Val:
@@ -87,10 +89,12 @@ class Exprs:
         attr = node.attr
         if attr in META_ATTRS:
             if attr == "device":
+                if base.where == NOWHERE and self.attribute_device_kind(node.value) == "device":
+                    return Val(DEVICE_VAL, ON_DEVICE)  # accelerator.device, self.device
                 return Val(DEVICE_VAL, base.where)
             return HOST_OTHER
-        if base.kind == MODULE:
-            return NOTHING
+        if base.kind in (MODULE, DEVICE_VAL):
+            return NOTHING if base.kind == MODULE else HOST_OTHER  # device.type, device.index
         if base.on_device:
             return Val(TENSOR if base.kind == TENSOR else UNKNOWN, ON_DEVICE)
         if base.kind == TENSOR:
@@ -121,11 +125,19 @@ class Exprs:
     # -- operators -------------------------------------------------------------------------------
 
     def e_binop(self, node: ast.BinOp) -> Val:
-        left = self.ev(node.left)
-        right = self.ev(node.right)
-        if isinstance(node.op, ast.Mod) and isinstance(left.tag, str):
-            self.host_read(node.right, right, "`%` formatting")
-            return HOST_OTHER
+        if isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call):
+            right = self.ev(node.right)  # the interval's start, for the clock read in left
+            self.interval_from = dotted(node.right) if right.kind == TIME else None
+            left = self.ev(node.left)
+            self.interval_from = None
+        else:
+            left = self.ev(node.left)
+            right = self.ev(node.right)
+            if isinstance(node.op, ast.Sub) and TIME in (left.kind, right.kind):
+                self.interval(node)
+        if isinstance(node.op, ast.Mod) and self.is_text(node.left, left):
+            self.format_read(node, right)
+            return self.text()
         return self.combine(left, right)
 
     @staticmethod
@@ -178,7 +190,7 @@ class Exprs:
             return Val(DEVICE_VAL, where)
         if (body.kind, body.where) == (orelse.kind, orelse.where) and body.kind != UNKNOWN:
             return Val(body.kind, body.where)
-        return NOTHING
+        return joined(body, orelse)
 
     @staticmethod
     def describes_device(v: Val) -> bool:
@@ -190,15 +202,16 @@ class Exprs:
                 self.host_read(part.value, self.ev(part.value), "an f-string")
                 if part.format_spec is not None:
                     self.ev(part.format_spec)
-        return HOST_OTHER
+        return self.text()
 
     # -- containers ------------------------------------------------------------------------------
 
     def e_seq(self, node: ast.Tuple | ast.List | ast.Set) -> Val:
-        items = tuple(self.ev(e) for e in node.elts)
+        values = tuple(self.ev(e) for e in node.elts)
         if any(isinstance(e, ast.Starred) for e in node.elts):
-            items = None  # type: ignore[assignment]
-        return self.sequence(items or (), items)
+            seq = self.sequence(values, None)  # (*mloss, n): device if mloss is
+            return Val(SEQ, ON_DEVICE) if any(v.tensorish for v in values) else seq
+        return self.sequence(values, values)
 
     @staticmethod
     def sequence(values: tuple[Val, ...], items: tuple[Val, ...] | None) -> Val:
@@ -268,8 +281,8 @@ class Exprs:
         return NOTHING
 
     def e_starred(self, node: ast.Starred) -> Val:
-        self.ev(node.value)
-        return NOTHING
+        v = self.ev(node.value)
+        return Val(SEQ, ON_DEVICE) if v.tensorish else NOTHING
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -287,6 +300,8 @@ class Exprs:
             self.host_read(node, v, "`if tensor:`")
         else:
             self.d2h_read(node, v, "truth-tested")
+            if v.kind == TENSOR and v.where == NOWHERE:
+                self.maybe_synced("")  # if torch.isnan(x): a tensor's truth, maybe a device's
 
     def host_read(self, node: ast.AST, v: Val, what: str, at: ast.AST | None = None,
                   strong: bool = False) -> None:
@@ -314,3 +329,6 @@ class Exprs:
 
     def returned(self, node: ast.expr, v: Val) -> None:
         self.d2h_read(node, v, "returned")
+        name = self.function_name()
+        if name is not None and (self.hint_worthy(v) or v.kind == SEQ and v.on_device):
+            self.found_returns.add(name)

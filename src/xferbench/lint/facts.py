@@ -45,7 +45,10 @@ class Val:
 NOTHING = Val()
 HOST_OTHER = Val(OTHER, ON_HOST)
 NONE = Val(OTHER, ON_HOST)  # the constant None: a placeholder, neither loader nor tensor
+TEXT = "<text>"  # the tag of a string too long to name a device (a message, a format)
+INSTANCE = ("instance",)  # the tag of a class's instance: a model if it moves to a device
 COUNTER_TAG = ("counter",)  # the tag of a step counter (a range() index, `step += 1`)
+GUARD_TAG = ("guard",)  # the tag of a name holding a step guard (should_log = i % n == 0)
 COUNTER = Val(OTHER, ON_HOST, tag=COUNTER_TAG)
 
 
@@ -76,7 +79,8 @@ META_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "s
                           "untyped_storage", "__len__", "has_names", "is_set_to", "nbytes"})
 META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
                         "layout", "names", "is_leaf", "grad_fn", "is_sparse", "is_quantized",
-                        "is_meta", "itemsize", "nbytes", "is_mps", "is_xpu", "__class__"})
+                        "is_meta", "itemsize", "nbytes", "is_mps", "is_xpu", "__class__",
+                        "name", "is_cpu"})
 #: Tensor methods whose result is a view of the same memory (pinning carries over).
 VIEWS = frozenset({"view", "view_as", "reshape", "narrow", "select", "permute", "t",
                    "transpose", "expand", "expand_as", "squeeze", "unsqueeze", "flatten",
@@ -105,11 +109,11 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
                           "lightning.LightningModule", "pytorch_lightning.LightningModule",
                           "lightning.pytorch.LightningModule", "transformers.PreTrainedModel"})
 
-#: A model's name: the word last (``model``, ``ddp_model``, ``model2``, ``netG``), never
-#: inside another name (``get_model_device``, ``model_output``).
-_MODEL = re.compile(r"(?:^|_)(?:model|net|network|encoder|decoder|backbone|classifier|"
-                    r"generator|discriminator|critic|actor|policy|teacher|student|unet|vae)"
-                    r"(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
+#: A model's name: the word last (``model``, ``ddp_model``, ``acmodel``, ``model2``, ``netG``),
+#: never inside another name (``get_model_device``, ``model_output``).
+_MODEL = re.compile(r"model(?:\d+|_ema|_engine|_without_ddp)?$|(?:^|_)(?:net|network|encoder|"
+                    r"decoder|backbone|classifier|generator|discriminator|critic|actor|policy|"
+                    r"teacher|student|unet|vae)(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
 _LOSS = re.compile(r"(?:^|_)(?:criterion|loss_fn|loss_func|lossfn|loss_function|"
                    r"loss_fct|criteria)(?:$|_)")
 _OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")

@@ -1,5 +1,6 @@
 """Which files to lint, and their text: folders walked for ``*.py`` (``.gitignore`` files and
-gitignore-style ``--exclude`` patterns respected, tool folders such as ``.venv`` skipped),
+gitignore-style ``--exclude`` patterns respected, matched by pathspec as git matches them;
+tool folders such as ``.venv`` skipped),
 symbolic links followed once (a loop is one sentence), and each file read as UTF-8 (or the
 encoding its coding cookie declares); a binary, undecodable or unreadable file is one
 sentence, never a traceback."""
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import tokenize
 from dataclasses import dataclass, field
+
+from pathspec import GitIgnoreSpec
 
 #: Folders never walked into (they may still be named on the command line).
 DEFAULT_EXCLUDES = (".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox",
@@ -20,58 +22,30 @@ DEFAULT_EXCLUDES = (".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".no
 
 
 class Pattern:
-    """One gitignore-style pattern, relative to ``base``."""
+    """One gitignore-style pattern, relative to ``base``, matched as git matches it (by
+    pathspec, the library black uses: globs, ``**``, character classes, escapes, anchoring
+    by a slash, directory-only patterns); a ``!`` pattern takes a path back."""
 
     def __init__(self, text: str, base: str) -> None:
         self.base = base
         self.negate = text.startswith("!")
         text = text[1:] if self.negate else text
-        self.dir_only = text.endswith("/")
-        text = text.rstrip("/")
-        anchored = "/" in text
-        text = text.lstrip("/")
-        body = _translate(text)
-        self.regex = re.compile(("^" if anchored else "^(?:.*/)?") + body + "$")
+        self.dir_only = text.rstrip(" ").endswith("/") and not text.rstrip(" ").endswith("\\/")
+        self.spec = GitIgnoreSpec.from_lines([text])
 
     def matches(self, rel: str, is_dir: bool) -> bool:
-        return (is_dir or not self.dir_only) and self.regex.match(rel) is not None
-
-
-def _translate(glob: str) -> str:
-    out, i = [], 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[" and "]" in glob[i + 1:]:
-            end = glob.index("]", i + 1)
-            inner = glob[i + 1:end].replace("\\", "\\\\")
-            out.append("[" + ("^" + inner[1:] if inner.startswith("!") else inner) + "]")
-            i = end + 1
-        elif c == "\\" and i + 1 < len(glob):
-            out.append(re.escape(glob[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out)
+        # a folder is given with its slash only to a folder-only pattern ("build/"): pathspec
+        # takes "nested/**" to match the folder "nested/" itself, which git does not
+        return self.spec.match_file(rel + "/" if is_dir and self.dir_only else rel)
 
 
 def parse_patterns(lines: list[str], base: str) -> list[Pattern]:
+    """The patterns of a .gitignore's lines (blank lines and comments skipped; a trailing
+    space is kept only where escaped, as git does)."""
     out = []
     for line in lines:
-        line = line.rstrip("\n").rstrip() if not line.rstrip("\n").endswith("\\ ") else line
-        if line and not line.startswith("#"):
+        line = line.rstrip("\r\n")
+        if line.strip() and not line.startswith("#"):
             out.append(Pattern(line, base))
     return out
 

@@ -109,6 +109,42 @@ def fix_source(raw: bytes, findings: list[Finding]) -> bytes:
     return fixed.bytes
 
 
+class Changed(Exception):
+    """The file changed while lint worked on it: one sentence, the file left as it is."""
+
+
+def stamp(path: str) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def write_fixed(path: str, expected: bytes, seen: tuple[int, int, int], data: bytes) -> None:
+    """Replace the bytes of the file ``path`` names (through a symbolic link: the target,
+    the link kept) with ``data``, keeping its permissions; raises Changed, writing nothing,
+    when the file no longer holds ``expected`` (read at ``seen``: an edit saved meanwhile).
+    A file with other hard links is rewritten in place, so they stay one file; any other is
+    replaced atomically (a temporary file beside it, fsync, a rename): on any error the
+    original stays as it was."""
+    target = os.path.realpath(path)
+    st = os.stat(target)
+    if (st.st_size, st.st_mtime_ns, st.st_ino) != seen or _read(target) != expected:
+        raise Changed(f"{path}: changed while xferbench lint --fix worked on it; not fixed "
+                      "(run it again)")
+    if st.st_nlink > 1:
+        with open(target, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+        return
+    write_atomically(target, data)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def write_atomically(path: str, data: bytes) -> None:
     """Replace ``path``'s bytes in one rename, keeping its permissions; on any error the
     original stays as it was."""

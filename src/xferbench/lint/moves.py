@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 
 from .facts import (
     DEVICE_VAL,
+    INSTANCE,
     MODULE,
     NOWHERE,
     ON_DEVICE,
@@ -30,7 +32,7 @@ from .facts import (
     model_name,
     terminal,
 )
-from .records import D2h, DictOf, Fac, Pinned
+from .records import D2h, DictOf, Fac, Fix, Pinned
 
 ACCELERATORS = ("cuda", "mps", "xpu", "hpu", "npu", "xla", "privateuseone", "mtia", "hip",
                 "ipu", "mkldnn", "vulkan", "ve", "lazy")
@@ -43,6 +45,11 @@ DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", 
 SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "hparams",
                       "accelerator", "trainer", "fabric", "settings", "training_args", "options",
                       "FLAGS", "flags", "state", "runner", "engine", "env", "ctx", "context"})
+#: Names only a tensor goes by (an unknown value called so, moved by a statement, is one):
+#: not batch, data or inputs, which may be a BatchEncoding or a graph that moves in place.
+TENSOR_NAME = re.compile(r"^(?:x|y|z|t|X|Y|img|imgs|image|images|label|labels|target|targets|"
+                         r"mask|masks|input_ids|attention_mask|token_type_ids|logits|noise|"
+                         r"latents|feats|features|tensor|src|tgt|xb|yb|x_\w+|y_\w+)$")
 #: Keywords of .to() / .cuda() that --fix can drop when the copy goes away.
 DROPPABLE = frozenset({"non_blocking", "copy"})
 
@@ -62,7 +69,7 @@ class Moves:
     def move(self, node: ast.Call, func: ast.Attribute, recv: Val, dropped: bool) -> Val:
         kind = self.target_kind(node, func.attr)
         nb = is_true(kwarg(node, "non_blocking"))
-        module = self.module_like(func.value, recv)
+        module = self.module_like(func.value, recv) or recv.tag is INSTANCE
         if dropped and not module:
             self.discarded(node, func, recv)
         if kind == "host":
@@ -71,7 +78,7 @@ class Moves:
             return Val(recv.kind, recv.where) if recv.kind in (TENSOR, UNKNOWN) else recv
         if module:
             self.module_move(node, func)
-            return Val(MODULE)
+            return Val(MODULE, ON_DEVICE if kind == "device" else NOWHERE)
         created = self.create_then_move(node, func, recv, dropped)
         if nb and not created:
             self.from_pageable(node, func, recv)
@@ -80,17 +87,17 @@ class Moves:
         kind_out = recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN
         if kind == "maybe":  # to another tensor's device, which may be the host
             return Val(kind_out, NOWHERE)
-        if nb:
-            self.device_work()
-        elif recv.where == ON_HOST:
+        if nb and recv.on_device:
+            self.device_work()  # a copy between devices; from the host it is only queued
+        elif not nb and recv.where == ON_HOST:
             self.synced()  # a blocking host-to-device copy waits for the stream
         tag = recv.tag if isinstance(recv.tag, DictOf) else None
         return Val(kind_out, ON_DEVICE, tag=tag, elem=Val(UNKNOWN, ON_DEVICE)
                    if recv.kind == SEQ else None)
 
     def to_host(self, node: ast.Call, func: ast.Attribute, recv: Val, nb: bool) -> Val:
-        if self.module_like(func.value, recv):
-            return Val(MODULE)
+        if self.module_like(func.value, recv) or recv.tag is INSTANCE:
+            return Val(MODULE, ON_HOST)  # model.eval().cpu(): a module moved, nothing read
         kind = TENSOR if recv.kind == TENSOR else UNKNOWN
         if nb:
             if recv.where == ON_HOST:
@@ -167,6 +174,8 @@ class Moves:
             return self.attribute_device_kind(node.value)
         if "dtype" in name.lower():
             return "dtype"
+        if "cpu" in name.lower():
+            return "host"  # cpu_device
         return "device" if device_name(name) else "unknown"
 
     def attribute_device_kind(self, base: ast.expr) -> str:
@@ -194,12 +203,15 @@ class Moves:
     # -- the rules -------------------------------------------------------------------------------
 
     def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
-        if recv.kind != TENSOR:
+        named = isinstance(func.value, ast.Name) and recv.kind == UNKNOWN and \
+            recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None and \
+            func.value.id not in self.not_tensor_names
+        if recv.kind != TENSOR and not named:  # a batch, a graph may move in place
             return
         call = ast.unparse(node)
         fix = None
-        if isinstance(func.value, ast.Name):
-            fix = f"{func.value.id} = {call}"
+        if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
+            fix = Fix(f"{func.value.id} = {call}", node)
         self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
                     "not moved in place (a module is); assign it"
                     + (f": `{fix}`" if fix else ""), fix=fix)
@@ -220,7 +232,8 @@ class Moves:
         if not isinstance(rec, Fac):
             return False
         if func.value is rec.node:
-            fix = self.creation_fix(rec, node, func)
+            text = self.creation_fix(rec, node, func)
+            fix = Fix(text, node) if text is not None else None
             self.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
                         fix=fix)
             return True

@@ -44,3 +44,16 @@ class DictOf:
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+class Fix(str):
+    """A rewrite's text, with the span of source it replaces (ast's 1-based lines and
+    0-based UTF-8 byte columns, the end exclusive): SARIF's fixes[] need the region."""
+
+    span: tuple[int, int, int, int]
+
+    def __new__(cls, text: str, node: ast.AST) -> Fix:
+        self = super().__new__(cls, text)
+        self.span = (node.lineno, node.col_offset,  # type: ignore[attr-defined]
+                     node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return self

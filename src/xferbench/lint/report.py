@@ -22,10 +22,14 @@ def price_of(book: PriceBook, key: str) -> dict[str, Any]:
     """A finding's ``price``: the GPU figure of its practice, or why there is none."""
     p = book.get(key)
     if p is None:
-        return {"key": key, "gpu": False, "text": book.reason(key), "short": "no GPU price yet",
+        # one machine's figure, said to be a CPU's, rather than every series' name
+        cpu = book.get(key, allow_cpu=True)
+        text = book.reason(key) if cpu is None else (
+            f"no GPU price yet (measured on a CPU only, not a GPU figure): {cpu.text()}")
+        return {"key": key, "gpu": False, "text": text, "short": "no GPU price yet",
                 "ratio": None, "practice_s": None, "baseline_s": None, "noise": None,
-                "machine": None, "gpu_name": None, "torch": None, "command": None,
-                "source": book.source}
+                "machine": None, "gpu_name": None, "torch": None,
+                "command": cpu.command if cpu is not None else None, "source": book.source}
     return {"key": key, "gpu": True, "text": p.text(), "ratio": p.ratio,
             "short": (f"measured: {p.measure} {1 / p.ratio:.2f}x of {p.fixed} on "
                       f"{p.series.gpu}, torch {p.series.torch}"),
@@ -93,6 +97,19 @@ def _rule(r: Any) -> dict[str, Any]:
                            "priced": r.price_key is not None, "fixable": r.fixable}}
 
 
+def _fix(f: Finding) -> dict[str, Any]:
+    """SARIF's fix: the region --fix replaces and the text it puts there (code scanning
+    shows it as a suggested change)."""
+    line, col, end_line, end_col = f.fix_region  # type: ignore[misc]
+    return {"description": {"text": f"xferbench lint --fix: {f.fix}"},
+            "artifactChanges": [{
+                "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                "replacements": [{
+                    "deletedRegion": {"startLine": line, "startColumn": col + 1,
+                                      "endLine": end_line, "endColumn": end_col + 1},
+                    "insertedContent": {"text": f.fix}}]}]}
+
+
 def as_sarif(findings: list[Finding], notes: list[str]) -> str:
     """One SARIF 2.1.0 log: the rules, each finding as a result, and the files not linted
     (with their sentence) as tool notifications."""
@@ -109,6 +126,8 @@ def as_sarif(findings: list[Finding], notes: list[str]) -> str:
         properties = {k: v for k, v in (("fix", f.fix), ("price", f.price)) if v is not None}
         if properties:
             result["properties"] = properties
+        if f.fix is not None and f.fix_region is not None:
+            result["fixes"] = [_fix(f)]
         results.append(result)
     run = {
         "tool": {"driver": {"name": "xferbench lint", "version": __version__,

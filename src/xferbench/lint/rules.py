@@ -23,7 +23,8 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("XB101", "sync-in-loop", "warning",
          "a host read of a device tensor (.item(), .cpu(), .tolist(), float(), print(), "
-         "if tensor:) inside a batch loop; info where it runs only every N steps",
+         "formatting, math.isnan(), if tensor:) every training step (in a training loop or "
+         "a function it calls); info where it runs only every N steps",
          "item_per_epoch"),
     Rule("XB102", "create-then-move", "warning",
          "a factory that fills host memory (torch.zeros, ones, full, empty, rand, randn, "
@@ -63,6 +64,9 @@ class Finding:
     message: str
     severity: str
     fix: str | None = None  # the rewrite --fix makes, where it makes one
+    # what the rewrite replaces: (line, col, end line, end col), 1-based lines, 0-based
+    # columns in characters, the end exclusive
+    fix_region: tuple[int, int, int, int] | None = None
     price: dict | None = None  # the practice's price (PriceBook), attached by the runner
 
     @property

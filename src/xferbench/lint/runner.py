@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .engine import FileResult, lint_text
 from .files import Pattern, Unreadable, discover, read_source
-from .fix import fix_source, parses, write_atomically
+from .fix import Changed, fix_source, parses, stamp, write_fixed
 from .rules import CODES, Finding
 
 #: Below this many files one process is faster than starting workers.
@@ -29,17 +29,18 @@ class LintRun:
     fixed: dict[str, int] = field(default_factory=dict)  # path -> findings fixed
 
 
-def lint_file(path: str, codes: frozenset[str] = frozenset(CODES)) -> FileResult:
+def lint_file(path: str, codes: frozenset[str] = frozenset(CODES),
+              intended: tuple[str, ...] = ()) -> FileResult:
     try:
         text, raw = read_source(path)
     except Unreadable as exc:
         return FileResult(path, problem=str(exc))
-    return lint_text(text, path, codes, raw)
+    return lint_text(text, path, codes, raw, intended)
 
 
-def _chunk(args: tuple[list[str], frozenset[str]]) -> list[FileResult]:
-    paths, codes = args
-    return [lint_file(p, codes) for p in paths]
+def _chunk(args: tuple[list[str], frozenset[str], tuple[str, ...]]) -> list[FileResult]:
+    paths, codes, intended = args
+    return [lint_file(p, codes, intended) for p in paths]
 
 
 def jobs_default() -> int:
@@ -49,14 +50,15 @@ def jobs_default() -> int:
         return os.cpu_count() or 1
 
 
-def lint_files(paths: list[str], codes: frozenset[str], jobs: int) -> Iterable[FileResult]:
+def lint_files(paths: list[str], codes: frozenset[str], jobs: int,
+               intended: tuple[str, ...] = ()) -> Iterable[FileResult]:
     """Each file's result, in the order of ``paths``."""
     if jobs <= 1 or len(paths) < PARALLEL_FROM:
-        yield from (lint_file(p, codes) for p in paths)
+        yield from (lint_file(p, codes, intended) for p in paths)
         return
     # many small chunks, dealt round-robin: big and small files spread over the workers
     count = jobs * 8
-    chunks = [(paths[i::count], codes) for i in range(count)]
+    chunks = [(paths[i::count], codes, intended) for i in range(count)]
     order = {p: i for i, p in enumerate(paths)}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         results = [r for part in pool.map(_chunk, chunks) for r in part]
@@ -64,13 +66,13 @@ def lint_files(paths: list[str], codes: frozenset[str], jobs: int) -> Iterable[F
 
 
 def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, jobs: int = 0,
-        fix: bool = False, gitignore: bool = True) -> LintRun:
+        fix: bool = False, gitignore: bool = True, intended: tuple[str, ...] = ()) -> LintRun:
     found = discover(paths, excludes, gitignore)
     out = LintRun(problems=list(found.problems), missing=list(found.missing),
                   files=len(found.files))
-    for result in lint_files(found.files, codes, jobs or jobs_default()):
+    for result in lint_files(found.files, codes, jobs or jobs_default(), intended):
         if fix and any(f.fix for f in result.findings):
-            result = _fix(result, codes, out)
+            result = _fix(result, codes, out, intended)
         if result.problem is not None:
             out.problems.append(result.problem)
             continue
@@ -82,18 +84,27 @@ def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, job
     return out
 
 
-def _fix(result: FileResult, codes: frozenset[str], out: LintRun) -> FileResult:
-    """Rewrite one file's fixable findings; what it returns is the file linted again."""
+def _fix(result: FileResult, codes: frozenset[str], out: LintRun,
+         intended: tuple[str, ...] = ()) -> FileResult:
+    """Rewrite one file's fixable findings; what it returns is the file linted again. The
+    findings fixed are those of the bytes read here (linted again), and the file is written
+    only if it still holds them just before (an edit saved meanwhile is never lost)."""
     path = result.path
+    seen = stamp(path)
     text, raw = read_source(path)
-    new = fix_source(raw, result.findings)
+    current = lint_text(text, path, codes, raw, intended)
+    new = fix_source(raw, current.findings)
     if new == raw:
         return result
     if not parses(new):  # never write a file that does not parse
         out.warnings.append(f"{path}: --fix would not leave a file that parses; left as it was")
         return result
-    write_atomically(path, new)
-    again = lint_file(path, codes)
+    try:
+        write_fixed(path, raw, seen, new)
+    except Changed as exc:
+        out.warnings.append(str(exc))
+        return result
+    again = lint_file(path, codes, intended)
     before = sum(1 for f in result.findings if f.fix)
     after = sum(1 for f in again.findings if f.fix)
     out.fixed[path] = max(before - after, 0)

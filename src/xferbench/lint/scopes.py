@@ -8,26 +8,37 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .facts import NOTHING, ON_DEVICE, UNKNOWN, Val
+from .facts import NONE, NOTHING, ON_DEVICE, ON_HOST, TENSOR, UNKNOWN, Val
 
 
 class Loop:
-    __slots__ = ("step", "calls", "assigned", "comprehension")
+    __slots__ = ("step", "train", "calls", "assigned", "comprehension", "synced", "env_args",
+                 "clocks", "data", "inner_train")
 
     def __init__(self, comprehension: bool = False) -> None:
         self.comprehension = comprehension  # its steps count for the loop around it
         self.step = False  # runs a forward, backward or optimiser step itself
+        self.train = False  # runs a backward or an optimiser step itself (a training loop)
         self.calls: set[str] = set()  # names of the functions it calls
         self.assigned: set[str] = set()  # names bound in it
+        self.synced = False  # something in it synchronises, on some path at least
+        self.env_args: set[str] = set()  # names handed to an environment's step()
+        self.data = False  # it iterates over data (a loader, batches), not epochs or steps
+        self.inner_train = False  # a loop nested in it trains (micro-batches, turns)
+        self.clocks: list[tuple[ast.AST, str]] = []  # clock reads ending intervals begun
+        # before it (and the interval's start), decided when the loop ends
 
 
 class Frame:
     """One scope: the module, a function, a lambda or a class body."""
 
     __slots__ = ("env", "parent", "kind", "loops", "guards", "step", "calls", "d2h", "clock",
-                 "work", "devicey", "defs", "module_class", "journals", "attrs")
+                 "work", "devicey", "defs", "module_class", "journals", "attrs", "name",
+                 "backward", "optimise", "fresh_sync", "lossy", "node", "backward_any",
+                 "pending_clocks")
 
-    def __init__(self, kind: str, parent: Frame | None) -> None:
+    def __init__(self, kind: str, parent: Frame | None, name: str | None = None) -> None:
+        self.name = name  # the function's name (methods by their bare name)
         self.env: dict[str, Val] = {}
         self.parent, self.kind = parent, kind
         self.loops: list[Loop] = []
@@ -42,14 +53,28 @@ class Frame:
         self.module_class = False  # a class body of an nn.Module subclass
         self.journals: list[dict[str, Val | None]] = []  # per open branch: values before it
         self.attrs: dict[str, set[str]] = {}  # name -> its attribute keys bound ("x.grad")
+        self.backward = False  # a backward outside any loop
+        self.backward_any = False  # a backward anywhere in it, its loops too
+        self.pending_clocks: dict[str, ast.AST] = {}  # t1 = clock() with work queued before
+        self.optimise = False  # an optimiser step outside any loop
+        self.fresh_sync = False  # an explicit synchronise, nothing queued since
+        self.lossy: dict[str, list[tuple[int, int]]] = {}  # the losses backward() is called
+        # on, with the lines where binding them binds that loss
+        self.node: ast.AST | None = None  # the function's def
 
 
 def joined(a: Val, b: Val) -> Val:
-    """What a name holds after two paths gave it ``a`` and ``b``."""
+    """What a name holds after two paths gave it ``a`` and ``b``: on a device where either
+    path leaves a device value and the other leaves nothing known to be something else (a
+    read then waits on the path that moved it)."""
     if a is b:
         return a
     if (a.kind, a.where, a.pin) == (b.kind, b.where, b.pin):
         return Val(a.kind, a.where, a.pin, a.tag if a.tag == b.tag else None)
     if a.tensorish and b.tensorish:
         return Val(UNKNOWN, ON_DEVICE)
+    for this, other in ((a, b), (b, a)):
+        if this.tensorish and (other is NONE or other.where != ON_HOST and other.kind in (
+                UNKNOWN, TENSOR)):
+            return Val(this.kind if this.kind == other.kind else UNKNOWN, ON_DEVICE)
     return NOTHING

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .facts import (
+    CLOCKS,
     COUNTER,
-    DEVICE_VAL,
+    GUARD_TAG,
     LOADER,
     MODULE,
-    MODULE_BASES,
     NONE,
     NOTHING,
     NOWHERE,
@@ -31,22 +31,34 @@ from .facts import (
     Val,
     dotted,
 )
+from .names import Names
 from .scopes import Frame, Loop
+from .steps import data_like, lossy_names
 
 
-class Walker:
+class Walker(Names):
     """Statement handlers; the expression side is ``exprs.Exprs`` and ``calls.Calls``."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.imports: dict[str, str] = {}
         self.frame = Frame("module", None)
         self.module_classes: set[str] = set()
-        self.functions: dict[str, list] = {}  # name -> [runs a step, calls]
         self.candidates: list[tuple] = []  # (code, node, message, severity, loops, extra)
         self.out: list[tuple] = []  # (line, col, code, message, severity, fix)
         self.loaders: dict[str, list[bool | None]] = {}  # key -> pageable per assignment
         self.statement_call: ast.AST | None = None  # the call an Expr statement drops
         self.moved_back: str | None = None  # the name `x = x.to(dev)` binds again
+        self.target: str | None = None  # the name the statement being walked assigns
+        self.acting = False  # walking the arguments of an environment's step()
+        self.once = 0  # inside a branch that leaves (raise, return, break, exit)
+        self.line = 0  # the line of the statement being walked
+        self.not_tensor_names: list[str] = []  # under if isinstance(x, Graph): x
+        self.interval_from: str | None = None  # the start of `clock() - start` being walked
+        self.clock_target: str | None = None  # the name `name = clock()` binds
+        self.classes: list[str] = []  # the class bodies open, outermost first
+        self.class_spans: list[tuple[int, int]] = []  # their lines
+        self.evidence: dict[tuple[int, int], bool] = {}
         self.handlers: dict[type, Callable[[Any], None]] = {
             ast.FunctionDef: self.s_def, ast.AsyncFunctionDef: self.s_def,
             ast.ClassDef: self.s_class, ast.For: self.s_for, ast.AsyncFor: self.s_for,
@@ -63,25 +75,10 @@ class Walker:
 
     # -- the module ------------------------------------------------------------------------------
 
-    def prepare(self, tree: ast.Module) -> None:
-        """What must be known before the pass: the module's nn.Module subclasses."""
-        for node in tree.body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.s_import(node)
-        classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-        changed = True
-        while changed:
-            changed = False
-            for c in classes:
-                if c.name not in self.module_classes and any(
-                        self.qualname(b) in MODULE_BASES or dotted(b) in self.module_classes
-                        for b in c.bases):
-                    self.module_classes.add(c.name)
-                    changed = True
-
     def block(self, body: list[ast.stmt]) -> None:
         handlers = self.handlers
         for stmt in body:
+            self.line = stmt.lineno
             handler = handlers.get(type(stmt))
             if handler is not None:
                 handler(stmt)
@@ -93,11 +90,11 @@ class Walker:
 
     # -- scopes ----------------------------------------------------------------------------------
 
-    def push(self, kind: str) -> Frame:
+    def push(self, kind: str, name: str | None = None) -> Frame:
         parent = self.frame
         while parent.kind == "class":  # a class body's names are not a method's
             parent = parent.parent  # type: ignore[assignment]
-        self.frame = Frame(kind, parent)
+        self.frame = Frame(kind, parent, name)
         return self.frame
 
     def enter_loop(self, comprehension: bool = False) -> Loop:
@@ -106,9 +103,22 @@ class Walker:
         return loop
 
     def leave_loop(self, loop: Loop) -> None:
-        loops = self.frame.loops
+        frame = self.frame
+        loops = frame.loops
         if loops and loops[-1] is loop:
             loops.pop()
+        if loop.comprehension:
+            return
+        if loop.train or loop.inner_train:
+            for outer in loops:
+                outer.inner_train = True
+        for node, start in loop.clocks:  # intervals begun before the loop, ended inside it
+            if start in loop.assigned or not loop.synced:
+                self.report_clock(node)
+        if loop.synced:  # a read every step: what is left queued is one step's work
+            frame.work = False
+            for outer in loops:
+                outer.synced = True
 
     def current_loop(self) -> Loop | None:
         loops = self.frame.loops
@@ -125,6 +135,9 @@ class Walker:
 
     def bind_key(self, key: str, v: Val) -> None:
         frame = self.frame
+        if key in frame.lossy and v.where == NOWHERE and v.kind in (UNKNOWN, TENSOR) and any(
+                lo <= self.line <= hi for lo, hi in frame.lossy[key]):
+            v = Val(TENSOR, ON_DEVICE)  # backward() is called on it (or on what it makes)
         for journal in frame.journals:
             if key not in journal:
                 journal[key] = frame.env.get(key)
@@ -140,6 +153,7 @@ class Walker:
         if key != self.moved_back:
             for loop in frame.loops:
                 loop.assigned.add(key)
+
         frame.d2h.pop(key, None)
         self.bound(key, v)
         if v is not NONE and (frame.parent is None or key.startswith("self.")):
@@ -178,6 +192,8 @@ class Walker:
         """What iterating ``v`` gives."""
         if v.elem is not None:
             return v.elem
+        if v.kind == MODULE:
+            return NOTHING
         if v.kind == LOADER or v.pin == PAGEABLE_IF:
             pin = {PAGEABLE: PAGEABLE, PAGEABLE_IF: PAGEABLE_IF}.get(v.pin, PIN_UNKNOWN)
             return Val(UNKNOWN, ON_HOST, pin, v.tag)
@@ -188,10 +204,14 @@ class Walker:
         return NOTHING  # a mapping gives its keys
 
     def part(self, v: Val) -> Val:
-        """What unpacking ``v`` (``a, b = v``) gives."""
+        """What unpacking ``v`` (``a, b = v``) gives: a loader's batch unpacks into tensors."""
         if v.on_device and v.kind == UNKNOWN and v.elem is None:
             return Val(UNKNOWN, ON_DEVICE)  # a model's outputs (logits, hidden)
-        return self.element(v)
+        part = self.element(v)
+        if part.kind == UNKNOWN and part.where == ON_HOST and part.pin in (PAGEABLE,
+                                                                            PAGEABLE_IF):
+            return Val(TENSOR, ON_HOST, part.pin, part.tag)  # for x, y in loader
+        return part
 
     # -- statements ------------------------------------------------------------------------------
 
@@ -209,51 +229,37 @@ class Walker:
         self_val = Val(MODULE) if outer.module_class else NOTHING
         param_vals = {a.arg: self.parameter(a, defaults.get(a.arg))
                       for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg] if a}
-        frame = self.push("function")
+        method = bool(positional) and positional[0].arg in ("self", "cls") and \
+            outer.kind == "class"
+        self.hinted(node.name, positional[1:] if method else positional, param_vals)
+        frame = self.push("function", node.name)
         frame.env.update(param_vals)
-        first = positional[0].arg if positional else None
-        if first == "self" and outer.kind == "class":
+        frame.node = node
+        if self.scan_backward:
+            lossy = lossy_names(node.body)
+            span = self.class_spans[-1] if self.class_spans else (node.lineno, node.end_lineno)
+            frame.lossy = lossy if lossy and self.device_evidence(*span, named=True) else {}
+        if method and positional[0].arg == "self":
             frame.env["self"] = self_val
         self.block(node.body)
         self.finish_frame(frame, node.name, outer)
 
-    def parameter(self, arg: ast.arg, default: ast.expr | None) -> Val:
-        """A parameter: its annotation's type, or a device default (a caller may pass
-        another device: a CPU default says nothing certain)."""
-        v = self.annotation(arg.annotation)
-        if v is NOTHING and default is not None and (
-                isinstance(default, ast.Constant) and isinstance(default.value, str)
-                or isinstance(default, ast.Call) and self.qualname(default.func) == "torch.device"):
-            kind = self.device_kind(default)
-            if kind == "device":
-                return Val(DEVICE_VAL, ON_DEVICE)
-            if kind in ("host", "maybe"):
-                return Val(DEVICE_VAL, NOWHERE)
-        return v
+    def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> None:
+        """A previous pass saw ``name`` called with device values for these parameters."""
+        hints = self.hints.get(name)
+        if not hints:
+            return
+        for i, a in enumerate(positional):
+            if (i in hints or a.arg in hints) and vals[a.arg].where == NOWHERE:
+                vals[a.arg] = Val(vals[a.arg].kind if vals[a.arg].kind == TENSOR else UNKNOWN,
+                                  ON_DEVICE)
 
     def finish_frame(self, frame: Frame, name: str | None, outer: Frame) -> None:
         self.finish_defs(frame)
         if name is not None:
-            facts = self.functions.setdefault(name, [False, set()])
-            facts[0] = facts[0] or frame.step
-            facts[1] |= frame.calls
+            self.record_function(frame, name)
+            self.walked.add(name)
         self.frame = outer
-
-    def annotation(self, node: ast.expr | None) -> Val:
-        if node is None:
-            return NOTHING
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            name = node.value.rsplit(".", 1)[-1]
-        else:
-            qual = self.qualname(node) or ""
-            name = qual.rsplit(".", 1)[-1]
-        if name == "Tensor":
-            return Val(TENSOR)
-        if name in ("Module", "LightningModule", "PreTrainedModel"):
-            return Val(MODULE)
-        if name == "DataLoader":
-            return Val(LOADER)
-        return NOTHING
 
     def s_class(self, node: ast.ClassDef) -> None:
         for e in [*node.decorator_list, *node.bases, *[k.value for k in node.keywords]]:
@@ -262,13 +268,18 @@ class Walker:
         frame = Frame("class", outer)
         frame.module_class = node.name in self.module_classes
         self.frame = frame
+        self.classes.append(node.name)
+        self.class_spans.append((node.lineno, node.end_lineno or node.lineno))
         self.block(node.body)
+        self.classes.pop()
+        self.class_spans.pop()
         self.finish_defs(frame)
         self.frame = outer
 
     def s_for(self, node: ast.For | ast.AsyncFor) -> None:
         it = self.ev(node.iter)
         loop = self.enter_loop()
+        loop.data = it.kind == LOADER or data_like(node.iter)
         call = node.iter
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
                 call.func.id == "range" and isinstance(node.target, ast.Name):
@@ -311,7 +322,16 @@ class Walker:
             self.block(case.body)
 
     def s_assign(self, node: ast.Assign) -> None:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        self.target = target.id if isinstance(target, ast.Name) else None
+        value = node.value
+        if self.target and isinstance(value, ast.Call) and self.qualname(value.func) in CLOCKS:
+            self.clock_target = self.target  # t1 = time.time(): an end or a start
         v = self.ev(node.value)
+        self.target = self.clock_target = None
+        if self.frame.loops and isinstance(target, ast.Name) and isinstance(
+                value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) and self.step_guard(value):
+            v = Val(OTHER, ON_HOST, tag=GUARD_TAG)  # should_log = step % every == 0
         value = node.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in ("to", "cuda") and len(node.targets) == 1:
@@ -356,26 +376,3 @@ class Walker:
         for e in (node.exc, node.cause):
             if e is not None:
                 self.ev(e)
-
-    def s_import(self, node: ast.Import | ast.ImportFrom) -> None:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.asname:
-                    self.imports[a.asname] = a.name
-                else:
-                    top = a.name.split(".")[0]
-                    self.imports[top] = top
-        elif node.module and not node.level:
-            for a in node.names:
-                self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
-
-    def qualname(self, node: ast.expr) -> str | None:
-        """``th.zeros`` -> "torch.zeros" through the imports; None for a local name."""
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        full = self.imports.get(head)
-        if full is None:
-            return None
-        return f"{full}.{rest}" if rest else full

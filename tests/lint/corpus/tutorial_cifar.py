@@ -61,5 +61,5 @@ with torch.no_grad():
         outputs = net(images)
         _, predicted = torch.max(outputs.data, 1)
         total += labels.size(0)
-        correct += (predicted == labels).sum().item()  # expect: XB101
+        correct += (predicted == labels).sum().item()  # ok: an evaluation loop (no training step)
 print(f"accuracy: {100 * correct // total} %")

@@ -49,7 +49,7 @@ def evaluate(model, test_set):
     with torch.no_grad():
         for images, _ in loader:
             logits = model(images.to(device))
-            predictions.append(logits.argmax(1).cpu())  # expect: XB101
+            predictions.append(logits.argmax(1).cpu())  # ok: evaluation, the host values are its result
     return torch.cat(predictions)
 
 

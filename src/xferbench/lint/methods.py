@@ -1,0 +1,189 @@
+"""Methods: the calls of a value's methods (``.to``, ``.cuda``, ``.cpu``, ``.item``,
+``.pin_memory``, ``.backward``, ``.step``, a module's own methods, a string's ``.format``), and
+what they give."""
+
+from __future__ import annotations
+
+import ast
+
+from .facts import (
+    HOST_OTHER,
+    HOST_READS,
+    META_METHODS,
+    MODULE,
+    MODULE_SELF,
+    NOTHING,
+    NOWHERE,
+    ON_DEVICE,
+    ON_HOST,
+    OPTIM,
+    PAGEABLE,
+    PAGEABLE_IF,
+    PIN_UNKNOWN,
+    PINNED,
+    SEQ,
+    TENSOR,
+    UNKNOWN,
+    VIEWS,
+    Val,
+    is_true,
+    kwarg,
+    model_name,
+    mover_name,
+    optim_name,
+    terminal,
+)
+from .records import DictOf, Fac, Pinned
+
+
+class Methods:
+    """Method-call handlers, mixed into the analyser."""
+
+    def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
+        recv = self.ev(func.value)
+        name = func.attr
+        acting = name == "step" and "env" in (terminal(func.value) or "").lower()
+        outer, self.acting = self.acting, self.acting or acting
+        args = [self.ev(a) for a in node.args]
+        kws = [self.ev(k.value) for k in node.keywords]
+        self.acting = outer
+        if acting:  # env.step(actions): the actions are needed on the host
+            names = {a.id for a in node.args if isinstance(a, ast.Name)}
+            for loop in self.frame.loops:
+                loop.env_args |= names
+        if name in ("to", "cuda", "xpu", "mps"):
+            return self.move(node, func, recv, dropped)
+        if name == "cpu":
+            if dropped:
+                self.discarded(node, func, recv)
+            return self.to_host(node, func, recv, False)
+        if self.module_like(func.value, recv):
+            return self.module_method(name, [*args, *kws], recv)
+        if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
+            self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func), strong=True)
+            return HOST_OTHER
+        if name == "pin_memory":
+            return Val(recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN, ON_HOST, PINNED,
+                       Pinned(self.current_loop()))
+        if name.endswith("backward"):
+            self.step_op("backward")
+            if recv.tensorish or any(a.tensorish for a in args) or self.frame.devicey:
+                self.device_work()
+            return NOTHING
+        if self.sink_call(node, func, recv, args, kws):
+            return self.text() if name == "format" else NOTHING
+        return self.other_method(node, func, recv, args, kws)
+
+    def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
+                     kws: list[Val]) -> Val:
+        name = func.attr
+        if mover_name(func) and node.args and recv.kind != TENSOR:
+            return Val(UNKNOWN, ON_DEVICE)  # utils.batch_to_device(batch, device)
+        if name in ("step", "zero_grad") and (
+                recv.kind == OPTIM or optim_name(func.value) or (
+                    name == "step" and node.args and optim_name(node.args[0]))):
+            if name == "step":  # zero_grad alone is no step: an epoch loop may hold it
+                self.step_op("optimise")
+                if self.frame.devicey:
+                    self.device_work()
+            return NOTHING
+        if "synchron" in name.lower():
+            self.synced(explicit=True)  # a stream's, an event's, a helper's synchronize
+            return NOTHING
+        if name not in META_METHODS:
+            self.frame.fresh_sync = False
+        if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            if name in self.functions_seen:
+                self.maybe_synced(name)
+                if name in self.device_returns:
+                    return Val(UNKNOWN, ON_DEVICE)  # what this method returns: a loss
+        if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
+            self.d2h_read(node, recv, "read")
+        out = self.method_result(name, recv)
+        if out is NOTHING and recv.where != ON_HOST and any(
+                v.tensorish for v in (*args, *kws)):
+            return Val(UNKNOWN, ON_DEVICE)  # diffusion.training_losses(model, x, t)
+        return out
+
+    @staticmethod
+    def parameters_of(name: str, recv: Val) -> Val:
+        """A model's parameters (and gradient norm) live where it trains: on the device, unless
+        the model was moved to the host."""
+        where = ON_HOST if recv.where == ON_HOST else ON_DEVICE
+        if name.startswith("named_"):
+            return Val(SEQ, elem=Val(SEQ, items=(HOST_OTHER, Val(TENSOR, where))))
+        if name in ("clip_grad_norm_", "get_total_norm"):
+            return Val(TENSOR, where)
+        return Val(SEQ, elem=Val(TENSOR, where))
+
+    def method_result(self, name: str, recv: Val) -> Val:
+        if name in PARAMETERS and recv.where != ON_HOST and recv.kind not in (TENSOR, SEQ):
+            return self.parameters_of(name, recv)  # self.modules.parameters()
+        if name in ("items", "values", "keys"):
+            value = recv.tag.value if isinstance(recv.tag, DictOf) else (
+                Val(UNKNOWN, ON_DEVICE) if recv.on_device else recv
+                if recv.pin == PAGEABLE_IF else NOTHING)
+            elem = {"keys": HOST_OTHER, "values": value}.get(name) or Val(
+                SEQ, items=(HOST_OTHER, value))
+            return Val(SEQ, NOWHERE, elem=elem)
+        if name in ("get", "pop") and isinstance(recv.tag, DictOf):
+            return recv.tag.value
+        if recv.on_device:
+            if name in META_METHODS:
+                return HOST_OTHER
+            self.device_work()
+            return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE)
+        if recv.kind == TENSOR:
+            if name in META_METHODS:
+                return HOST_OTHER
+            pin = recv.pin if name in VIEWS else (PAGEABLE if recv.where == ON_HOST else
+                                                  PIN_UNKNOWN)
+            # torch.ones(n, n).triu(1): still made on the host for the move that follows
+            made = recv.tag if isinstance(recv.tag, Fac) and recv.where == ON_HOST else None
+            return Val(TENSOR, recv.where, pin, made)
+        if recv.where == ON_HOST and recv.pin in (PAGEABLE, PAGEABLE_IF) and recv.kind == UNKNOWN:
+            if name in VIEWS:
+                return recv
+            return Val(UNKNOWN, ON_HOST, PAGEABLE if recv.pin == PAGEABLE else PIN_UNKNOWN)
+        return NOTHING
+
+    def module_method(self, name: str, values: list[Val], recv: Val) -> Val:
+        """A module's method: itself (``.eval()``), its parameters, or what it computes."""
+        if name in MODULE_SELF:
+            return Val(MODULE, recv.where)
+        if name in PARAMETERS or name in ("clip_grad_norm_", "get_total_norm"):
+            return self.parameters_of(name, recv)
+        if name in MODULE_META:
+            return NOTHING
+        device = recv.on_device or any(v.tensorish for v in values)
+        if name in ("forward", "generate") or device:
+            self.step_op()
+        if device:
+            self.device_work()
+            return Val(UNKNOWN, ON_DEVICE)
+        return NOTHING
+
+    @staticmethod
+    def method_at(func: ast.Attribute) -> ast.AST:
+        """Where a finding about ``x.name(...)`` points: at ``name``."""
+        at = ast.Name(id=func.attr)
+        at.lineno, at.end_lineno = func.end_lineno, func.end_lineno  # type: ignore[assignment]
+        at.col_offset = max(func.end_col_offset - len(func.attr), 0)  # type: ignore[operator]
+        return at
+
+    def module_like(self, node: ast.expr, v: Val) -> bool:
+        if v.kind == MODULE:
+            return True
+        return v.kind == UNKNOWN and not v.on_device and v.where != ON_HOST and (
+            model_name(node))
+
+
+#: A module's methods that hand out its parameters.
+PARAMETERS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
+#: A module's methods that compute nothing on its device.
+MODULE_META = frozenset({"state_dict", "load_state_dict", "children", "modules",
+                         "named_modules", "named_children", "register_buffer",
+                         "register_forward_hook", "register_full_backward_hook", "add_module",
+                         "register_module", "get_submodule", "extra_repr", "__repr__",
+                         "register_parameter", "requires_grad_", "zero_grad"})

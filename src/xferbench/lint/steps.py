@@ -1,0 +1,281 @@
+"""Training steps across the functions of one module: which loops train (a backward or an
+optimiser step in their body, or a call of a function of the module that runs one), which
+functions run once per step (one training step of their own, or called from a training loop
+or from such a function), and the device values a call hands a function of the module (its
+parameters' places for the next pass). Known only at the end of the module, so the rules
+that need it leave candidates, resolved here."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from .facts import TENSOR, UNKNOWN, terminal
+from .scopes import Frame, Loop
+
+#: A function's per-step kind: a call of it runs every step ("step") or on some steps ("info").
+STEP, SOME_STEPS = "step", "info"
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+@dataclass
+class Facts:
+    """What one function of the module does outside its own loops."""
+
+    backward: bool = False
+    backward_any: bool = False  # in its loops too
+    optimise: bool = False
+    returns_device: bool = False  # it returns a device value
+    forward: bool = False
+    calls: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A call of a function of the module: where it is (the caller, its loops and guards)."""
+
+    caller: str | None
+    callee: str
+    loops: tuple[Loop, ...]
+    guards: tuple[int, ...]
+
+
+def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
+    """The names a function calls backward() on (``loss.backward()``, ``(loss / n).backward()``,
+    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``), and the operands those
+    were computed from, two assignments deep (``loss = criterion(out, y)``: out and y): a loss
+    the device trains on, made from values on the device. Each name with the lines where a
+    binding of it is that loss: the loop around the backward, or the lines before it (a name
+    reused for a host value elsewhere in the function is not taken for it)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    assigns: list[tuple[str, ast.expr]] = []
+    todo: list[tuple[ast.AST, ast.AST | None]] = [(stmt, None) for stmt in body]
+    while todo:
+        node, loop = todo.pop()
+        if isinstance(node, SCOPES):
+            continue  # their own frames
+        inner = node if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) else loop
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if isinstance(node, ast.Assign) or isinstance(node, ast.AugAssign) and isinstance(
+                node.op, (ast.Add, ast.Sub)):  # loss /= accum: a divisor is no loss
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:  # loss, stats = compute(...): the first of a tuple
+                first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
+                if isinstance(first, ast.Name):
+                    assigns.append((first.id, node.value))
+        if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
+            # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
+            root = _root(node.args[0]) if node.args else (
+                _root(node.func.value) if isinstance(node.func, ast.Attribute) else None)
+            if root:
+                span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
+                    else (0, node.lineno)
+                spans.setdefault(root, []).append(span)
+    for _ in range(2):
+        more = {n: spans[t] for t, value in assigns if t in spans for n in operands(value)
+                if n not in spans}
+        if not more:
+            break
+        spans.update(more)
+    return spans
+
+
+def operands(expr: ast.expr) -> set[str]:
+    """The plain names ``expr`` computes with: a call's arguments, an operator's operands (not
+    a called name, an attribute's object or an index)."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, ast.BinOp):
+        if isinstance(expr.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)):
+            return operands(expr.left)  # loss / accum_steps: the divisor is a count
+        return operands(expr.left) | operands(expr.right)
+    if isinstance(expr, ast.UnaryOp):
+        return operands(expr.operand)
+    if isinstance(expr, ast.Subscript):
+        return operands(expr.value)  # outputs["loss"]
+    if isinstance(expr, ast.Call) and _LOSSY_CALL.search((terminal(expr.func) or "").lower()) \
+            and "forward" not in (terminal(expr.func) or ""):  # a model's inputs may be text
+        return {n for a in expr.args for n in operands(a)} | {
+            n for k in expr.keywords for n in operands(k.value)}
+    return set()
+
+
+#: backward(), backwards(), _backward(): the calls that run a backward on their argument.
+BACKWARD = re.compile(r"^_*(?:backward|backwards|do_backward|run_backward)$")
+#: Functions that compute a loss from tensors: their arguments are tensors too.
+_LOSSY_CALL = re.compile(r"loss|criterion|entropy|mse|nll|kl_div|divergence|hinge|bce|"
+                         r"l1|smooth|focal|dice|triplet|contrastive|margin")
+
+
+#: Names of what a loop over data iterates: a loader, batches, an iterator of them.
+_DATA = re.compile(r"(?:^|_)(?:loader|dataloader|dl|iterator|iter|batches|batch_group|"
+                   r"batch_generator|batch_iterator|dataset|data_iter|data)(?:$|_)|_loader$|"
+                   r"loader$|batches$")
+
+
+def data_like(expr: ast.expr) -> bool:
+    """Whether a loop over ``expr`` iterates over data (``enumerate(train_loader)``,
+    ``tqdm(batches)``, ``islice(dataloader, n)``), as its names say."""
+    for node in ast.walk(expr):
+        name = terminal(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name and _DATA.search(name.lower()):
+            return True
+    return False
+
+
+def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names local to ``fn``: its parameters and what its body binds (not inside
+    nested scopes), less those it declares global or nonlocal."""
+    a = fn.args
+    out = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+    declared: set[str] = set()
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+            continue
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((n.asname or n.name).split(".")[0] for n in node.names)
+        elif isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                               ast.GeneratorExp)):
+            continue  # their own scopes (a walrus inside binds here: rare, left out)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        todo.extend(ast.iter_child_nodes(node))
+    return out - declared
+
+
+def _root(expr: ast.expr) -> str | None:
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr.id
+        if isinstance(expr, ast.BinOp):
+            expr = expr.left
+        elif isinstance(expr, ast.Call) and expr.args and isinstance(expr.func, ast.Attribute) \
+                and expr.func.attr in ("scale", "mean", "sum", "float", "detach"):
+            expr = expr.args[0] if expr.func.attr == "scale" else expr.func.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return None
+
+
+class Steps:
+    """Step bookkeeping and the end-of-module resolution, mixed into the analyser."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.facts: dict[str, Facts] = {}
+        self.sites: list[Site] = []
+        self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
+        self.found_returns: set[str] = set()  # functions seen returning a device value
+
+    def step_op(self, kind: str = "forward") -> None:
+        """A forward, a backward or an optimiser step runs here."""
+        frame = self.frame
+        loop = self.step_loop(frame)
+        frame.backward_any = frame.backward_any or kind == "backward"
+        if loop is not None:
+            loop.step = True
+            loop.train = loop.train or kind != "forward"
+            return
+        frame.step = True
+        if kind == "backward":
+            frame.backward = True
+        elif kind == "optimise":
+            frame.optimise = True
+
+    def note_call(self, name: str, args: list | None = None,
+                  keywords: list[tuple[str | None, object]] | None = None) -> None:
+        """A call of ``name``, which may be a function of this module; ``args`` and
+        ``keywords`` (Vals) say which of its parameters get a device value."""
+        frame = self.frame
+        loop = self.step_loop(frame)
+        (loop.calls if loop is not None else frame.calls).add(name)
+        self.sites.append(Site(self.function_name(), name, tuple(frame.loops),
+                               tuple(frame.guards)))
+        device = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
+        device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
+        if device:
+            self.found_hints.setdefault(name, set()).update(device)
+
+    @staticmethod
+    def hint_worthy(v: object) -> bool:
+        """A value that makes a parameter a device value: a tensor or a model's output, not
+        a container holding one among others (a state dict with counters)."""
+        return v.tensorish and v.kind in (TENSOR, UNKNOWN)  # type: ignore[attr-defined]
+
+    def function_name(self) -> str | None:
+        frame: Frame | None = self.frame
+        while frame is not None and frame.kind != "function":
+            frame = frame.parent
+        return frame.name if frame is not None else None
+
+    def record_function(self, frame: Frame, name: str) -> None:
+        facts = self.facts.setdefault(name, Facts())
+        facts.backward |= frame.backward
+        facts.backward_any |= frame.backward_any
+        facts.optimise |= frame.optimise
+        facts.forward |= frame.step
+        facts.calls |= frame.calls
+
+    # -- the end of the module -------------------------------------------------------------------
+
+    def closure(self, own: dict[str, bool]) -> set[str]:
+        """The functions for which ``own`` holds, or which call (outside loops) one that does."""
+        out = {n for n, yes in own.items() if yes}
+        changed = True
+        while changed:
+            changed = False
+            for name, facts in self.facts.items():
+                if name not in out and facts.calls & out:
+                    out.add(name)
+                    changed = True
+        return out
+
+    def training(self) -> tuple[set[str], set[str]]:
+        """(functions that train: a call of one runs a backward or an optimiser step;
+        functions that run one whole step: a backward and an optimiser step)."""
+        backward = self.closure({n: f.backward for n, f in self.facts.items()})
+        optimise = self.closure({n: f.optimise for n, f in self.facts.items()})
+        anywhere = self.closure({n: f.backward_any for n, f in self.facts.items()})
+        return backward | optimise, optimise & (backward | anywhere)
+
+    def per_step(self, trains: set[str], whole: set[str]) -> dict[str, str]:
+        """Function -> STEP (a call of it runs every training step) or SOME_STEPS."""
+        out = {name: STEP for name in whole}
+        changed = True
+        while changed:
+            changed = False
+            for site in self.sites:
+                if site.callee not in self.facts or out.get(site.callee) == STEP:
+                    continue
+                kind = self.site_kind(site, trains, out)
+                if kind is not None and out.get(site.callee) != kind:
+                    out[site.callee] = kind
+                    changed = True
+        return out
+
+    def site_kind(self, site: Site, trains: set[str], known: dict[str, str]) -> str | None:
+        inner = self.batch_loop(site.loops, trains)
+        if inner is not None:
+            return SOME_STEPS if any(g > inner for g in site.guards) else STEP
+        if not site.loops and site.caller in known:
+            return SOME_STEPS if site.guards else known[site.caller]
+        return None
+
+    @staticmethod
+    def batch_loop(loops: tuple[Loop, ...], trains: set[str]) -> int | None:
+        """The index of the innermost training loop of ``loops``."""
+        for i in range(len(loops) - 1, -1, -1):
+            loop = loops[i]
+            if not loop.comprehension and (loop.train or any(c in trains for c in loop.calls)
+                                           or loop.data and loop.inner_train):
+                return i  # a loop over data whose inner loop trains: micro-batches, turns
+        return None

@@ -1,0 +1,446 @@
+"""lint's analysis on the classes of false alarm and miss found on real training code (issue 34),
+one behaviour each, in the shape the real code has them: evaluation loops, epoch loops,
+reads after a synchronise, models built by a class and moved, values of unknown functions,
+formatting reads, helpers the loop calls, one-step functions, timers over a step."""
+
+from __future__ import annotations
+
+import textwrap
+
+from xferbench.lint import lint_text
+
+
+def lint(src: str, **kw) -> list[tuple[int, str, str]]:
+    return [(f.line, f.code, f.severity) for f in
+            lint_text(textwrap.dedent(src), "t.py", **kw).findings]
+
+
+# -- false alarms ---------------------------------------------------------------------------------
+
+def test_an_evaluation_loop_is_no_training_loop():
+    assert lint("""\
+        import torch
+        def evaluate(model, loader, device):
+            model.eval()
+            correct = 0
+            with torch.no_grad():
+                for x, y in loader:
+                    out = model(x.to(device))
+                    correct += (out.argmax(1) == y.to(device)).sum().item()
+            return correct
+        """) == []
+
+
+def test_an_epoch_loop_holding_zero_grad_is_no_batch_loop():
+    assert lint("""\
+        def train(model, loader, opt, device, weights):
+            w = weights.to(device)
+            for epoch in range(10):
+                cw = w.cpu().numpy()
+                opt.zero_grad()
+                for x in loader:
+                    model(x.to(device)).sum().backward()
+                    opt.step()
+        """) == []
+
+
+def test_a_scheduler_step_is_no_training_step():
+    assert lint("""\
+        import torch
+        def train(model, loader, opt, device, w):
+            scheduler = torch.optim.lr_scheduler.StepLR(opt, 10)
+            w = w.to(device)
+            for epoch in range(10):
+                for x in loader:
+                    model(x.to(device)).sum().backward()
+                    opt.step()
+                scheduler.step()
+                print(w.sum().item())
+        """) == []
+
+
+def test_a_read_right_after_a_synchronise_waits_for_nothing():
+    assert lint("""\
+        import torch
+        def train(model, loader, opt, device):
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                torch.cuda.synchronize()
+                print(loss.item())
+        """) == []
+
+
+def test_a_module_moved_to_the_host_is_no_read():
+    assert lint("""\
+        import torch
+        from nets import Net
+        def train(loader, opt, device):
+            model = Net().to(device)
+            for x in loader:
+                model(x.to(device)).sum().backward()
+                opt.step()
+                torch.save(model.eval().cpu().state_dict(), "m.pt")
+        """) == []
+
+
+def test_the_action_an_environment_needs_is_no_training_read():
+    assert lint("""\
+        import torch
+        from nets import QNetwork
+        def run(envs, opt, device, steps, q_net):
+            obs = envs.reset()
+            for step in range(steps):
+                actions = q_net(torch.as_tensor(obs).to(device)).argmax(1).cpu().numpy()
+                obs, reward, done, info = envs.step(actions)
+                loss = q_net(torch.as_tensor(obs).to(device)).sum()
+                loss.backward()
+                opt.step()
+        """) == []
+
+
+def test_a_read_on_a_path_that_ends_the_run_is_not_per_step():
+    assert lint("""\
+        import math, sys
+        def train(model, loader, opt, device):
+            for x in loader:
+                losses = model(x.to(device))
+                value = float(losses.sum().detach().cpu())
+                if not math.isfinite(value):
+                    print(losses)
+                    sys.exit(1)
+                losses.sum().backward()
+                opt.step()
+        """) == [(5, "XB101", "warning")]
+
+
+def test_a_timer_after_a_blocking_copy_to_the_host_is_synchronised():
+    assert lint("""\
+        import time
+        def evaluate(model, loader, device, cpu_device):
+            for x in loader:
+                start = time.time()
+                out = model(x.to(device))
+                out = out.to(cpu_device)
+                elapsed = time.time() - start
+        """) == []
+
+
+def test_a_timer_after_a_synchronising_helper_is_synchronised():
+    assert lint("""\
+        import time
+        from utils import synchronize_func
+        def step(model, x, opt, device):
+            start = time.time()
+            model(x.to(device)).sum().backward()
+            opt.step()
+            synchronize_func()
+            return time.time() - start
+        """) == []
+
+
+def test_an_epoch_long_timer_over_a_loop_that_reads_every_step_is_not_reported():
+    assert lint("""\
+        import time
+        def train(model, loader, opt, device):
+            start = time.time()
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                print(loss.item())
+                loss.backward()
+                opt.step()
+            return time.time() - start
+        """) == [(6, "XB101", "warning")]
+
+
+def test_a_clock_read_that_starts_an_interval_is_no_end():
+    assert lint("""\
+        import time
+        import torch
+        def train(model, x, y, opt, device):
+            begin = time.perf_counter()
+            model(x.to(device)).sum().backward()
+            opt.step()
+            t0 = time.perf_counter()
+            model(y.to(device)).sum().backward()
+            opt.step()
+            torch.cuda.synchronize()
+            return time.perf_counter() - t0, begin
+        """) == [] and lint("""\
+        import time
+        def train(model, x, y, opt, device):
+            start = time.perf_counter()
+            model(x.to(device)).sum().backward()
+            opt.step()
+            t0 = time.perf_counter()
+            model(y.to(device)).sum()
+            return t0 - start
+        """) == [(6, "XB107", "warning")]
+
+
+# -- misses ---------------------------------------------------------------------------------------
+
+def test_a_model_built_from_any_class_and_moved_is_a_model_on_the_device():
+    assert lint("""\
+        from nets import Vgg16
+        def train(loader, opt, device):
+            vgg = Vgg16(requires_grad=False).to(device)
+            for x in loader:
+                loss = vgg(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                print(loss.item())
+        """) == [(8, "XB101", "warning")]
+
+
+def test_a_class_of_the_module_with_a_forward_is_a_model():
+    assert lint("""\
+        from base import Base
+        class Agent(Base):
+            def forward(self, x):
+                return x
+        def train(envs, opt, device, batches):
+            agent = Agent().cuda()
+            for b in batches:
+                value = agent(b.to(device))
+                value.sum().backward()
+                opt.step()
+                print(value.mean().item())
+        """) == [(11, "XB101", "warning")]
+
+
+def test_a_loss_backward_is_called_on_is_on_the_device():
+    assert lint("""\
+        def train(trainer, loader, optimizer, device):
+            trainer.model.to(device)
+            for batch in loader:
+                out = trainer.forward(batch)
+                loss = trainer.criterion(out, batch)
+                total = loss.item()
+                loss.backward()
+                optimizer.step()
+        """) == [(6, "XB101", "warning")]
+
+
+def test_values_of_unknown_functions_given_device_values_are_on_the_device():
+    assert lint("""\
+        from utils import reduce_dict
+        def train(model, loader, opt, device, diffusion):
+            for x, t in loader:
+                losses = diffusion.training_losses(model, x.to(device), t.to(device))
+                reduced = reduce_dict(losses)
+                print(reduced["loss"].item(), losses["mse"].item())
+                sum(losses.values()).backward()
+                opt.step()
+        """) == [(6, "XB101", "warning"), (6, "XB101", "warning")]
+
+
+def test_a_device_value_on_one_branch_of_an_if_is_a_device_value_after_it():
+    assert lint("""\
+        def train(model, loader, opt, device, cuda):
+            for x in loader:
+                loss = None
+                if cuda:
+                    loss = model(x.cuda()).sum()
+                loss.backward()
+                opt.step()
+                print(float(loss))
+        """) == [(8, "XB101", "warning")]
+
+
+def test_variable_is_its_tensor():
+    assert lint("""\
+        from torch.autograd import Variable
+        def train(model, loader, opt):
+            for x in loader:
+                out = model(Variable(x.cuda()))
+                out.sum().backward()
+                opt.step()
+                print(out.sum().item())
+        """) == [(7, "XB101", "warning")]
+
+
+def test_formatting_a_tensor_reads_it():
+    assert lint("""\
+        import math
+        import torch
+        def train(model, loader, opt, device, pbar):
+            mloss = torch.zeros(3, device=device)
+            for i, x in enumerate(loader):
+                loss = model(x.to(device))
+                loss.sum().backward()
+                opt.step()
+                mloss = (mloss * i + loss.detach()) / (i + 1)
+                pbar.set_description(("%10s" * 2 + "%10.4g" * 3) % ("a", "b", *mloss))
+                print("{:.6f}".format(loss.sum()))
+                pbar.set_postfix(loss=loss.sum())
+                if math.isnan(loss.sum()):
+                    break
+        """) == [(10, "XB101", "warning"), (11, "XB101", "warning"),
+                 (12, "XB101", "warning"), (13, "XB101", "warning")]
+
+
+def test_a_read_in_a_helper_the_training_loop_calls_is_per_step():
+    assert lint("""\
+        import torch
+        class Trainer:
+            def check_loss(self, loss):
+                if not torch.isfinite(loss):
+                    raise ValueError("loss is not finite")
+
+            def fit(self, model, loader, opt, device):
+                for x in loader:
+                    loss = model(x.to(device)).sum()
+                    self.check_loss(loss)
+                    loss.backward()
+                    opt.step()
+        """) == [(4, "XB101", "warning")]
+
+
+def test_a_read_in_a_function_that_runs_one_training_step_is_per_step():
+    assert lint("""\
+        class Agent:
+            def update(self, batch):
+                loss = self.model(batch.to(self.device)).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.loss_record.append(float(loss.detach().cpu().numpy()))
+        """) == [(7, "XB101", "warning")]
+
+
+def test_a_loop_over_data_whose_inner_loop_trains_is_the_batch_loop():
+    assert lint("""\
+        def train_epoch(model, batches, optimizers, device, stop):
+            for batch in batches:
+                if stop.to(device) > 0:
+                    break
+                for opt in optimizers:
+                    model(batch.to(device)).sum().backward()
+                    opt.step()
+        """) == [(3, "XB101", "warning")]
+
+
+def test_an_unsynchronised_timer_over_a_step_is_reported_past_a_helper_that_waits_for_nothing():
+    assert lint("""\
+        import time
+        def repackage(hidden):
+            return tuple(repackage(h) for h in hidden) if isinstance(hidden, tuple) else \\
+                hidden.detach()
+
+        def train(model, loader, optimizer, device, meter):
+            end = time.time()
+            hidden = None
+            for x in loader:
+                loss, hidden = model(x.to(device), hidden)
+                loss.backward()
+                optimizer.step()
+                hidden = repackage(hidden)
+                meter.update(time.time() - end)
+                end = time.time()
+        """) == [(14, "XB107", "warning")]
+
+
+def test_a_discarded_move_of_a_batch_part_is_reported():
+    assert lint("""\
+        from torch.utils.data import DataLoader
+        def train(model, data, opt, DEVICE):
+            loader = DataLoader(data, batch_size=8)
+            for images, labels in loader:
+                images.to(DEVICE)
+                model(images, labels).sum().backward()
+                opt.step()
+        """) == [(5, "XB103", "error")]
+
+
+# -- saying a read is intended --------------------------------------------------------------------
+
+INTENDED = """\
+    class Trainer:
+        def log_metrics(self, loss):
+            print(loss.item())
+
+        def fit(self, model, loader, opt, device):
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                self.log_metrics(loss)
+                loss.backward()
+                opt.step()
+                print(loss.item())  # noqa: XB101
+    """
+
+
+def test_reads_in_a_function_named_intended_are_not_reported():
+    assert lint(INTENDED) == [(3, "XB101", "warning")]
+    assert lint(INTENDED, intended=("log_metrics",)) == []
+    assert lint(INTENDED, intended=("Trainer.log_*",)) == []
+    assert lint(INTENDED, intended=("Other.log_metrics",)) == [(3, "XB101", "warning")]
+
+
+def test_intended_reads_in_pyproject_silences_those_functions(tmp_path, monkeypatch, capsys):
+    from xferbench.cli import main
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(INTENDED))
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "train.py"]) == 1
+    assert "train.py:3:" in capsys.readouterr().out
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.xferbench.lint]\nintended-reads = ["Trainer.log_metrics"]\n')
+    assert main(["lint", "train.py"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_an_intended_reads_entry_that_is_no_function_name_is_one_sentence(
+        tmp_path, monkeypatch, capsys):
+    from xferbench.cli import main
+
+    (tmp_path / "train.py").write_text("x = 1\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.xferbench.lint]\nintended-reads = ["train.py:40"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "train.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "intended-reads 'train.py:40' is not a function name" in err
+
+
+def test_a_discarded_move_of_a_value_named_as_only_a_tensor_is_reported():
+    assert lint("""\
+        def step(model, x, batch, DEVICE):
+            x.to(DEVICE)
+            batch.to(DEVICE)
+            return model(x, batch)
+        """) == [(2, "XB103", "error")]
+
+
+def test_under_isinstance_of_a_class_that_is_no_tensor_a_move_is_in_place():
+    assert lint("""\
+        from graphs import Graph
+        def move(batch, device):
+            for i, x in enumerate(batch):
+                if isinstance(x, Graph):
+                    x.to(device)
+                else:
+                    x.to(device)
+        """) == [(7, "XB103", "error")]
+
+
+def test_a_loss_in_a_function_handed_a_device_is_on_the_device():
+    assert lint("""\
+        def train(model, batches, criterion, optimizer, device):
+            for data, targets in batches(device):
+                loss = criterion(model(data), targets)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+
+        def host_only(model, batches, criterion, optimizer):  # no device here
+            for data, targets in batches:
+                loss = criterion(model(data), targets)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+
+        def main(model, device):
+            model.to(device)
+        """) == [(6, "XB101", "warning")]
