@@ -42,6 +42,14 @@ CUDA_ONLY = "CUDA only: "
 HARDWARE_ONLY = "hardware only: "
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest a test starts (pytester, a script) is not an xdist worker of this session:
+    pytest-benchmark reads PYTEST_XDIST_WORKER and would disable itself there."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def emu_requested() -> bool:
     return os.environ.get("XFERBENCH_EMU") == "1"
 
