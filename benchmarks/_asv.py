@@ -360,8 +360,8 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     by class, select what runs, count progress and record why each skipped combination has no
     number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), per
     method the combinations it measures, as text, for a run's budget to cut, and its declared
-    parameter values as text (what a claims table may name). Needs no torch: the probe is
-    the environment's."""
+    parameter values and each method's unit (what a claims table may name). Needs no torch:
+    the probe is the environment's."""
     out = []
     # run as __main__, this module is not the benchmarks._asv that the suite imports
     base = importlib.import_module(f"{__package__}._asv").Grid
@@ -389,6 +389,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
             scale = QUICK_SCALE if QUICK else 1.0
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "params": [[str(v) for v in values] for values in cls.params],
+                        "units": {m: str(getattr(getattr(cls, m), "unit", None)
+                                         or getattr(cls, "unit", "unknown"))
+                                  for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
                         "estimate_s": len(measured) * cls.seconds_per_combination * scale,
                         "runs": runs,

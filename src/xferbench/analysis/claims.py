@@ -1,0 +1,321 @@
+"""Each claim's verdict per series (machine, PyTorch), recomputed from results, never stored:
+holds, does not hold, cannot tell, not measurable here (this device cannot: the run's own
+reason) or not measured (it could, and these results do not hold it: why); and each change
+of verdict between consecutive releases of a machine, listed as compare lists regressions.
+
+A ratio rule is ``stats.verdict`` (the page's test, interval and word) of the practice
+against its baseline at the claim's threshold; a value rule compares one figure with a
+bound. A claim with several figures holds where every one holds. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..devices import Capabilities
+from ..errors import XferbenchError
+from ..results import Result, ResultSet, version_key
+from ..results.discovery import Declared, declared_in_results, describe_suite
+from .claimtable import OPPOSITE, RATIO, Claim, ClaimTable, Evidence, Figure, check_figures
+from .headline import recorded_capabilities
+from .provenance import Provenance, series_provenance
+from .stats import ALPHA, Verdict, verdict
+
+HOLDS = "holds"
+DOES_NOT_HOLD = "does not hold"
+CANNOT_TELL = "cannot tell"
+NOT_MEASURABLE = "not measurable here"
+NOT_MEASURED = "not measured"
+#: Every verdict, in the order a claim with several figures takes the first that applies.
+VERDICTS = (DOES_NOT_HOLD, NOT_MEASURABLE, NOT_MEASURED, CANNOT_TELL, HOLDS)
+#: The verdicts that come from numbers: a change among these is a change of verdict.
+DECIDED = (HOLDS, DOES_NOT_HOLD, CANNOT_TELL)
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "at_least": operator.ge, "above": operator.gt, "equal": operator.eq,
+    "at_most": operator.le, "below": operator.lt}
+
+
+@dataclass(frozen=True)
+class FigureVerdict:
+    """One piece of evidence of a claim in one series: its verdict and what decided it."""
+
+    evidence: Evidence
+    verdict: str
+    reason: str = ""  # why: not measurable, not measured, or what "does not hold" rests on
+    practice: Result | None = None
+    baseline: Result | None = None
+    test: Verdict | None = None  # a ratio rule's: the practice against its baseline
+    observed: str = ""  # what a behaviour check saw, in the release's words
+
+    @property
+    def ratio(self) -> float | None:
+        """baseline / practice (above 1: the practice is smaller), as the page's speed-up."""
+        return self.test.speedup if self.test else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return self.test.speedup_interval if self.test else None
+
+    @property
+    def value(self) -> float | None:
+        return self.practice.value if self.practice is not None else None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One claim in one series."""
+
+    claim: Claim
+    machine: str
+    torch: str
+    verdict: str
+    figures: tuple[FigureVerdict, ...]
+    reason: str  # where it is not decided (or does not hold): the first figure's why
+    note: str  # what a CPU's figures mean, where the claim says so
+    provenance: Provenance
+
+    @property
+    def not_for_citation(self) -> tuple[str, ...]:
+        return tuple(self.provenance.reasons())
+
+    @property
+    def evidence(self) -> FigureVerdict | None:
+        """The figure the cell is read by: the first that gave the claim's verdict."""
+        return next((f for f in self.figures if f.verdict == self.verdict), None)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A claim whose verdict differs between two consecutive releases of one machine."""
+
+    claim: Claim
+    machine: str
+    before: Cell
+    after: Cell
+
+    @property
+    def lost(self) -> bool:
+        """It held and now does not: listed as compare lists a regression."""
+        return self.before.verdict == HOLDS and self.after.verdict != HOLDS
+
+
+@dataclass(frozen=True)
+class ClaimsReport:
+    table: ClaimTable
+    series: tuple[Provenance, ...]  # machines by name, releases in order
+    rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]  # a cell per series, in series order
+    changes: tuple[Change, ...]
+    alpha: float
+
+    def cells(self, claim_id: str) -> tuple[Cell, ...]:
+        """The cells of ``claim_id``; XferbenchError naming the claims for an unknown id."""
+        wanted = self.table.get(claim_id)
+        return next(cells for claim, cells in self.rows if claim is wanted)
+
+
+def suite_declarations(rs: ResultSet, repo: str | None) -> dict[str, Declared]:
+    """What a claims table may name: the suite's full grid (its own discovery) over the
+    results' benchmarks.json, which also holds benchmarks a suite may have dropped."""
+    return {**declared_in_results(rs), **(describe_suite(repo) or {})}
+
+
+def evaluate(rs: ResultSet, table: ClaimTable, *, repo: str | None = None,
+             alpha: float = ALPHA) -> ClaimsReport:
+    """Every claim of ``table`` in every series of ``rs``; ``repo`` is the suite's (figures
+    are checked against it, and a figure these results lack says why from its discovery on
+    the series' recorded device). Raises XferbenchError for a figure the suite lacks."""
+    check_figures(table, suite_declarations(rs, repo))
+    provs = _series(rs)
+    context = _Context(rs, repo, alpha)
+    rows = tuple((claim, tuple(_cell(context, claim, p) for p in provs)) for claim in table.claims)
+    return ClaimsReport(table, tuple(provs), rows, tuple(_changes(rows)), alpha)
+
+
+def _series(rs: ResultSet) -> list[Provenance]:
+    pairs = sorted({(r.machine, r.torch) for r in rs}, key=lambda p: (p[0], version_key(p[1])))
+    return [series_provenance(rs, m, t) for m, t in pairs]
+
+
+class _Context:
+    """What the cells read, once per results folder: each series' results, its recorded
+    capability probe, and the suite's discovery under it."""
+
+    def __init__(self, rs: ResultSet, repo: str | None, alpha: float) -> None:
+        self.rs, self.repo, self.alpha = rs, repo, alpha
+        self.declared = declared_in_results(rs)
+        self._series: dict[tuple[str, str], tuple[ResultSet, Capabilities | None]] = {}
+
+    def series(self, p: Provenance) -> tuple[ResultSet, Capabilities | None]:
+        key = (p.machine, p.torch)
+        if key not in self._series:
+            s = self.rs.filter(machine=p.machine, torch=p.torch)
+            s = ResultSet([r for r in s if r.torch == p.torch], s.benchmarks, s.root,
+                          s.sidecars)  # filter() also matches the release without its build
+            self._series[key] = (s, recorded_capabilities(s))
+        return self._series[key]
+
+    def discovered(self, caps: Capabilities | None) -> Mapping[str, Declared]:
+        if self.repo is None:
+            return {}
+        return describe_suite(self.repo, caps) or {}
+
+
+def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
+    s, caps = ctx.series(p)
+    on_cpu = caps.device == "cpu" if caps else p.cpu_only
+    figures = []
+    for e in claim.evidence:
+        fv = _evidence(ctx, claim, e, s, caps)
+        if on_cpu and claim.cpu_reason and fv.verdict != NOT_MEASURED:
+            fv = FigureVerdict(e, NOT_MEASURABLE, claim.cpu_reason, fv.practice, fv.baseline,
+                               fv.test, fv.observed)
+        figures.append(fv)
+    word = next(v for v in VERDICTS if any(f.verdict == v for f in figures) or v == HOLDS)
+    first = next(f for f in figures if f.verdict == word)
+    note = claim.cpu_note if on_cpu and word in DECIDED else ""
+    return Cell(claim, p.machine, p.torch, word, tuple(figures), first.reason, note, p)
+
+
+def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: ResultSet,
+              caps: Capabilities | None) -> FigureVerdict:
+    found, missing = [], []
+    for figure in e.figures:
+        r, status, why = _lookup(ctx, figure, s, caps)
+        found.append(r)
+        if r is None:
+            missing.append((status != NOT_MEASURABLE, status, why))
+    if missing:  # a figure this device cannot measure says more than one not in the grid
+        _, status, why = min(missing, key=lambda m: m[0])
+        return FigureVerdict(e, status, why, found[0], found[-1] if len(found) > 1 else None)
+    practice, baseline = found[0], (found[1] if len(found) > 1 else None)
+    if claim.rule.kind == RATIO:
+        if caps is not None and caps.emulated:
+            return FigureVerdict(e, NOT_MEASURABLE, f"a claim about time: {caps.reason}",
+                                 practice, baseline)
+        return _ratio(claim, e, practice, baseline, ctx.alpha)  # type: ignore[arg-type]
+    holds = _OPS[claim.rule.op](float(practice.value), claim.rule.bound)  # type: ignore[arg-type]
+    return FigureVerdict(e, HOLDS if holds else DOES_NOT_HOLD, "", practice,
+                         observed=_observed(ctx.rs, practice))
+
+
+def _ratio(claim: Claim, e: Evidence, practice: Result, baseline: Result,
+           alpha: float) -> FigureVerdict:
+    rule = claim.rule
+    v = verdict(baseline, practice, alpha, rule.threshold)
+    if v.word == rule.expect:
+        return FigureVerdict(e, HOLDS, "", practice, baseline, v)
+    if v.word == OPPOSITE[rule.expect]:
+        return FigureVerdict(e, DOES_NOT_HOLD, f"the practice is {v.word}", practice,
+                             baseline, v)
+    if _no_effect(v, rule.expect, rule.threshold):
+        return FigureVerdict(e, DOES_NOT_HOLD, "the interval shows no effect beyond the "
+                             f"{rule.threshold:.0%} threshold", practice, baseline, v)
+    return FigureVerdict(e, CANNOT_TELL, f"the test says {v.word}", practice, baseline, v)
+
+
+def _no_effect(v: Verdict, expect: str, threshold: float) -> bool:
+    """The interval of practice / baseline rules out the expected effect beyond the
+    threshold: for a smaller practice, it lies above 1 / (1 + threshold); for a larger one,
+    below 1 + threshold."""
+    if v.interval is None:
+        return False
+    lo, hi = v.interval
+    if expect in ("faster", "lower"):
+        return lo >= 1 / (1 + threshold)
+    return hi <= 1 + threshold
+
+
+def _key(params: Any) -> tuple[tuple[str, str], ...]:
+    items = params.items() if isinstance(params, dict) else params
+    return tuple(sorted((str(k), str(v)) for k, v in items))
+
+
+def _observed(rs: ResultSet, r: Result) -> str:
+    """What the run that measured ``r`` recorded it saw (a behaviour check's words), or ""."""
+    side = rs.sidecars.get(r.path)
+    want = _key(r.params)
+    for o in (side.observations.get(r.benchmark, ()) if side else ()):
+        if _key(o.params) == want:
+            return o.text
+    return ""
+
+
+def _lookup(ctx: _Context, figure: Figure, s: ResultSet,
+            caps: Capabilities | None) -> tuple[Result | None, str, str]:
+    """The series' newest measured result of ``figure``, or (None, verdict, why)."""
+    r = s.latest(figure.benchmark, **figure.param_dict)
+    if r is not None:
+        return r, "", ""
+    declared = ctx.declared.get(figure.benchmark)
+    if declared is None:  # the results know no such benchmark: newer than them
+        why = ctx.discovered(caps).get(figure.benchmark)
+        reason = why.skips.get(tuple(v for _, v in _ordered(figure, why))) if why else None
+        if reason:
+            return None, NOT_MEASURABLE, reason
+        return None, NOT_MEASURED, (f"these results hold no {figure.benchmark}: the suite "
+                                    "gained it after they were measured (xferbench run "
+                                    "measures it)")
+    for k, v in figure.params:
+        if k in declared.param_names and v not in declared.values_of(k):
+            return None, NOT_MEASURED, (
+                f"{k}={v} is not in the grid these results ran ({k}: "
+                f"{', '.join(declared.values_of(k))}): the full sweep measures it "
+                "(xferbench run --sweep full)")
+    return (None, *_recorded(s, figure))
+
+
+def _ordered(figure: Figure, d: Declared) -> list[tuple[str, str]]:
+    given = figure.param_dict
+    return [(k, given.get(k, "")) for k in d.param_names]
+
+
+def _recorded(s: ResultSet, figure: Figure) -> tuple[str, str]:
+    """(verdict, why) for a figure the series has no number of: the reason its newest run
+    recorded in the sidecar (skipped: not measurable here; failed or cut: not measured)."""
+    want = _key(figure.params)
+    found = s.find(figure.benchmark, **figure.param_dict)
+    for r in sorted(found, key=lambda r: (r.date_ms, r.started_ms or 0), reverse=True):
+        side = s.sidecars.get(r.path)
+        for o in (side.outcomes.get(figure.benchmark, ()) if side else ()):
+            if _key(o.params) == want:
+                if o.status == "failed":
+                    return NOT_MEASURED, f"it failed: {o.reason}"
+                if o.reason.startswith("cut:"):
+                    return NOT_MEASURED, o.reason
+                return NOT_MEASURABLE, o.reason
+        why = "failed" if r.value is None else "skipped"
+        return NOT_MEASURED, f"{why} in this series' newest run, its reason not recorded"
+    return NOT_MEASURED, "not in this series' results files"
+
+
+def _changes(rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]) -> list[Change]:
+    out = []
+    for claim, cells in rows:
+        by_machine: dict[str, list[Cell]] = {}
+        for c in cells:
+            by_machine.setdefault(c.machine, []).append(c)
+        for machine, seq in by_machine.items():
+            for a, b in zip(seq, seq[1:]):
+                if a.verdict != b.verdict and a.verdict in DECIDED and b.verdict in DECIDED:
+                    out.append(Change(claim, machine, a, b))
+    return out
+
+
+def choose(report: ClaimsReport, claim_id: str, *, torch: str | None = None,
+           machine: str | None = None) -> tuple[Cell, list[Cell]]:
+    """The cell ``cite --claim`` quotes: of the series ``torch`` and ``machine`` leave, the
+    newest that decided the claim (else the newest), and the claim's other cells."""
+    cells = report.cells(claim_id)
+    pool = [c for c in cells if (machine is None or c.machine == machine)
+            and (torch is None or c.torch == torch)]
+    if not pool:
+        where = " and ".join(x for x in (f"torch {torch}" if torch else "",
+                                          f"machine {machine}" if machine else "") if x)
+        have = ", ".join(dict.fromkeys(f"torch {c.torch} on {c.machine}" for c in cells))
+        raise XferbenchError(f"no series of these results is {where}: they hold {have}")
+    decided = [c for c in pool if c.verdict in DECIDED]
+    pick = max(decided or pool, key=lambda c: (c.provenance.measured_ms, version_key(c.torch)))
+    return pick, [c for c in cells if c is not pick]
