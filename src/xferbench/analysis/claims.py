@@ -309,13 +309,16 @@ def choose(report: ClaimsReport, claim_id: str, *, torch: str | None = None,
     """The cell ``cite --claim`` quotes: of the series ``torch`` and ``machine`` leave, the
     newest that decided the claim (else the newest), and the claim's other cells."""
     cells = report.cells(claim_id)
+    machines = list(dict.fromkeys(c.machine for c in cells))
+    if machine is not None and machine not in machines:
+        raise XferbenchError(f"machine {machine!r} is not in these results: they hold "
+                             f"{', '.join(machines)}")
     pool = [c for c in cells if (machine is None or c.machine == machine)
             and (torch is None or c.torch == torch)]
     if not pool:
-        where = " and ".join(x for x in (f"torch {torch}" if torch else "",
-                                          f"machine {machine}" if machine else "") if x)
-        have = ", ".join(dict.fromkeys(f"torch {c.torch} on {c.machine}" for c in cells))
-        raise XferbenchError(f"no series of these results is {where}: they hold {have}")
+        have = ", ".join(c.torch for c in cells if machine is None or c.machine == machine)
+        raise XferbenchError(f"no series of these results is torch {torch}"
+                             + (f" on {machine}" if machine else "") + f": they hold {have}")
     decided = [c for c in pool if c.verdict in DECIDED]
     pick = max(decided or pool, key=lambda c: (c.provenance.measured_ms, version_key(c.torch)))
     return pick, [c for c in cells if c is not pick]

@@ -137,39 +137,40 @@ def _summary(cells: list[Cell]) -> str:
     counts: dict[str, int] = {}
     for c in cells:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
-    n = len(cells)
     if len(counts) == 1:
-        return f"{cells[0].verdict} ({n} of {n})"
+        return cells[0].verdict
     order = sorted(counts, key=lambda v: (-counts[v], v))
-    return ", ".join(f"{v} {counts[v]}" for v in order) + f" (of {n})"
+    return ", ".join(f"{v} {counts[v]}" for v in order)
 
 
 def markdown_table(report: ClaimsReport) -> list[str]:
-    """A row per claim, a column per machine: its verdicts across the machine's releases; then
-    why each claim some release could not decide was not measured."""
+    """The README's short table: a column per machine, each cell a claim's verdicts across
+    the machine's releases (a count per verdict); claims that no release decided and whose
+    cells agree share a row. Then why those were not decided, and the series' caveats."""
     machines = list(dict.fromkeys(p.machine for p in report.series))
     releases = {m: sum(p.machine == m for p in report.series) for m in machines}
-    out = ["| claim | " + " | ".join(f"{m} ({releases[m]} releases)" for m in machines) + " |",
-           "| --- |" + " --- |" * len(machines)]
+    decided: list[tuple[str, tuple[str, ...]]] = []
+    shared: dict[tuple[str, ...], list[str]] = {}
     why: dict[str, list[str]] = {}
     for claim, cells in report.rows:
-        row = [_summary([c for c in cells if c.machine == m]) for m in machines]
-        out.append(f"| {claim.title} (`{claim.id}`) | " + " | ".join(row) + " |")
+        row = tuple(_summary([c for c in cells if c.machine == m]) for m in machines)
+        if any(c.verdict in DECIDED for c in cells):
+            decided.append((f"{claim.title} (`{claim.id}`)", row))
+        else:
+            shared.setdefault(row, []).append(f"`{claim.id}`")
         for c in cells:
             if c.verdict in (NOT_MEASURABLE, NOT_MEASURED) and claim.id not in why.get(
                     c.reason, []):
                 why.setdefault(c.reason, []).append(claim.id)
+    out = ["| claims | " + " | ".join(f"{m}, {releases[m]} releases" for m in machines) + " |",
+           "| --- |" + " --- |" * len(machines)]
+    for name, row in [*decided, *((", ".join(ids), row) for row, ids in shared.items())]:
+        out.append(f"| {name} | " + " | ".join(row) + " |")
     out.append("")
     if why:
-        out.append("Why not decided: " + "; ".join(
-            f"{', '.join(f'`{i}`' for i in ids)}: {reason}" for reason, ids in why.items()) + ".")
-        out.append("")
-    caveats = caveat_lines(report)
-    if caveats:
-        out += [*caveats, ""]
-    out.append("Verdicts recomputed from `results/` by `xferbench claims` (per series, with "
-               "each figure and its interval: `xferbench claims`, the dashboard, `xferbench "
-               "cite --claim ID`).")
+        out.append("Not decided: " + "; ".join(
+            f"{', '.join(f'`{i}`' for i in ids)}: {reason}" for reason, ids in why.items())
+            + ". " + " ".join(caveat_lines(report)))
     return out
 
 
