@@ -11,28 +11,35 @@ bound. A claim with several figures holds where every one holds. Nothing here pr
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from ..devices import Capabilities
 from ..errors import XferbenchError
 from ..results import Result, ResultSet, version_key
 from ..results.discovery import Declared, declared_in_results, describe_suite
-from .claimtable import OPPOSITE, RATIO, Claim, ClaimTable, Evidence, Figure, check_figures
-from .headline import recorded_capabilities
+from .claimevidence import Finder, Series
+from .claimtable import (
+    CANNOT_TELL,
+    DECIDED,
+    DOES_NOT_HOLD,
+    HOLDS,
+    NOT_MEASURABLE,
+    NOT_MEASURED,
+    OPPOSITE,
+    RATIO,
+    VERDICTS,
+    Claim,
+    ClaimTable,
+    Evidence,
+    check_figures,
+)
 from .provenance import Provenance, series_provenance
 from .stats import ALPHA, Verdict, verdict
 
-HOLDS = "holds"
-DOES_NOT_HOLD = "does not hold"
-CANNOT_TELL = "cannot tell"
-NOT_MEASURABLE = "not measurable here"
-NOT_MEASURED = "not measured"
-#: Every verdict, in the order a claim with several figures takes the first that applies.
-VERDICTS = (DOES_NOT_HOLD, NOT_MEASURABLE, NOT_MEASURED, CANNOT_TELL, HOLDS)
-#: The verdicts that come from numbers: a change among these is a change of verdict.
-DECIDED = (HOLDS, DOES_NOT_HOLD, CANNOT_TELL)
+__all__ = ["CANNOT_TELL", "DECIDED", "DOES_NOT_HOLD", "HOLDS", "NOT_MEASURABLE", "NOT_MEASURED",
+           "VERDICTS", "Cell", "Change", "ClaimsReport", "FigureVerdict", "choose", "evaluate",
+           "suite_declarations"]
+
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "at_least": operator.ge, "above": operator.gt, "equal": operator.eq,
     "at_most": operator.le, "below": operator.lt}
@@ -129,9 +136,15 @@ def evaluate(rs: ResultSet, table: ClaimTable, *, repo: str | None = None,
     the series' recorded device). Raises XferbenchError for a figure the suite lacks."""
     check_figures(table, suite_declarations(rs, repo))
     provs = _series(rs)
-    context = _Context(rs, repo, alpha)
+    context = _Context(Finder(rs, repo), alpha)
     rows = tuple((claim, tuple(_cell(context, claim, p) for p in provs)) for claim in table.claims)
     return ClaimsReport(table, tuple(provs), rows, tuple(_changes(rows)), alpha)
+
+
+@dataclass(frozen=True)
+class _Context:
+    finder: Finder
+    alpha: float
 
 
 def _series(rs: ResultSet) -> list[Provenance]:
@@ -139,36 +152,12 @@ def _series(rs: ResultSet) -> list[Provenance]:
     return [series_provenance(rs, m, t) for m, t in pairs]
 
 
-class _Context:
-    """What the cells read, once per results folder: each series' results, its recorded
-    capability probe, and the suite's discovery under it."""
-
-    def __init__(self, rs: ResultSet, repo: str | None, alpha: float) -> None:
-        self.rs, self.repo, self.alpha = rs, repo, alpha
-        self.declared = declared_in_results(rs)
-        self._series: dict[tuple[str, str], tuple[ResultSet, Capabilities | None]] = {}
-
-    def series(self, p: Provenance) -> tuple[ResultSet, Capabilities | None]:
-        key = (p.machine, p.torch)
-        if key not in self._series:
-            s = self.rs.filter(machine=p.machine, torch=p.torch)
-            s = ResultSet([r for r in s if r.torch == p.torch], s.benchmarks, s.root,
-                          s.sidecars)  # filter() also matches the release without its build
-            self._series[key] = (s, recorded_capabilities(s))
-        return self._series[key]
-
-    def discovered(self, caps: Capabilities | None) -> Mapping[str, Declared]:
-        if self.repo is None:
-            return {}
-        return describe_suite(self.repo, caps) or {}
-
-
 def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
-    s, caps = ctx.series(p)
-    on_cpu = caps.device == "cpu" if caps else p.cpu_only
+    s = ctx.finder.series(p)
+    on_cpu = s.caps.device == "cpu" if s.caps else p.cpu_only
     figures = []
     for e in claim.evidence:
-        fv = _evidence(ctx, claim, e, s, caps)
+        fv = _evidence(ctx, claim, e, s)
         if on_cpu and claim.cpu_reason and fv.verdict != NOT_MEASURED:
             fv = FigureVerdict(e, NOT_MEASURABLE, claim.cpu_reason, fv.practice, fv.baseline,
                                fv.test, fv.observed)
@@ -179,26 +168,26 @@ def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
     return Cell(claim, p.machine, p.torch, word, tuple(figures), first.reason, note, p)
 
 
-def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: ResultSet,
-              caps: Capabilities | None) -> FigureVerdict:
+def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: Series) -> FigureVerdict:
     found, missing = [], []
     for figure in e.figures:
-        r, status, why = _lookup(ctx, figure, s, caps)
+        r, status, why = ctx.finder.find(figure, s)
         found.append(r)
         if r is None:
             missing.append((status != NOT_MEASURABLE, status, why))
+    practice, baseline = found[0], (found[1] if len(found) > 1 else None)
+    if claim.rule.kind == RATIO and s.caps is not None and s.caps.emulated:
+        # its ratios are of times (or shares of time): host threads' on an emulated device
+        return FigureVerdict(e, NOT_MEASURABLE, f"a claim about time: {s.caps.reason}",
+                             practice, baseline)
     if missing:  # a figure this device cannot measure says more than one not in the grid
         _, status, why = min(missing, key=lambda m: m[0])
-        return FigureVerdict(e, status, why, found[0], found[-1] if len(found) > 1 else None)
-    practice, baseline = found[0], (found[1] if len(found) > 1 else None)
+        return FigureVerdict(e, status, why, practice, baseline)
     if claim.rule.kind == RATIO:
-        if caps is not None and caps.emulated:
-            return FigureVerdict(e, NOT_MEASURABLE, f"a claim about time: {caps.reason}",
-                                 practice, baseline)
         return _ratio(claim, e, practice, baseline, ctx.alpha)  # type: ignore[arg-type]
     holds = _OPS[claim.rule.op](float(practice.value), claim.rule.bound)  # type: ignore[arg-type]
     return FigureVerdict(e, HOLDS if holds else DOES_NOT_HOLD, "", practice,
-                         observed=_observed(ctx.rs, practice))
+                         observed=ctx.finder.observed(practice))  # type: ignore[arg-type]
 
 
 def _ratio(claim: Claim, e: Evidence, practice: Result, baseline: Result,
@@ -226,69 +215,6 @@ def _no_effect(v: Verdict, expect: str, threshold: float) -> bool:
     if expect in ("faster", "lower"):
         return lo >= 1 / (1 + threshold)
     return hi <= 1 + threshold
-
-
-def _key(params: Any) -> tuple[tuple[str, str], ...]:
-    items = params.items() if isinstance(params, dict) else params
-    return tuple(sorted((str(k), str(v)) for k, v in items))
-
-
-def _observed(rs: ResultSet, r: Result) -> str:
-    """What the run that measured ``r`` recorded it saw (a behaviour check's words), or ""."""
-    side = rs.sidecars.get(r.path)
-    want = _key(r.params)
-    for o in (side.observations.get(r.benchmark, ()) if side else ()):
-        if _key(o.params) == want:
-            return o.text
-    return ""
-
-
-def _lookup(ctx: _Context, figure: Figure, s: ResultSet,
-            caps: Capabilities | None) -> tuple[Result | None, str, str]:
-    """The series' newest measured result of ``figure``, or (None, verdict, why)."""
-    r = s.latest(figure.benchmark, **figure.param_dict)
-    if r is not None:
-        return r, "", ""
-    declared = ctx.declared.get(figure.benchmark)
-    if declared is None:  # the results know no such benchmark: newer than them
-        why = ctx.discovered(caps).get(figure.benchmark)
-        reason = why.skips.get(tuple(v for _, v in _ordered(figure, why))) if why else None
-        if reason:
-            return None, NOT_MEASURABLE, reason
-        return None, NOT_MEASURED, (f"these results hold no {figure.benchmark}: the suite "
-                                    "gained it after they were measured (xferbench run "
-                                    "measures it)")
-    for k, v in figure.params:
-        if k in declared.param_names and v not in declared.values_of(k):
-            return None, NOT_MEASURED, (
-                f"{k}={v} is not in the grid these results ran ({k}: "
-                f"{', '.join(declared.values_of(k))}): the full sweep measures it "
-                "(xferbench run --sweep full)")
-    return (None, *_recorded(s, figure))
-
-
-def _ordered(figure: Figure, d: Declared) -> list[tuple[str, str]]:
-    given = figure.param_dict
-    return [(k, given.get(k, "")) for k in d.param_names]
-
-
-def _recorded(s: ResultSet, figure: Figure) -> tuple[str, str]:
-    """(verdict, why) for a figure the series has no number of: the reason its newest run
-    recorded in the sidecar (skipped: not measurable here; failed or cut: not measured)."""
-    want = _key(figure.params)
-    found = s.find(figure.benchmark, **figure.param_dict)
-    for r in sorted(found, key=lambda r: (r.date_ms, r.started_ms or 0), reverse=True):
-        side = s.sidecars.get(r.path)
-        for o in (side.outcomes.get(figure.benchmark, ()) if side else ()):
-            if _key(o.params) == want:
-                if o.status == "failed":
-                    return NOT_MEASURED, f"it failed: {o.reason}"
-                if o.reason.startswith("cut:"):
-                    return NOT_MEASURED, o.reason
-                return NOT_MEASURABLE, o.reason
-        why = "failed" if r.value is None else "skipped"
-        return NOT_MEASURED, f"{why} in this series' newest run, its reason not recorded"
-    return NOT_MEASURED, "not in this series' results files"
 
 
 def _changes(rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]) -> list[Change]:

@@ -36,6 +36,17 @@ OPPOSITE = {"faster": "slower", "slower": "faster", "lower": "higher", "higher":
 OPS = {"at_least": ">=", "above": ">", "equal": "==", "at_most": "<=", "below": "<"}
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
+#: The verdicts a claim can have in a series (``claims.py`` gives them).
+HOLDS = "holds"
+DOES_NOT_HOLD = "does not hold"
+CANNOT_TELL = "cannot tell"
+NOT_MEASURABLE = "not measurable here"
+NOT_MEASURED = "not measured"
+#: Every verdict, in the order a claim with several figures takes the first that applies.
+VERDICTS = (DOES_NOT_HOLD, NOT_MEASURABLE, NOT_MEASURED, CANNOT_TELL, HOLDS)
+#: The verdicts that come from numbers: a change among these is a change of verdict.
+DECIDED = (HOLDS, DOES_NOT_HOLD, CANNOT_TELL)
+
 
 @dataclass(frozen=True)
 class Source:

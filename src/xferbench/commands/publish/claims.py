@@ -55,7 +55,8 @@ class _Marks:
     """The numbered notes of one claim's row: each text once, listed in its first cell."""
 
     def __init__(self, ident: str) -> None:
-        self.ident, self.texts = ident, []  # type: ignore[var-annotated]
+        self.ident = ident
+        self.texts: list[str] = []
 
     def __call__(self, text: str) -> str:
         if text not in self.texts:
