@@ -34,6 +34,8 @@ OTHER_WORDS = ("lower", "higher")
 OPPOSITE = {"faster": "slower", "slower": "faster", "lower": "higher", "higher": "lower"}
 #: A value rule's comparisons of the figure with its bound.
 OPS = {"at_least": ">=", "above": ">", "equal": "==", "at_most": "<=", "below": "<"}
+OP_WORDS = {"at_least": "at least", "above": "above", "equal": "equal to",
+            "at_most": "at most", "below": "below"}
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 #: The verdicts a claim can have in a series (``claims.py`` gives them).
@@ -95,7 +97,7 @@ class Rule:
         if self.kind == RATIO:
             return (f"the practice is {self.expect} than its baseline by more than "
                     f"{self.threshold:.0%} (Mann-Whitney U on the samples)")
-        return f"the figure is {self.op.replace('_', ' ')} {self.bound:g}"
+        return f"the figure is {OP_WORDS[self.op]} {self.bound:g}"
 
 
 @dataclass(frozen=True)
