@@ -133,8 +133,8 @@ SAMPLING_SHARE = 0.6
 MIN_COMBINATION_S = 1.0
 #: The sampling cap of the combination being measured (set by Grid.measure_grid).
 _CAP: dict[str, float] = {}
-#: Grid.measure's key for text beside the numbers, {track method: one line}: asv stores
-#: numbers only, so the run records the text in the sidecar's ``observations``.
+#: Grid.measure's key for text beside its numbers, {track method: one line}: the sidecar's
+#: ``observations`` keep it (asv stores numbers only).
 TEXTS = "_texts"
 
 
@@ -341,9 +341,7 @@ def _summary(values: dict[str, Any]) -> dict[str, float]:
     """The median of each value (samples or a number), for the progress line."""
     out = {}
     for name, value in values.items():
-        if name == TEXTS:
-            continue
-        if isinstance(value, dict) and value.get("samples"):
+        if isinstance(value, dict) and value.get("samples"):  # TEXTS' dict has none
             xs = sorted(value["samples"])
             out[name] = xs[len(xs) // 2]
         elif isinstance(value, (int, float)):
@@ -358,10 +356,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     (those that run; for a method with none, its first, which asv then records as skipped).
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
-    number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), per
-    method the combinations it measures, as text, for a run's budget to cut, and its declared
-    parameter values and each method's unit (what a claims table may name). Needs no torch:
-    the probe is the environment's."""
+    number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), per method
+    what it measures (for a budget to cut), its values and units (for a claims table). Needs no
+    torch: the probe is the environment's."""
     out = []
     # run as __main__, this module is not the benchmarks._asv that the suite imports
     base = importlib.import_module(f"{__package__}._asv").Grid
@@ -389,8 +386,7 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
             scale = QUICK_SCALE if QUICK else 1.0
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "params": [[str(v) for v in values] for values in cls.params],
-                        "units": {m: str(getattr(getattr(cls, m), "unit", None)
-                                         or getattr(cls, "unit", "unknown"))
+                        "units": {m: getattr(getattr(cls, m), "unit", getattr(cls, "unit", "?"))
                                   for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
                         "estimate_s": len(measured) * cls.seconds_per_combination * scale,
