@@ -133,6 +133,9 @@ SAMPLING_SHARE = 0.6
 MIN_COMBINATION_S = 1.0
 #: The sampling cap of the combination being measured (set by Grid.measure_grid).
 _CAP: dict[str, float] = {}
+#: Grid.measure's key for text beside its numbers, {track method: one line}: the sidecar's
+#: ``observations`` keep it (asv stores numbers only).
+TEXTS = "_texts"
 
 
 def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
@@ -318,10 +321,12 @@ class _Progress:
         self.done += 1
         status = SKIPPED if "skip" in entry else FAILED if "error" in entry else MEASURED
         why = (entry.get("skip") or entry.get("error") or "").splitlines()[:1]
+        texts = entry.get("values", {}).get(TEXTS) or {}
         self._write(ProgressLine(
             "combination", self.name, self.done, self.total,
             params=tuple(str(p) for p in combo), status=status, seconds=round(seconds, 3),
-            why="".join(why), values=tuple(_summary(entry.get("values", {})).items())))
+            why="".join(why), values=tuple(_summary(entry.get("values", {})).items()),
+            texts=tuple(sorted((str(k), str(v)) for k, v in texts.items()))))
 
     def _write(self, line: ProgressLine) -> None:
         if self.fh is not None:
@@ -336,7 +341,7 @@ def _summary(values: dict[str, Any]) -> dict[str, float]:
     """The median of each value (samples or a number), for the progress line."""
     out = {}
     for name, value in values.items():
-        if isinstance(value, dict) and value.get("samples"):
+        if isinstance(value, dict) and value.get("samples"):  # TEXTS' dict has none
             xs = sorted(value["samples"])
             out[name] = xs[len(xs) // 2]
         elif isinstance(value, (int, float)):
@@ -351,9 +356,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     (those that run; for a method with none, its first, which asv then records as skipped).
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
-    number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), and per
-    method the combinations it measures, as text, for a run's budget to cut. Needs no torch:
-    the probe is the environment's."""
+    number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), per method
+    what it measures (for a budget to cut), its values and units (for a claims table). Needs no
+    torch: the probe is the environment's."""
     out = []
     # run as __main__, this module is not the benchmarks._asv that the suite imports
     base = importlib.import_module(f"{__package__}._asv").Grid
@@ -380,6 +385,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
             measured = cls.combinations()
             scale = QUICK_SCALE if QUICK else 1.0
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
+                        "params": [[str(v) for v in values] for values in cls.params],
+                        "units": {m: getattr(getattr(cls, m), "unit", getattr(cls, "unit", "?"))
+                                  for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
                         "estimate_s": len(measured) * cls.seconds_per_combination * scale,
                         "runs": runs,

@@ -3,8 +3,9 @@ request for another host is refused and counted, and any failed request or conso
 fails the test. Both PyTorch versions must show as series and every figure must load; no
 page scrolls sideways at 390 or 1400 px; asv.html's # follows the chosen benchmark and opens
 it; a headline row shows its samples, interval and citation; the banner says the committed
-data is not for citation; and the generated twenty-version site renders within its bounds,
-its figure text at least 9 px on a 390 px phone."""
+data is not for citation; the generated twenty-version site renders within its bounds,
+its figure text at least 9 px on a 390 px phone; and the claims section opens the page,
+fits both widths and links every verdict to evidence the site holds."""
 
 from __future__ import annotations
 
@@ -240,8 +241,9 @@ def test_headline_row_shows_samples_interval_and_its_citation(browser, served_si
     assert cite.locator("pre code").first.inner_text().startswith("xferbench cite ")
     figure = cite.locator("p.figure-link a").first.get_attribute("href")
     assert figure.startswith("figures/trend/") and figure in sentence
+    # the row is in view (a fragment scroll may leave it a fraction of a pixel above the top)
     assert page.evaluate("id => { const r = document.getElementById(id)"
-                         ".getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }",
+                         ".getBoundingClientRect(); return r.top > -1 && r.top < innerHeight; }",
                          ident)
     page.close()
     assert guard.problems() == []
@@ -316,3 +318,39 @@ def test_guard_refuses_and_counts_other_hosts(browser, served_site):
     page.close()
     assert guard.refused == ["https://cdn.example.com/x.png"]
     assert any("request failed" in f for f in guard.failures)
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_claims_section_comes_first_and_fits(browser, served_site, width):
+    """The advice and its verdicts open the page: a row per claim, every series in each row
+    (shared cells' spans add up), nothing wider than its box at a phone's or a desktop's
+    width, and each verdict linking to evidence the site holds."""
+    from xferbench.analysis.claimtable import load_table
+
+    page, guard = load(browser, served_site + "index.html", width)
+    assert page.evaluate("document.querySelector('body > section').id") == "claims"
+    claims = [c.id for c in load_table().claims]
+    assert page.eval_on_selector_all("table.claims tbody tr", "rs => rs.map(r => r.id)") == [
+        f"claim-{i}" for i in claims]
+    spans = page.eval_on_selector_all(
+        "table.claims tbody tr",
+        "rs => rs.map(r => [...r.cells].slice(1).reduce((n, c) => n + c.colSpan, 0))")
+    series = {(r.machine, r.torch) for r in load_results(str(RESULTS))}
+    assert set(spans) == {len(series)}
+    assert page.evaluate("""(() => { const d = document.querySelector('.claims-wrap');
+                                     return d.scrollWidth - d.clientWidth; })()""") <= 0
+    cramped = page.evaluate("""[...document.querySelectorAll('table.claims td')]
+        .filter(td => td.scrollWidth > td.clientWidth + 1).map(td => td.innerText)""")
+    assert cramped == []
+    hrefs = page.eval_on_selector_all("table.claims a.verdict, table.claims a.mark",
+                                      "els => els.map(a => a.getAttribute('href'))")
+    assert any(h.startswith("figures/trend/") for h in hrefs)  # a decided cell's chart
+    for h in set(hrefs):
+        if h.startswith("#"):
+            assert page.evaluate("id => !!document.getElementById(id)", h[1:]), h
+        else:
+            assert page.evaluate("h => fetch(h).then(r => r.status)", h) == 200, h
+    page.locator("#claims").screenshot(path=f"/tmp/xferbench-claims-{width}.png")
+    assert sideways(page) == 0, f"the page scrolls sideways at {width} px"
+    page.close()
+    assert guard.problems() == []

@@ -139,8 +139,8 @@ def test_no_subcommand_exits_2_naming_the_commands(capsys):
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1, err
-    assert ("a command is required: env, run, fleet, list, publish, compare, cite, table, lint or "
-            "audit"
+    assert ("a command is required: env, run, fleet, list, publish, compare, cite, claims, table, "
+            "lint or audit"
             in err)
 
 

@@ -100,12 +100,13 @@ def test_gpu_check_rehearsal_brings_back_results_with_numbers(machine, tmp_path)
     meta = next(out.glob("results/rehearsal/*.metadata"))
     assert json.loads(meta.read_text())["run"]["complete"] is True
     assert "| headline |" in (out / "table.md").read_text()
+    assert "tensor-to-new: tensor.to() returns a new tensor" in (out / "table.md").read_text()
 
 
 #: Every class of the suite that one device measures (Peer needs a second): the rehearsal on
 #: the emulated device must save each with numbers.
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
-                 "Loop", "Pipeline", "Hazards", "Contention"}
+                 "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
 
 
 def test_gpu_check_rehearsed_on_the_emulated_device_saves_every_class(machine, tmp_path):

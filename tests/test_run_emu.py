@@ -1,7 +1,8 @@
 """The suite end to end on the emulated accelerator (tests/emu): ``xferbench run --device emu``
 takes every practice's accelerator branch and verifies it, in processes that load emu through
 its autoload (PYTHONPATH for the run, ASV_PYTHONPATH for asv's), and its results say they are
-emulated. Also both ways the suite learns its device: the probe the run hands down, and the
+emulated, and the claims it decides are its behaviour checks', never its times. Also both
+ways the suite learns its device: the probe the run hands down, and the
 one the suite asks a child for under stock asv.
 
 These tests start fresh processes and never load emu into this one, so they run in any
@@ -130,6 +131,11 @@ BRANCHES = {
     "hazard: pinned source, busy stream": ("bench_hazards.Hazards.track_wrong_fraction",
                                            {"hazard": "pinned_source_modified",
                                             "stream": "busy"}),
+    "unsynchronised timer, as the call returns": ("bench_timer.UnsyncedTimer.track_unsynced_s",
+                                                  {"n": "256"}),
+    "unsynchronised timer, the real time": ("bench_timer.UnsyncedTimer.track_synced_s",
+                                            {"n": "256"}),
+    "behaviour: every check, mismatches included": ("bench_behaviour.Behaviour.track_holds", {}),
 }
 
 
@@ -176,3 +182,25 @@ def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
             rows = outcomes.get(r.benchmark, [])
             want = {k: str(v) for k, v in r.params}
             assert any(row["params"] == want and row["reason"] for row in rows), r.label()
+
+
+@pytest.mark.slow
+def test_the_claims_decide_the_behaviour_on_emu_and_no_claim_about_time(emu_run):
+    """On the emulated device every behaviour check runs, each claim decided with the words
+    this release used; its times decide nothing."""
+    results, proc = emu_run
+    assert proc.returncode == 0
+    out = subprocess.run([sys.executable, "-m", "xferbench", "claims", "--results", str(results),
+                          "--format", "json"], cwd=REPO, capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    cells = {c["id"]: c["verdicts"][0] for c in json.loads(out.stdout)["claims"]}
+    for claim in ("tensor-to-new", "module-to-in-place", "mismatch-batch", "mismatch-forward",
+                  "mismatch-loss-weight"):
+        assert cells[claim]["verdict"] == "holds", cells[claim]
+    said = cells["mismatch-loss-weight"]["figures"][0]["observed"]
+    assert said.startswith("RuntimeError: Expected all tensors to be on the same device")
+    assert "emu:0" in said
+    timer = cells["sync-before-timing"]
+    assert timer["verdict"] == "not measurable here"
+    assert timer["reason"].startswith("a claim about time: emu:0 is emulated on the host")

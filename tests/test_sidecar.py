@@ -10,7 +10,7 @@ import pytest
 
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
-from xferbench.results.runrecords import AsvCall, Outcome, ProgressLine, RunRecord
+from xferbench.results.runrecords import AsvCall, Observation, Outcome, ProgressLine, RunRecord
 from xferbench.results.sidecar import SCHEMA_VERSION, Sidecar, load_sidecar, record_run, upgrade
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "results"
@@ -84,3 +84,24 @@ def test_record_run_keeps_earlier_runs_and_the_benchmarks_it_did_not_measure(tmp
     assert [r.started_at for r in side.runs] == [first.started_at, second.started_at]
     assert dict(side.benchmarks) == {"a": first.started_at, "b": second.started_at}
     assert dict(side.outcomes) == {"a": (gap,), "b": ()}
+
+
+def test_observations_travel_with_the_run_and_are_replaced_per_benchmark(tmp_path):
+    """What a behaviour check saw (its words) is kept per benchmark like its outcomes: a later
+    run that measures the benchmark again replaces them, one that does not keeps them."""
+    path = _write(tmp_path, {"schema_version": 2, "metadata": {}, "run": {}})
+    meta = MachineMetadata(device="cuda:0")
+    said = Observation((("check", "mismatch_loss_weight"),), "RuntimeError: Expected all ...")
+    name = "bench_behaviour.Behaviour.track_holds"
+    record_run(path, meta, _run("2026-01-01T00:00:00Z"), [name], {}, None, {name: [said]})
+    side = load_sidecar(path)
+    assert dict(side.observations) == {name: (said,)}
+    assert Observation.from_dict(json.loads(json.dumps(said.to_dict()))) == said
+    record_run(path, meta, _run("2026-01-02T00:00:00Z"), ["b.C.track_x"], {})
+    assert dict(load_sidecar(path).observations) == {name: (said,)}  # not re-measured: kept
+    record_run(path, meta, _run("2026-01-03T00:00:00Z"), [name], {})
+    assert dict(load_sidecar(path).observations) == {}  # re-measured and nothing said: gone
+    line = ProgressLine("combination", "bench_behaviour.Behaviour", 1, 1,
+                        params=("tensor_to_new",), status="measured",
+                        values=(("track_holds", 1.0),), texts=(("track_holds", "x.to(...)"),))
+    assert ProgressLine.from_dict(json.loads(json.dumps(line.to_dict()))) == line

@@ -1,7 +1,8 @@
 """``xferbench cite BENCHMARK``: a sentence and a small table for docs, read from the results
 files (never typed): the value and its spread, the software and hardware it was measured on,
 the suite commit and date, and the published figure that shows it. The command line only:
-the citation and its formatting are ``analysis.citation``'s, which ``publish`` uses too."""
+the citation and its formatting are ``analysis.citation``'s, which ``publish`` uses too.
+``--claim ID`` cites a claim's verdict instead (``analysis.claims``, ``analysis.claimtext``)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import json
 from typing import Any
 
 from ..analysis.citation import as_dict, cite, format_markdown, parse_params
+from ..analysis.claims import choose, evaluate
+from ..analysis.claimtable import ClaimTable, load_table
+from ..analysis.claimtext import cite_dict, cite_lines, figure_citations
 from ..analysis.peermatrix import by_device, citation_note
-from ..errors import ExitCode
+from ..errors import ExitCode, XferbenchError
 from ..results import load
+from ..results.discovery import suite_repo
 from .options import add_format, add_results
 
 
@@ -22,8 +27,11 @@ def register_cli(sub: Any) -> None:
                        description="Cite one benchmark at one parameter combination, read "
                                    "from the results: value, spread, versions, hardware, "
                                    "commit, date and figure.")
-    p.add_argument("benchmark", metavar="BENCHMARK",
+    p.add_argument("benchmark", metavar="BENCHMARK", nargs="?",
                    help="benchmark name, or a unique ending of it (Copy.track_device_s)")
+    p.add_argument("--claim", default=None, metavar="ID",
+                   help="cite a claim's verdict instead (xferbench claims lists them): the "
+                        "sentence a document can quote, with its figures' provenance")
     p.add_argument("--params", action="append", default=[], metavar="K=V,K=V",
                    help="parameters, comma-separated (direction=h2d,host_memory=pinned,...)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
@@ -45,6 +53,11 @@ def register_cli(sub: Any) -> None:
 
 
 def cmd_cite(args: argparse.Namespace) -> ExitCode:
+    if args.claim is not None:
+        return cite_claim(args)
+    if args.benchmark is None:
+        raise XferbenchError("give a BENCHMARK to cite (xferbench list names them), or "
+                             "--claim ID (xferbench claims lists them)")
     params = parse_params(args.params, args.param)
     rs = load(args.results)
     if getattr(args, "device", None):
@@ -61,4 +74,24 @@ def cmd_cite(args: argparse.Namespace) -> ExitCode:
             print(line)
         if note:
             print(f"\nNote: {note}.")
+    return ExitCode.OK
+
+
+def cite_claim(args: argparse.Namespace) -> ExitCode:
+    """``cite --claim ID``: the claim's verdict in one series (the newest that decided it, or
+    --torch/--machine's) as a sentence with its caveats, then each figure's citation."""
+    if args.benchmark or args.params or args.param or args.device:
+        raise XferbenchError("--claim cites a claim's verdict: give it without BENCHMARK, "
+                             "--params or --device (--torch and --machine choose the series)")
+    rs = load(args.results)
+    table = load_table()
+    one = ClaimTable(table.path, (table.get(args.claim),))
+    report = evaluate(rs, one, repo=suite_repo())
+    torch = rs.match_torch(args.torch) if args.torch else None
+    cell, others = choose(report, args.claim, torch=torch, machine=args.machine)
+    cites = figure_citations(rs, cell, args.site)
+    if args.format == "json":
+        print(json.dumps(cite_dict(cell, cites, others, report.alpha), indent=2))
+    else:
+        print("\n".join(cite_lines(cell, cites, others, report.alpha)))
     return ExitCode.OK

@@ -1,8 +1,9 @@
 """The records a run makes, typed: what a suite class's process reports as it measures
 (``ProgressLine``, one JSON line each), every combination left without a number and why
-(``Outcome``), and each run that wrote into a results file (``RunRecord``, with one
-``AsvCall`` per asv call). Each has ``to_dict`` (what is written) and ``from_dict`` (what is
-read; old versions of the sidecar are upgraded before, in ``sidecar.py``, in one place)."""
+(``Outcome``), what a combination saw beside its number (``Observation``), and each run that
+wrote into a results file (``RunRecord``, with one ``AsvCall`` per asv call). Each has
+``to_dict`` (what is written) and ``from_dict`` (what is read; old versions of the sidecar
+are upgraded before, in ``sidecar.py``, in one place)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,24 @@ class Outcome:
         params = data.get("params") or {}
         return cls(tuple((str(k), str(v)) for k, v in params.items()),
                    str(data.get("status") or SKIPPED), str(data.get("reason") or ""))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one combination of one benchmark saw beside its number, in one line: a behaviour
+    check's observation (an error's first line in the release's own words). asv stores
+    numbers only; the sidecar keeps these with the run that measured them."""
+
+    params: tuple[tuple[str, str], ...]  # (name, value as text), in declared order
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"params": dict(self.params), "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Observation:
+        params = data.get("params") or {}
+        return cls(tuple((str(k), str(v)) for k, v in params.items()), str(data.get("text", "")))
 
 
 @dataclass(frozen=True)
@@ -132,6 +151,7 @@ class ProgressLine:
     values: tuple[tuple[str, float], ...] = ()  # (track method, median)
     executable: str | None = None  # the start line's
     torch: str | None = None  # the start line's
+    texts: tuple[tuple[str, str], ...] = ()  # (track method, what it saw), where it says
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.event, "class": self.class_name,
@@ -143,6 +163,8 @@ class ProgressLine:
             out.update({"params": list(self.params), "status": self.status,
                         "seconds": self.seconds, "why": self.why,
                         "values": dict(self.values)})
+            if self.texts:
+                out["texts"] = dict(self.texts)
         return out
 
     @classmethod
@@ -157,4 +179,5 @@ class ProgressLine:
             why=str(data.get("why", "")),
             values=tuple((str(k), float(v)) for k, v in sorted(values.items())),
             executable=_str_or_none(data.get("executable")),
-            torch=_str_or_none(data.get("torch")))
+            torch=_str_or_none(data.get("torch")),
+            texts=tuple((str(k), str(v)) for k, v in sorted((data.get("texts") or {}).items())))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
-from .runrecords import Outcome, RunRecord
+from .runrecords import Observation, Outcome, RunRecord
 from .safefiles import load_json, write_json_atomic
 
 #: Version of the .metadata sidecar. Changelog:
@@ -31,7 +31,9 @@ from .safefiles import load_json, write_json_atomic
 #:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
 #:      records updated "run" alone), "run" wins.
 #:      Fields added within 2 (absent means not recorded; older readers ignore them):
-#:      run.budget_s (`xferbench run --budget`).
+#:      run.budget_s (`xferbench run --budget`); "observations" (per benchmark, what each
+#:      combination saw beside its number, one line: a behaviour check's words, as
+#:      bench_behaviour records them), replaced per benchmark as "outcomes" are.
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)
 SUFFIX = ".metadata"
@@ -55,6 +57,9 @@ class Sidecar:
     #: benchmark -> its combinations without a number in that run
     outcomes: Mapping[str, tuple[Outcome, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: benchmark -> what its combinations saw beside their numbers in that run
+    observations: Mapping[str, tuple[Observation, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @property
     def run(self) -> RunRecord | None:
@@ -69,13 +74,17 @@ class Sidecar:
             "runs": [r.to_dict() for r in self.runs],
             "benchmarks": dict(self.benchmarks),
             "outcomes": {name: [o.to_dict() for o in rows]
-                         for name, rows in self.outcomes.items()}}
+                         for name, rows in self.outcomes.items()},
+            **({"observations": {name: [o.to_dict() for o in rows]
+                                 for name, rows in self.observations.items()}}
+               if self.observations else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Sidecar:
         """A sidecar of the current version (``upgrade`` first for any other)."""
         meta = data.get("metadata") or {}
         outcomes = data.get("outcomes") or {}
+        observations = data.get("observations") or {}
         return cls(
             metadata=MachineMetadata.from_dict(meta) if meta else None,
             runs=tuple(RunRecord.from_dict(r) for r in data.get("runs") or ()
@@ -85,7 +94,11 @@ class Sidecar:
                  for k, v in (data.get("benchmarks") or {}).items()}),
             outcomes=MappingProxyType(
                 {str(name): tuple(Outcome.from_dict(o) for o in rows if isinstance(o, dict))
-                 for name, rows in outcomes.items() if isinstance(rows, list)}))
+                 for name, rows in outcomes.items() if isinstance(rows, list)}),
+            observations=MappingProxyType(
+                {str(name): tuple(Observation.from_dict(o) for o in rows
+                                  if isinstance(o, dict))
+                 for name, rows in observations.items() if isinstance(rows, list)}))
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
@@ -147,11 +160,13 @@ def _readable(results_path: str) -> Sidecar | None:
 
 def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
                outcomes: Mapping[str, list[Outcome]],
-               unrun: Mapping[str, list[Outcome]] | None = None) -> None:
+               unrun: Mapping[str, list[Outcome]] | None = None,
+               observations: Mapping[str, list[Observation]] | None = None) -> None:
     """Update the sidecar of ``results_path`` after ``run`` saved the benchmarks ``saved``
     into it, with ``outcomes`` (per benchmark, its combinations without a number), and
     ``unrun``: the outcomes of benchmarks the run did not start (cut by its budget), kept only
-    where no run measured them before (a number saved earlier stays, with its outcomes).
+    where no run measured them before (a number saved earlier stays, with its outcomes),
+    and ``observations``: per benchmark, what its combinations saw beside their numbers.
 
     The sidecar keeps every run that wrote into the file (``runs``), which run measured each
     benchmark (``benchmarks``), and each benchmark's combinations without a number
@@ -162,14 +177,18 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     runs = [r for r in old.runs if r.started_at != run.started_at] + [run]
     benchmarks = dict(old.benchmarks)
     kept = dict(old.outcomes)
+    seen = dict(old.observations)
     for name in saved:
         benchmarks[name] = run.started_at
         kept[name] = tuple(outcomes.get(name, ()))
+        seen.pop(name, None)  # what an earlier run saw is not what this one measured
+        if (observations or {}).get(name):
+            seen[name] = tuple(observations[name])  # type: ignore[index]
     for name, rows in (unrun or {}).items():
         if name not in benchmarks:
             kept[name] = tuple(rows)
     new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
-                  MappingProxyType(kept))
+                  MappingProxyType(kept), MappingProxyType(seen))
     write_json_atomic(metadata_path(results_path), new.to_dict())
 
 

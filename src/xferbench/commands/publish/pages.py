@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ...analysis.provenance import Provenance
 from ...units import GBPS, size_label
 from .across import bandwidth_section, benchmark_section, changes_section
+from .claims import claims_section
 from .machines import machine_tables
 from .markup import e, page
 from .peer import PeerPage, peer_sections
@@ -62,6 +63,7 @@ def render_index(p: IndexPage) -> str:
     side_by_side = machines_section(machine_tables(v.series, v.headlines, v.copies),
                                     size_label(p.headline_nbytes))
     body = _header(p, bool(side_by_side))
+    body += claims_section(v.catalog, p.alpha)  # the advice and its verdicts come first
     body += provenance_section(v.series, p.commit_url)
     body += headline_section(v.headlines, p.alpha)
     body += copy_section(v.copies, size_label(p.headline_nbytes))

@@ -1,6 +1,7 @@
 """Progress of a run: the suite's classes report each measured combination as a JSON line in
 a file (XFERBENCH_PROGRESS); a thread here prints them as they come, with done/total and an
-estimate of the time left, and keeps what was skipped or failed at run time."""
+estimate of the time left, and keeps what was skipped or failed at run time and what a
+measured combination saw beside its numbers (a behaviour check's words)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 import time
 from typing import TextIO
 
-from ...results.runrecords import FAILED, MEASURED, SKIPPED, Outcome, ProgressLine
+from ...results.runrecords import FAILED, MEASURED, SKIPPED, Observation, Outcome, ProgressLine
 from ...units import format_seconds, format_value
 
 
@@ -22,6 +23,8 @@ class Progress:
         self.done = 0
         self.started = time.monotonic()
         self.outcomes: dict[str, list[Outcome]] = {}  # class -> runtime skips/failures
+        #: benchmark -> what its measured combinations saw beside their numbers
+        self.observations: dict[str, list[Observation]] = {}
         self._param_names: dict[str, list[str]] = {}
         self.expect: dict[str, str] = {}
         #: Set when a class's process ran another interpreter or torch than this run's.
@@ -75,10 +78,13 @@ class Progress:
                   file=self.out, flush=True)
             return
         self.done += 1
+        names = self._param_names.get(name) or [f"p{i}" for i in range(len(line.params))]
         if line.status in (SKIPPED, FAILED):
-            names = self._param_names.get(name) or [f"p{i}" for i in range(len(line.params))]
             self.outcomes.setdefault(name, []).append(
                 Outcome(tuple(zip(names, line.params)), line.status, line.why))
+        for method, text in line.texts:
+            self.observations.setdefault(f"{name}.{method}", []).append(
+                Observation(tuple(zip(names, line.params)), text))
         print(self.format(line), file=self.out, flush=True)
 
     def format(self, line: ProgressLine) -> str:

@@ -16,7 +16,7 @@ from ...results.runrecords import SKIPPED, Outcome
 
 #: The suite's files.
 BENCH_FILES = ("bench_copies", "bench_sync", "bench_pipeline", "bench_hazards", "bench_creation",
-               "bench_peer", "bench_contention")
+               "bench_peer", "bench_contention", "bench_timer", "bench_behaviour")
 #: The order the classes run in: a run cut short (an interrupt, the end of --budget) keeps the
 #: classes it finished, so the classes behind the README's headlines come first. A class not
 #: named here runs after these, in file order.

@@ -57,8 +57,10 @@ class Ledger:
 
     def record_run(self, s: Setup, meta: MachineMetadata, progress: Progress) -> None:
         """The run so far, into the results file's sidecar."""
+        done = {name for c in self.done for name in c.benchmarks()}
         record_run(s.results_file, meta, self.record, self.saved,
-                   outcomes(self.done, progress), self.cut)
+                   outcomes(self.done, progress), self.cut,
+                   {k: v for k, v in progress.observations.items() if k in done})
 
 
 def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:

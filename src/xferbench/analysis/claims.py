@@ -1,0 +1,250 @@
+"""Each claim's verdict per series (machine, PyTorch), recomputed from results, never stored:
+holds, does not hold, cannot tell, not measurable here (this device cannot: the run's own
+reason) or not measured (it could, and these results do not hold it: why); and each change
+of verdict between consecutive releases of a machine, listed as compare lists regressions.
+
+A ratio rule is ``stats.verdict`` (the page's test, interval and word) of the practice
+against its baseline at the claim's threshold; a value rule compares one figure with a
+bound. A claim with several figures holds where every one holds. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import XferbenchError
+from ..results import Result, ResultSet, version_key
+from ..results.discovery import Declared, declared_in_results, describe_suite
+from .claimevidence import Finder, Series
+from .claimtable import (
+    CANNOT_TELL,
+    DECIDED,
+    DOES_NOT_HOLD,
+    HOLDS,
+    NOT_MEASURABLE,
+    NOT_MEASURED,
+    OPPOSITE,
+    RATIO,
+    VERDICTS,
+    Claim,
+    ClaimTable,
+    Evidence,
+    check_figures,
+)
+from .provenance import Provenance, series_provenance
+from .stats import ALPHA, Verdict, verdict
+
+__all__ = ["CANNOT_TELL", "DECIDED", "DOES_NOT_HOLD", "HOLDS", "NOT_MEASURABLE", "NOT_MEASURED",
+           "VERDICTS", "Cell", "Change", "ClaimsReport", "FigureVerdict", "choose", "evaluate",
+           "suite_declarations"]
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "at_least": operator.ge, "above": operator.gt, "equal": operator.eq,
+    "at_most": operator.le, "below": operator.lt}
+
+
+@dataclass(frozen=True)
+class FigureVerdict:
+    """One piece of evidence of a claim in one series: its verdict and what decided it."""
+
+    evidence: Evidence
+    verdict: str
+    reason: str = ""  # why: not measurable, not measured, or what "does not hold" rests on
+    practice: Result | None = None
+    baseline: Result | None = None
+    test: Verdict | None = None  # a ratio rule's: the practice against its baseline
+    observed: str = ""  # what a behaviour check saw, in the release's words
+
+    @property
+    def ratio(self) -> float | None:
+        """baseline / practice (above 1: the practice is smaller), as the page's speed-up."""
+        return self.test.speedup if self.test else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return self.test.speedup_interval if self.test else None
+
+    @property
+    def value(self) -> float | None:
+        return self.practice.value if self.practice is not None else None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One claim in one series."""
+
+    claim: Claim
+    machine: str
+    torch: str
+    verdict: str
+    figures: tuple[FigureVerdict, ...]
+    reason: str  # where it is not decided (or does not hold): the first figure's why
+    note: str  # what a CPU's figures mean, where the claim says so
+    provenance: Provenance
+
+    @property
+    def not_for_citation(self) -> tuple[str, ...]:
+        return tuple(self.provenance.reasons())
+
+    @property
+    def evidence(self) -> FigureVerdict | None:
+        """The figure the cell is read by: the first that gave the claim's verdict."""
+        return next((f for f in self.figures if f.verdict == self.verdict), None)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A claim whose verdict differs between two consecutive releases of one machine."""
+
+    claim: Claim
+    machine: str
+    before: Cell
+    after: Cell
+
+    @property
+    def lost(self) -> bool:
+        """It held and now does not: listed as compare lists a regression."""
+        return self.before.verdict == HOLDS and self.after.verdict != HOLDS
+
+
+@dataclass(frozen=True)
+class ClaimsReport:
+    table: ClaimTable
+    series: tuple[Provenance, ...]  # machines by name, releases in order
+    rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]  # a cell per series, in series order
+    changes: tuple[Change, ...]
+    alpha: float
+
+    def cells(self, claim_id: str) -> tuple[Cell, ...]:
+        """The cells of ``claim_id``; XferbenchError naming the claims for an unknown id."""
+        wanted = self.table.get(claim_id)
+        return next(cells for claim, cells in self.rows if claim is wanted)
+
+
+def suite_declarations(rs: ResultSet, repo: str | None) -> dict[str, Declared]:
+    """What a claims table may name: the suite's full grid (its own discovery) over the
+    results' benchmarks.json, which also holds benchmarks a suite may have dropped."""
+    return {**declared_in_results(rs), **(describe_suite(repo) or {})}
+
+
+def evaluate(rs: ResultSet, table: ClaimTable, *, repo: str | None = None,
+             alpha: float = ALPHA) -> ClaimsReport:
+    """Every claim of ``table`` in every series of ``rs``; ``repo`` is the suite's (figures
+    are checked against it, and a figure these results lack says why from its discovery on
+    the series' recorded device). Raises XferbenchError for a figure the suite lacks."""
+    check_figures(table, suite_declarations(rs, repo))
+    provs = _series(rs)
+    context = _Context(Finder(rs, repo), alpha)
+    rows = tuple((claim, tuple(_cell(context, claim, p) for p in provs)) for claim in table.claims)
+    return ClaimsReport(table, tuple(provs), rows, tuple(_changes(rows)), alpha)
+
+
+@dataclass(frozen=True)
+class _Context:
+    finder: Finder
+    alpha: float
+
+
+def _series(rs: ResultSet) -> list[Provenance]:
+    pairs = sorted({(r.machine, r.torch) for r in rs}, key=lambda p: (p[0], version_key(p[1])))
+    return [series_provenance(rs, m, t) for m, t in pairs]
+
+
+def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
+    s = ctx.finder.series(p)
+    on_cpu = s.caps.device == "cpu" if s.caps else p.cpu_only
+    figures = []
+    for e in claim.evidence:
+        fv = _evidence(ctx, claim, e, s)
+        if on_cpu and claim.cpu_reason and fv.verdict != NOT_MEASURED:
+            fv = FigureVerdict(e, NOT_MEASURABLE, claim.cpu_reason, fv.practice, fv.baseline,
+                               fv.test, fv.observed)
+        figures.append(fv)
+    word = next(v for v in VERDICTS if any(f.verdict == v for f in figures) or v == HOLDS)
+    first = next(f for f in figures if f.verdict == word)
+    note = claim.cpu_note if on_cpu and word in DECIDED else ""
+    return Cell(claim, p.machine, p.torch, word, tuple(figures), first.reason, note, p)
+
+
+def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: Series) -> FigureVerdict:
+    found, missing = [], []
+    for figure in e.figures:
+        r, status, why = ctx.finder.find(figure, s)
+        found.append(r)
+        if r is None:
+            missing.append((status != NOT_MEASURABLE, status, why))
+    practice, baseline = found[0], (found[1] if len(found) > 1 else None)
+    if claim.rule.kind == RATIO and s.caps is not None and s.caps.emulated:
+        # its ratios are of times (or shares of time): host threads' on an emulated device
+        return FigureVerdict(e, NOT_MEASURABLE, f"a claim about time: {s.caps.reason}",
+                             practice, baseline)
+    if missing:  # a figure this device cannot measure says more than one not in the grid
+        _, status, why = min(missing, key=lambda m: m[0])
+        return FigureVerdict(e, status, why, practice, baseline)
+    if claim.rule.kind == RATIO:
+        return _ratio(claim, e, practice, baseline, ctx.alpha)  # type: ignore[arg-type]
+    holds = _OPS[claim.rule.op](float(practice.value), claim.rule.bound)  # type: ignore[arg-type]
+    return FigureVerdict(e, HOLDS if holds else DOES_NOT_HOLD, "", practice,
+                         observed=ctx.finder.observed(practice))  # type: ignore[arg-type]
+
+
+def _ratio(claim: Claim, e: Evidence, practice: Result, baseline: Result,
+           alpha: float) -> FigureVerdict:
+    rule = claim.rule
+    v = verdict(baseline, practice, alpha, rule.threshold)
+    if v.word == rule.expect:
+        return FigureVerdict(e, HOLDS, "", practice, baseline, v)
+    if v.word == OPPOSITE[rule.expect]:
+        return FigureVerdict(e, DOES_NOT_HOLD, f"the practice is {v.word}", practice,
+                             baseline, v)
+    if _no_effect(v, rule.expect, rule.threshold):
+        return FigureVerdict(e, DOES_NOT_HOLD, "the interval shows no effect beyond the "
+                             f"{rule.threshold:.0%} threshold", practice, baseline, v)
+    return FigureVerdict(e, CANNOT_TELL, f"the test says {v.word}", practice, baseline, v)
+
+
+def _no_effect(v: Verdict, expect: str, threshold: float) -> bool:
+    """The interval of practice / baseline rules out the expected effect beyond the
+    threshold: for a smaller practice, it lies above 1 / (1 + threshold); for a larger one,
+    below 1 + threshold."""
+    if v.interval is None:
+        return False
+    lo, hi = v.interval
+    if expect in ("faster", "lower"):
+        return lo >= 1 / (1 + threshold)
+    return hi <= 1 + threshold
+
+
+def _changes(rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]) -> list[Change]:
+    out = []
+    for claim, cells in rows:
+        by_machine: dict[str, list[Cell]] = {}
+        for c in cells:
+            by_machine.setdefault(c.machine, []).append(c)
+        for machine, seq in by_machine.items():
+            for a, b in zip(seq, seq[1:]):
+                if a.verdict != b.verdict and a.verdict in DECIDED and b.verdict in DECIDED:
+                    out.append(Change(claim, machine, a, b))
+    return out
+
+
+def choose(report: ClaimsReport, claim_id: str, *, torch: str | None = None,
+           machine: str | None = None) -> tuple[Cell, list[Cell]]:
+    """The cell ``cite --claim`` quotes: of the series ``torch`` and ``machine`` leave, the
+    newest that decided the claim (else the newest), and the claim's other cells."""
+    cells = report.cells(claim_id)
+    machines = list(dict.fromkeys(c.machine for c in cells))
+    if machine is not None and machine not in machines:
+        raise XferbenchError(f"machine {machine!r} is not in these results: they hold "
+                             f"{', '.join(machines)}")
+    pool = [c for c in cells if (machine is None or c.machine == machine)
+            and (torch is None or c.torch == torch)]
+    if not pool:
+        have = ", ".join(c.torch for c in cells if machine is None or c.machine == machine)
+        raise XferbenchError(f"no series of these results is torch {torch}"
+                             + (f" on {machine}" if machine else "") + f": they hold {have}")
+    decided = [c for c in pool if c.verdict in DECIDED]
+    pick = max(decided or pool, key=lambda c: (c.provenance.measured_ms, version_key(c.torch)))
+    return pick, [c for c in cells if c is not pick]
