@@ -306,6 +306,33 @@ def test_too_little_room_for_the_site_is_said_before_the_build(tmp_path, capsys)
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+def _limited(limit: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+    return apply
+
+
+def test_publish_under_a_file_size_limit_names_the_sites_file_and_keeps_the_old_site(
+        site, tmp_path):
+    cmd = [sys.executable, "-m", "xferbench", *_publish(tmp_path / "new")]
+    new = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                         preexec_fn=_limited(64 * 1024))
+    said = new.stderr.strip()
+    assert new.returncode == 2 and said.count("\n") == 0 and "Traceback" not in said, said
+    assert said.startswith("xferbench: cannot write ") and f" {tmp_path / 'new'}/" in said and \
+        said.endswith("File too large: over this shell's file size limit (ulimit -f) of "
+                      "64.0 KiB"), said
+    before = tree(site)
+    old = subprocess.run([sys.executable, "-m", "xferbench", *_publish(site)],
+                         capture_output=True, text=True, timeout=300,
+                         preexec_fn=_limited(64 * 1024))
+    assert old.returncode == 2 and "would hold a file of" in old.stderr, old.stderr
+    assert tree(site) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]  # no staging folder left
+
+
 # -- run: what it cleans up, and the names it takes --------------------------------------------
 
 def test_a_run_removes_only_the_temporary_files_a_killed_xferbench_left(tmp_path):

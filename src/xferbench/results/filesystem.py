@@ -130,13 +130,16 @@ def size_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
-def check_space(folder: str, size: int, shown: str) -> None:
+def check_space(folder: str, size: int, shown: str, *, largest: int | None = None) -> None:
     """Refuse, naming ``shown``, a write of ``size`` bytes into ``folder`` that cannot fit: the
-    file system's free space or this shell's file size limit."""
+    file system's free space, or this shell's file size limit for its largest file
+    (``largest``; by default the write is one file of ``size``)."""
     limit = size_limit()
-    if limit is not None and size > limit:
+    largest = size if largest is None else largest
+    if limit is not None and largest > limit:
+        what = "would be" if largest == size else "would hold a file of"
         raise UnwritableError(
-            f"{shown} would be {format_bytes(size)}, over this shell's file size limit "
+            f"{shown} {what} {format_bytes(largest)}, over this shell's file size limit "
             f"(ulimit -f) of {format_bytes(limit)}: File too large", errno.EFBIG, shown)
     try:
         st = os.statvfs(folder)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
+from ...results.filesystem import why_failed
 from ...results.repo import find_repo, git_branches, load_asv_config, write_asv_config
 from ...results.safefiles import (
     UnwritableError,
@@ -72,6 +74,11 @@ def run_asv_publish(repo: str, results_dir: str, html_dir: str, work: str) -> No
                           env={**os.environ, "HOME": work})
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        m = re.search(r"\[Errno (\d+)\] ([^:']+)", last[0])
+        if m:  # the disk, not asv: said as any write of the site is, naming where
+            exc = OSError(int(m.group(1)), m.group(2).strip())
+            raise UnwritableError(f"cannot write the site's asv data {html_dir}: "
+                                  f"{why_failed(exc)}", exc.errno, html_dir)
         raise XferbenchError(f"asv publish failed (exit {proc.returncode}): {last[0]}")
     for name in os.listdir(html_dir):  # its front end needs CDNs: keep the data only
         if name not in ASV_DATA:

@@ -168,10 +168,11 @@ def check_site_folder(given: str) -> SiteFolder:
     existing = site.parent
     while not os.path.isdir(existing):
         existing = os.path.dirname(existing)
-    old = sum(os.path.getsize(os.path.join(site.real, rel)) for rel in files_under(site.real)) \
-        if os.path.isdir(site.real) else 0
-    try:
-        check_space(existing, max(old, SITE_BYTES_MIN), f"--out {given}")
+    sizes = [os.path.getsize(os.path.join(site.real, rel)) for rel in files_under(site.real)] \
+        if os.path.isdir(site.real) else []
+    try:  # the old site's size, and its largest file, are what the new one will take
+        check_space(existing, max(sum(sizes), SITE_BYTES_MIN), f"--out {given}",
+                    largest=max(sizes, default=0))
     except UnwritableError as exc:
         raise XferbenchError(str(exc)) from None
     return site
