@@ -292,6 +292,20 @@ def test_a_mount_point_is_refused_before_the_build(mounted, capsys):
         not [p for p in mounted.parent.iterdir() if p.name.startswith(".mnt-new-")]
 
 
+def test_a_mount_point_inside_the_site_is_refused(site, capsys):
+    inner = site / "figures"
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(inner)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        (inner / "theirs.txt").write_text("on another file system")
+        refused(capsys, _publish(site), "the mount point figures/")
+        assert (inner / "theirs.txt").read_text() == "on another file system"
+    finally:
+        subprocess.run(["umount", "-l", str(inner)], check=False)
+
+
 def test_too_little_room_for_the_site_is_said_before_the_build(tmp_path, capsys):
     where = tmp_path / "small"
     where.mkdir()

@@ -13,7 +13,7 @@ from typing import Any
 from ...errors import XferbenchError
 from ...results import load
 from ...results.merging import Merged, Source, merge, open_source, place
-from ...results.repo import find_repo, git_head
+from ...results.repo import find_repo, git_head, load_asv_config
 from ...results.safefiles import remove_file, remove_tree
 from .executors import executor, log_path, states, submit
 from .job import (
@@ -59,6 +59,7 @@ class Request:
 
 def start(req: Request) -> int:
     repo = find_repo()
+    load_asv_config(repo)  # a damaged asv.conf.json is said here, not by every node
     git_head(repo)  # each node labels its results with the suite's commit
     folder = os.path.abspath(req.folder or os.path.join(
         repo, "fleet-jobs", time.strftime("%Y%m%d-%H%M%S")))

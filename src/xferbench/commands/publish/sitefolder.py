@@ -24,6 +24,7 @@ from ...results.safefiles import (
     check_space,
     is_mount_point,
     left_by_dead_process,
+    mount_points,
     remove_tree,
     write_text_safely,
 )
@@ -110,6 +111,7 @@ def foreign(folder: str) -> list[str]:
     older = marker == {}
     listed = marker or {}
     made = {rel.rsplit("/", i)[0] for rel in listed for i in range(1, rel.count("/") + 1)}
+    mounts = mount_points()
     out: list[str] = []
     for root, dirs, names in os.walk(folder):
         rel_root = os.path.relpath(root, folder).replace(os.sep, "/")
@@ -118,9 +120,12 @@ def foreign(folder: str) -> list[str]:
             rel, path = prefix + d, os.path.join(root, d)
             if os.path.islink(path):
                 out.append(f"the link {rel} -> {os.readlink(path)}")
+            elif os.path.realpath(path) in mounts:
+                out.append(f"the mount point {rel}/")
             elif (rel not in made) if not older else not files_under(path):
                 out.append(f"the folder {rel}/, which publish did not make")
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))
+                   and os.path.realpath(os.path.join(root, d)) not in mounts]
         for name in sorted(names):
             rel, path = prefix + name, os.path.join(root, name)
             if rel == SITE_MARKER and marker is not None:
