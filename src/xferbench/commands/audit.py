@@ -169,7 +169,7 @@ def check_out(out: str | None, script: str) -> str | None:
     if os.path.exists(real) and os.path.exists(script) and os.path.samefile(real, script):
         raise XferbenchError(f"--out {out} is the script itself: the report would replace it; "
                              "give another file")
-    check_writable(path, what="--out")
+    check_writable(out, what="--out")  # named as given; resolved here, before any chdir
     if os.path.isfile(real) and not is_audit_report(real):
         raise XferbenchError(f"--out {out} exists and is not an audit report: the report would "
                              "replace it; give a new file, or delete it first")
