@@ -108,8 +108,10 @@ def foreign(folder: str) -> list[str]:
     no marker holds nothing of a publish's; one whose marker is an older publish's, which
     listed no files, is judged by what a publish writes (``LAYOUT``)."""
     marker = read_marker(folder)
+    if marker is None:  # nothing in it is a publish's: its top level says so (a home folder
+        return [_entry(folder, name) for name in sorted(os.listdir(folder))]  # is not walked)
     older = marker == {}
-    listed = marker or {}
+    listed = marker
     made = {rel.rsplit("/", i)[0] for rel in listed for i in range(1, rel.count("/") + 1)}
     mounts = mount_points()
     out: list[str] = []
@@ -128,7 +130,7 @@ def foreign(folder: str) -> list[str]:
                    and os.path.realpath(os.path.join(root, d)) not in mounts]
         for name in sorted(names):
             rel, path = prefix + name, os.path.join(root, name)
-            if rel == SITE_MARKER and marker is not None:
+            if rel == SITE_MARKER:
                 continue
             if os.path.islink(path):
                 out.append(f"the link {rel} -> {os.readlink(path)}")
@@ -143,6 +145,15 @@ def foreign(folder: str) -> list[str]:
             elif listed[rel] is not None and sha256(path) != listed[rel]:
                 out.append(f"{rel}, changed since publish wrote it")
     return out
+
+
+def _entry(folder: str, name: str) -> str:
+    path = os.path.join(folder, name)
+    if os.path.islink(path):
+        return f"the link {name} -> {os.readlink(path)}"
+    if os.path.isdir(path):
+        return f"the folder {name}/, which publish did not make"
+    return f"{name}, which publish did not write"
 
 
 def refuse_foreign(site: SiteFolder) -> None:
