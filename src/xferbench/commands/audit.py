@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -142,20 +143,15 @@ def _merge(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def is_audit_report(path: str) -> bool:
-    """Whether the file ``path`` holds an audit report (JSON or text), which ``--out`` may
-    replace; anything else is the user's."""
+    """Whether the file ``path`` holds an audit report (text, or JSON as ``--format json``
+    writes it: its first keys), which ``--out`` may replace; anything else is the user's."""
     try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read(1 << 20)
+            head = fh.read(1 << 16)
     except (OSError, UnicodeDecodeError):
         return False
-    if text.startswith("xferbench audit: ") or not text.strip():
-        return True
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and {"schema_version", "xferbench", "step_count"} <= set(data)
+    return not head.strip() or head.startswith("xferbench audit: ") or bool(re.match(
+        r'\{\s*"schema_version": \d+,\s*"xferbench": "[^"]*",', head)) and '"step_count"' in head
 
 
 def check_out(out: str | None, script: str) -> str | None:
