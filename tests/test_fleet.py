@@ -252,7 +252,7 @@ def fake_job(tmp_path: Path) -> Path:
 def test_a_job_folder_merges_its_finished_tasks_and_names_the_others(tmp_path, capsys):
     job = fake_job(tmp_path)
     code, out, _ = fleet(capsys, "status", str(job))
-    assert code == 0
+    assert code == 3  # a task failed: status says so in its exit status too
     assert [ln.split()[:3] for ln in out.splitlines()[2:4]] == [
         ["0", "999999990", "done"], ["1", "999999991", "failed"]]
     assert "its job left the queue before the run finished" in out

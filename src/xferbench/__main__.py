@@ -1,7 +1,20 @@
-"""``python -m xferbench``."""
+"""``python -m xferbench`` and the ``xferbench`` command (pyproject's entry point): the command
+line loads inside ``entry``, so that a Ctrl-C while it loads is an exit 130 with one line, as
+a Ctrl-C at any later point is, never a traceback of the imports."""
 
+import importlib
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def entry() -> int:
+    try:
+        # the commands, and everything they import, load here: inside the try
+        cli = importlib.import_module("xferbench.cli")
+        return int(cli.main())
+    except KeyboardInterrupt:
+        print("xferbench: interrupted", file=sys.stderr)
+        return 130  # ExitCode.INTERRUPTED, which loads with the rest
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

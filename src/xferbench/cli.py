@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from . import __version__
 from .commands import COMMANDS
 from .errors import ExitCode, XferbenchError
+from .results.filesystem import shown_file, why_failed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,8 +66,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
     except OSError as exc:  # the disk, not the input: a full or read-only disk, a gone folder
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"xferbench: {where}{exc.strerror or exc}", file=sys.stderr)
+        where = f"{shown_file(exc.filename)}: " if exc.filename else ""
+        print(f"xferbench: {where}{why_failed(exc)}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print("xferbench: interrupted", file=sys.stderr)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import XferbenchError
+from .errors import XferbenchError, interrupt_kept
 
 if TYPE_CHECKING:
     import torch
@@ -192,6 +192,8 @@ def resolve_device(spec: str | Device = "auto") -> Device:
     """
     if isinstance(spec, Device):
         return spec
+    with interrupt_kept():  # torch's first import: a Ctrl-C in its numpy import is kept
+        import torch  # noqa: F401
     text = str(spec).strip().lower()
     if not text:
         raise XferbenchError(f"device '' is empty: use {_device_types()}")

@@ -1,9 +1,14 @@
-"""The one exception type xferbench raises for bad input or a missing device, and the exit
-statuses of every command."""
+"""The one exception type xferbench raises for bad input or a missing device, the exit
+statuses of every command, and a Ctrl-C that a library would swallow, kept."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from enum import IntEnum
+from typing import Any
 
 
 class XferbenchError(Exception):
@@ -24,3 +29,28 @@ class ExitCode(IntEnum):
     FAILED = 3
     #: Ctrl-C or SIGTERM (results saved before it are kept).
     INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def interrupt_kept() -> Iterator[None]:
+    """A Ctrl-C during the block stops the program even where the code it lands in swallows
+    it: torch imports numpy from C++ and turns any exception there, KeyboardInterrupt too,
+    into "Failed to initialize NumPy" and goes on. The signal is noted as it comes (and
+    raised as usual); if the block ends without it, it is raised then."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield  # signals reach the main thread only; an ignored Ctrl-C stays ignored
+        return
+    seen: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if seen:
+        raise KeyboardInterrupt

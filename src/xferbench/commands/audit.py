@@ -4,7 +4,14 @@ priced. The counting and the report are ``xferbench.auditing``'s; this is the co
 
 Exit status: the script's own (0, its ``sys.exit`` code, 1 when it raised, 130 when
 interrupted), with the report of the steps that ran; 2 for bad input (a script that does not
-exist, ``--steps 0``, an absent device), in one sentence.
+exist, ``--steps 0``, an absent device, an ``--out`` that cannot be written), in one sentence,
+before the script runs.
+
+The report is written once, whatever the script does: ``--out`` is checked (and resolved
+against the folder the audit started in) before the script runs, and never names the script
+or a file that is not an audit report; a script that ends in ``os._exit`` gets its report
+before it goes; a child it forks writes none; a script that closes ``sys.stdout`` still gets
+its report on the audit's standard output.
 """
 
 from __future__ import annotations
@@ -13,17 +20,19 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import runpy
 import sys
 import traceback
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
 from ..analysis.prices import PriceBook
 from ..auditing.auditor import Audit
 from ..auditing.report import format_report
 from ..devices import resolve_device, set_current_device
 from ..errors import XferbenchError
+from ..results.safefiles import check_writable, target_of, write_text_safely
 
 #: The audit's own options, recognised after the script's arguments too (the issue's
 #: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the
@@ -65,6 +74,8 @@ def _options(parser: argparse.ArgumentParser) -> None:
 def register_cli(sub: Any) -> None:
     p = sub.add_parser(
         "audit", allow_abbrev=False,
+        usage="xferbench audit [-h] [--steps N] [--device DEVICE] [--format {text,json}] "
+              "[--results DIR] [--out FILE] SCRIPT [ARGS ...]",
         help="run a script and report what each training step copies and waits for, priced",
         description="Run SCRIPT (as `python SCRIPT ARGS...` would) under the audit: the "
                     "copies between host and device per step (direction, bytes, pinned or "
@@ -77,9 +88,10 @@ def register_cli(sub: Any) -> None:
         epilog="exit status: the script's own (1 when it raised), with the report of the "
                "steps that ran; 2 bad input (one sentence on stderr)")
     _options(p)
-    p.add_argument("script", metavar="SCRIPT", help="the Python file to run")
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                   help="the script's arguments")
+    # one REMAINDER for the script and its arguments: argparse keeps a `--` in it (with a
+    # positional SCRIPT before it, it would drop the `--` that follows the script)
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS ...]",
+                   help="the Python file to run, then the script's arguments")
     p.set_defaults(func=cmd_audit)
 
 
@@ -105,10 +117,19 @@ def split_trailing(rest: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _merge(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with the audit's options found after the script's arguments applied (they
-    win over the same option given before the script)."""
-    mine, script_args = split_trailing(list(args.args))
-    merged = vars(args) | {"args": script_args}
+    """``args`` with the script and its arguments split out (a ``--`` before the script: no
+    audit option follows), and the audit's options found after the script's arguments
+    applied (they win over the same option given before the script)."""
+    argv = list(getattr(args, "argv", None) or [])
+    if argv[:1] == ["--"]:
+        argv, sealed = argv[1:], True
+    else:
+        sealed = False
+    if not argv:
+        raise XferbenchError("no script given: xferbench audit [options] SCRIPT [ARGS ...]")
+    script, rest = argv[0], argv[1:]
+    mine, script_args = ([], rest) if sealed else split_trailing(rest)
+    merged = vars(args) | {"script": script, "args": script_args}
     if mine:
         parser = argparse.ArgumentParser(prog="xferbench audit", add_help=False,
                                          exit_on_error=False)
@@ -121,29 +142,143 @@ def _merge(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**merged)
 
 
+def is_audit_report(path: str) -> bool:
+    """Whether the file ``path`` holds an audit report (text, or JSON as ``--format json``
+    writes it: its first keys), which ``--out`` may replace; anything else is the user's."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(1 << 16)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return not head.strip() or head.startswith("xferbench audit: ") or bool(re.match(
+        r'\{\s*"schema_version": \d+,\s*"xferbench": "[^"]*",', head)) and '"step_count"' in head
+
+
+def check_out(out: str | None, script: str) -> str | None:
+    """``--out`` as an absolute path (the script may change folder), checked before the
+    script runs: never the script, never a file that is not an audit report, a file whose
+    folder exists and may be written."""
+    if out is None:
+        return None
+    path = os.path.abspath(out)
+    real = target_of(path)
+    if os.path.exists(real) and os.path.exists(script) and os.path.samefile(real, script):
+        raise XferbenchError(f"--out {out} is the script itself: the report would replace it; "
+                             "give another file")
+    check_writable(out, what="--out")  # named as given; resolved here, before any chdir
+    if os.path.isfile(real) and not is_audit_report(real):
+        raise XferbenchError(f"--out {out} exists and is not an audit report: the report would "
+                             "replace it; give a new file, or delete it first")
+    return path
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     args = _merge(args)
     if not os.path.isfile(args.script):
         why = "it is a directory" if os.path.isdir(args.script) else "no such file"
         raise XferbenchError(f"can't open the script {args.script!r}: {why}")
+    out = check_out(args.out, args.script)
     device = resolve_device(args.device or "auto")
     # a broken --results folder is bad input: said before the script runs, not after
     book = PriceBook.load(args.results) if args.results is not None else None
     set_current_device(device)
     audit = Audit(device=device, steps=args.steps, results=args.results)
-    as_json = args.format == "json"
-    with _stdout_to_stderr(as_json and not args.out):
-        status = run_script(args.script, args.args, audit)
-    data = audit.report(book).to_dict()
-    data["script"] = {"path": args.script, "args": list(args.args), "exit_status": status}
-    text = json.dumps(data, indent=2) if as_json else "\n".join(format_report(data))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    else:
-        sys.stdout.flush()
-        print(text, flush=True)
+    report = _Report(args, audit, book, out, sys.stdout)
+    try:
+        with _stdout_to_stderr(args.format == "json" and not out), _kept_streams(), \
+                _report_before_os_exit(report.deliver):
+            status = run_script(args.script, args.args, audit)
+        if os.getpid() != report.pid:  # a child the script forked: the parent reports
+            raise SystemExit(status)
+        report.deliver(status)
+    finally:
+        report.close()
     return status
+
+
+class _Report:
+    """The audit's report, written once: after the script, or as it calls ``os._exit``;
+    never by a process it forked."""
+
+    def __init__(self, args: argparse.Namespace, audit: Audit, book: PriceBook | None,
+                 out: str | None, stdout: TextIO) -> None:
+        self.args, self.audit, self.book, self.out = args, audit, book, out
+        self.pid, self.done = os.getpid(), False
+        self.stdout = stdout
+        self.fd = os.dup(stdout.fileno()) if _has_fd(stdout) else None  # fd 1 as it is now
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def deliver(self, status: int) -> None:
+        if self.done or os.getpid() != self.pid:
+            return
+        self.done = True
+        self.audit.__exit__(None, None, None)  # os._exit comes inside the audit
+        data = self.audit.report(self.book).to_dict()
+        data["script"] = {"path": self.args.script, "args": list(self.args.args),
+                          "exit_status": status}
+        text = json.dumps(data, indent=2) if self.args.format == "json" \
+            else "\n".join(format_report(data))
+        if self.out:
+            write_text_safely(self.out, text + "\n", what="--out")
+            return
+        stream = self.stdout if not _closed(self.stdout) else \
+            os.fdopen(os.dup(self.fd), "w", encoding="utf-8") if self.fd is not None else None
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+            stream.write(text + "\n")
+            stream.flush()
+
+
+def _has_fd(stream: Any) -> bool:
+    try:
+        stream.fileno()
+        return True
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _closed(stream: Any) -> bool:
+    return stream is None or bool(getattr(stream, "closed", False))
+
+
+@contextlib.contextmanager
+def _kept_streams() -> Iterator[None]:
+    """sys.stdout and sys.stderr as they were before the script, after it (a script may close
+    or replace them): a closed one is reopened over a copy of its descriptor."""
+    saved = {"stdout": sys.stdout, "stderr": sys.stderr}
+    fds = {name: os.dup(s.fileno()) for name, s in saved.items() if _has_fd(s)}
+    try:
+        yield
+    finally:
+        for name, stream in saved.items():
+            if _closed(stream) and name in fds:
+                stream = os.fdopen(os.dup(fds[name]), "w", encoding="utf-8")
+            setattr(sys, name, stream)
+        for fd in fds.values():
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _report_before_os_exit(deliver: Callable[[int], None]) -> Iterator[None]:
+    """A script that ends in ``os._exit(code)`` gets its report first (a forked child's
+    ``os._exit`` is left alone)."""
+    real = os._exit
+
+    def _exit(code: int) -> None:
+        with contextlib.suppress(Exception):
+            deliver(code)
+        real(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 @contextlib.contextmanager

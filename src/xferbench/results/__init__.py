@@ -7,7 +7,9 @@ is its plumbing, one module per concern:
   with torch and CUDA, relabelled with the real suite commit, named as asv names them;
 - ``sidecar``: the ``.metadata`` beside each results file (typed; old versions upgraded in
   one place); ``runrecords``: the records a run writes into it;
-- ``safefiles``: JSON read with one sentence, written whole or not at all;
+- ``safefiles``: every file written one way (through links, whole or not at all, never over
+  a change, checked first), JSON read with one sentence; ``filesystem``: what it needs of
+  the file system;
 - ``backup``: the backup protocol that keeps a results file whole around one asv call;
 - ``lock``: one run per results folder; ``machines``: machine names and asv's machine file;
 - ``repo``: the suite's repository, its git state and asv configuration; ``asvconfig``: the

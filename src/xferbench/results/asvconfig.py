@@ -10,6 +10,7 @@ import tempfile
 
 from ..errors import XferbenchError
 from .machines import slug
+from .safefiles import write_text_safely
 
 
 def interpreter_wrapper(torch_version: str, cuda: str, series: str = "") -> str:
@@ -30,11 +31,7 @@ def interpreter_wrapper(torch_version: str, cuda: str, series: str = "") -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "python")
     if not _wrapper_ok(path):
-        tmp = path + f".{os.getpid()}"
-        with open(tmp, "w") as fh:
-            fh.write(_wrapper_body())
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
+        write_text_safely(path, _wrapper_body(), what="the interpreter wrapper", mode=0o755)
     return path
 
 

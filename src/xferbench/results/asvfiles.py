@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import XferbenchError
-from .safefiles import load_json, loads_ok, write_json_atomic
+from .safefiles import load_json, loads_ok, remove_file, write_json_atomic
 from .sidecar import relabel_sidecar
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
@@ -132,7 +132,7 @@ def relabel(results_dir: str, commit: str) -> list[str]:
         write_json_atomic(new_path, data)
         relabel_sidecar(path, new_path, commit, old)
         if new_path != path:
-            os.remove(path)
+            remove_file(path)
         moved.append(new_path)
     return moved
 

@@ -14,11 +14,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 from collections.abc import Iterator
 
-from .safefiles import alive, loads_ok
+from .safefiles import (
+    is_stale_temporary,
+    loads_ok,
+    remove_file,
+    replace_file,
+    temp_path,
+    unwritable,
+)
 
 BACKUP_SUFFIX = ".xferbench-bak"
 
@@ -30,15 +36,16 @@ def backup_path(path: str) -> str:
 def protect(path: str, backup: str) -> None:
     """Keep a copy of a results file that asv is about to rewrite (non-atomically)."""
     if os.path.exists(backup) and not loads_ok(path):
-        os.replace(backup, path)  # a run killed mid-write: bring the earlier file back
+        replace_file(backup, path)  # a run killed mid-write: bring the earlier file back
     if os.path.exists(path):
+        partial = temp_path(backup)
         try:  # written beside, then renamed: a full disk leaves no half backup behind
-            shutil.copy2(path, backup + ".partial")
-            os.replace(backup + ".partial", backup)
-        except OSError:
+            shutil.copy2(path, partial)
+            os.replace(partial, backup)
+        except OSError as exc:
             with contextlib.suppress(OSError):
-                os.remove(backup + ".partial")
-            raise
+                os.remove(partial)
+            raise unwritable(backup, exc, "the backup") from None
 
 
 def discard(path: str, backup: str, *, existed: bool) -> None:
@@ -48,18 +55,18 @@ def discard(path: str, backup: str, *, existed: bool) -> None:
     was a class cut short. A file that existed and has no backup any more was put back
     already (by the reaper, when this process stopped it): it is left as it is."""
     if os.path.exists(backup):
-        os.replace(backup, path)
+        replace_file(backup, path)
     elif not existed and os.path.exists(path):
-        os.remove(path)
+        remove_file(path)
 
 
 def settle(path: str, backup: str) -> None:
     """After asv: a truncated file is replaced by its backup; the backup then goes."""
     if os.path.exists(backup):
         if not os.path.exists(path) or not loads_ok(path):
-            os.replace(backup, path)
+            replace_file(backup, path)
         else:
-            os.remove(backup)
+            remove_file(backup)
 
 
 def digest(path: str) -> str | None:
@@ -110,19 +117,32 @@ def protected(path: str) -> Iterator[ProtectedCall]:
 
 
 def clean_stale(results_dir: str) -> list[str]:
-    """What a run that was killed left in ``results_dir``: a backup is put back where its
-    results file is cut short (else removed), a temporary file of a dead process removed.
+    """What a run that was killed left in ``results_dir``, and nothing else: where xferbench
+    writes (the folder itself and its machine folders, never deeper), a results file's backup
+    is put back where the file is cut short (else removed), and a temporary file removed where
+    its exact name says xferbench made it (``safefiles.TEMP``) for a process that is gone.
     Call it holding the folder's lock. Returns what was cleaned, as sentences."""
     done = []
-    for folder, _dirs, files in os.walk(results_dir):
-        for name in files:
+    for folder in _writable_folders(results_dir):
+        for name in sorted(os.listdir(folder)):
             path = os.path.join(folder, name)
-            if name.endswith(BACKUP_SUFFIX):
+            if name.endswith(".json" + BACKUP_SUFFIX) and os.path.isfile(path) \
+                    and not os.path.islink(path):
                 target = path[: -len(BACKUP_SUFFIX)]
                 restored = not os.path.exists(target) or not loads_ok(target)
                 settle(target, path)
                 done.append(f"{'restored' if restored else 'removed the backup of'} {target}")
-            elif (m := re.fullmatch(r"(.+)\.(\d+)\.tmp", name)) and not alive(int(m.group(2))):
-                os.remove(path)
+            elif is_stale_temporary(folder, name):
+                remove_file(path)
                 done.append(f"removed {path}")
     return done
+
+
+def _writable_folders(results_dir: str) -> list[str]:
+    """The folders of ``results_dir`` that xferbench and asv write into: itself and the
+    folders in it (machine folders; one a merge was killed making may have no machine.json
+    yet), never deeper."""
+    if not os.path.isdir(results_dir):
+        return []
+    inside = [os.path.join(results_dir, n) for n in sorted(os.listdir(results_dir))]
+    return [results_dir, *(m for m in inside if os.path.isdir(m) and not os.path.islink(m))]

@@ -4,13 +4,13 @@ record, written so that asv asks no questions."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
 
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
+from .safefiles import write_json_safely
 
 
 def slug(text: str) -> str:
@@ -18,17 +18,40 @@ def slug(text: str) -> str:
 
 
 MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: Names of the files asv and xferbench keep in a results folder and its machine folders: a
+#: machine folder so named would collide with one (``benchmarks.json``) or be taken for one.
+FILE_NAME = re.compile(r".*\.(json|metadata|tmp|lock|xferbench-bak)", re.IGNORECASE)
 
 
 def check_machine_name(name: str) -> str:
     """``name`` as given, or XferbenchError: it becomes a folder under the results folder, so
     it is letters, digits, '.', '_' and '-' and starts with a letter or digit (no '.' or '..',
-    no path)."""
+    no path), and it is not the name of a file asv or xferbench keeps there."""
     if not MACHINE_NAME.fullmatch(name):
         raise XferbenchError(
             f"--machine {name!r} is not a machine name: use up to 100 letters, digits, '.', "
             "'_' and '-', starting with a letter or digit")
+    if FILE_NAME.fullmatch(name):
+        raise XferbenchError(
+            f"--machine {name!r} is named like a file of the results folder (asv keeps "
+            "benchmarks.json there, and .json and .metadata files in each machine folder): "
+            "give a name without that ending")
     return name
+
+
+def check_machine_folder(results_dir: str, name: str) -> None:
+    """Refuse a machine whose folder under ``results_dir`` would land on something that is
+    not a machine folder: a file, or a folder of the user's (files, but no asv machine.json)."""
+    path = os.path.join(results_dir, name)
+    if not os.path.lexists(path):
+        return
+    if not os.path.isdir(path):
+        raise XferbenchError(f"--machine {name}: {path} is a file, not a machine folder: give "
+                             "another machine name, or move the file")
+    if os.listdir(path) and not os.path.isfile(os.path.join(path, "machine.json")):
+        raise XferbenchError(f"--machine {name}: {path} holds files but no asv machine.json, "
+                             "so it is not a machine folder (asv would write into it): give "
+                             "another machine name, or move that folder")
 
 
 def default_machine_name(meta: MachineMetadata) -> str:
@@ -62,5 +85,4 @@ def write_machine_file(home: str, name: str, meta: MachineMetadata) -> None:
         cpu = f"{cpu}; GPU {meta.gpu_name}"
     record = {"arch": _text(meta.arch), "cpu": cpu, "machine": name,
               "num_cpu": _text(meta.cpu_count), "os": _text(meta.os), "ram": ram}
-    with open(os.path.join(home, ".asv-machine.json"), "w") as fh:
-        json.dump({name: record, "version": 1}, fh)
+    write_json_safely(os.path.join(home, ".asv-machine.json"), {name: record, "version": 1})

@@ -16,6 +16,7 @@ same as merging once.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -25,10 +26,11 @@ from typing import Any
 from ..errors import XferbenchError
 from . import load
 from .asvfiles import iter_result_files
+from .backup import clean_stale
 from .lock import results_lock
 from .machines import slug
 from .runrecords import RunRecord
-from .safefiles import load_json, write_json_atomic
+from .safefiles import load_json, write_all_safely, write_json_atomic
 from .sidecar import RUNS_KEPT, Sidecar, load_sidecar, metadata_path
 
 #: A fleet task's staging folder: written when the task starts, and last, when its run
@@ -181,16 +183,29 @@ def _taken(name: str, node: str, host: str | None, held: dict[str, tuple[str, st
 
 def merge(placements: list[Placement], dest: str) -> list[Merged]:
     """File every placement into ``dest`` holding its lock; all is read and merged in memory
-    first, so a damaged destination file stops the merge before anything is written."""
+    first, so a damaged destination file stops the merge before anything is written. The
+    files are then written as one change (``write_all_safely``): every one to its temporary
+    file first, then renamed in the order a reader needs them, benchmarks.json and each
+    machine.json first, each sidecar before its results file, so that a merge killed at any
+    point leaves no results file without its sidecar and no folder without its list."""
     os.makedirs(dest, exist_ok=True)
     with results_lock(dest):
+        clean_stale(dest)  # what a killed merge (or run) left: its temporary files
         writes: dict[str, Any] = {}
         done = [_plan_one(p, dest, writes) for p in placements]
         _plan_benchmarks(placements, dest, writes)
-        for path, data in writes.items():
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            write_json_atomic(path, data.to_dict() if isinstance(data, Sidecar) else data)
+        write_all_safely([(path, json.dumps(
+            data.to_dict() if isinstance(data, Sidecar) else data, indent=4, sort_keys=True))
+            for path, data in sorted(writes.items(), key=lambda kv: _write_order(kv[0]))])
     return done
+
+
+def _write_order(path: str) -> tuple[int, str]:
+    """benchmarks.json, then machine files, then sidecars, then results files."""
+    name = os.path.basename(path)
+    rank = 0 if name == "benchmarks.json" else 1 if name == "machine.json" else \
+        2 if name.endswith(".metadata") else 3
+    return rank, path
 
 
 def _current(path: str, writes: dict[str, Any], what: str) -> Any:

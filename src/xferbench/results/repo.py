@@ -6,13 +6,14 @@ Shared by ``run`` and ``publish``; no command imports another for these.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 from ..errors import XferbenchError
+from .safefiles import write_json_safely
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -116,6 +117,26 @@ def web_commit_url(remote: str | None) -> str | None:
     return f"https://{host}/{path}{page}"
 
 
+def load_asv_config(repo: str) -> dict[str, Any]:
+    """``repo``'s asv.conf.json (asv's own reader: it allows comments), or one sentence for
+    a damaged one: run and publish read it before they write anything."""
+    from asv import util as asv_util
+
+    path = os.path.join(repo, "asv.conf.json")
+    try:
+        conf = asv_util.load_json(path, js_comments=True)
+    except (ValueError, asv_util.UserError) as exc:  # json5 says "<string>:7 Unexpected..."
+        why = re.sub(r"^<string>:(\d+)\s*", r"line \1: ", str(exc).strip().splitlines()[0])
+        raise XferbenchError(f"{path} is not valid asv configuration ({why}): it may be "
+                             "truncated; restore it with 'git checkout asv.conf.json'") from None
+    except OSError as exc:
+        raise XferbenchError(f"{path} cannot be read: {exc.strerror}") from None
+    if not isinstance(conf, dict):
+        raise XferbenchError(f"{path} is not an asv configuration (not a JSON object): "
+                             "restore it with 'git checkout asv.conf.json'")
+    return conf
+
+
 def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
     """asv.conf.json of ``repo`` with absolute paths, the results folder and a private
     work folder (environments, html) filled in; written into ``workdir``; returns its path.
@@ -123,9 +144,7 @@ def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
     The commit links (asv's ``show_commit_url``) come from the repository's own remote where
     asv.conf.json names none: a clone's links lead to its own commits, and one with no web
     remote has none."""
-    from asv import util as asv_util
-
-    conf = asv_util.load_json(os.path.join(repo, "asv.conf.json"), js_comments=True)
+    conf = load_asv_config(repo)
     branch = current_branch(repo)
     if branch:  # asv refuses a commit on a branch its configuration does not name
         conf["branches"] = [branch]
@@ -141,6 +160,5 @@ def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
         "env_dir": os.path.join(workdir, "env"),
     })
     path = os.path.join(workdir, "asv.conf.json")
-    with open(path, "w") as fh:
-        json.dump(conf, fh)
+    write_json_safely(path, conf)
     return path

@@ -210,6 +210,10 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]],
     """Every result in one asv results file; ``quick`` marks them as a quick run's (also
     when the file's params say ``quick: yes``)."""
     data = load_json(path, "results file")
+    date = data.get("date") if isinstance(data, dict) else None
+    if date is not None and (isinstance(date, bool) or not isinstance(date, (int, float))):
+        raise XferbenchError(f"results file {path} has date {date!r}, not asv's milliseconds "
+                             "since 1970: it was edited or damaged; restore it from git")
     try:
         columns = data["result_columns"]
         params = data.get("params", {})

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
 from .runrecords import Observation, Outcome, RunRecord
-from .safefiles import load_json, write_json_atomic
+from .safefiles import load_json, remove_file, write_json_atomic
 
 #: Version of the .metadata sidecar. Changelog:
 #:   1: first version ({"schema_version", "metadata", "run": {...}}); the run recorded the
@@ -136,9 +136,12 @@ def check(data: Any, path: str) -> dict[str, Any]:
         raise XferbenchError(
             f"metadata file {path} has schema_version {data.get('schema_version')!r}: "
             f"this xferbench reads versions {', '.join(map(str, SCHEMA_VERSIONS))}")
-    for key in ("metadata", "run"):
-        if not isinstance(data.get(key, {}), dict):
-            raise XferbenchError(f"metadata file {path} has a {key!r} that is not an object")
+    for key, kind, name in (("metadata", dict, "an object"), ("run", dict, "an object"),
+                            ("benchmarks", dict, "an object"), ("outcomes", dict, "an object"),
+                            ("runs", list, "a list")):
+        if not isinstance(data.get(key) or kind(), kind):
+            raise XferbenchError(f"metadata file {path} has a {key!r} that is not {name}: it "
+                                 "may be damaged; restore it from git or delete it")
     return data
 
 
@@ -147,7 +150,12 @@ def load_sidecar(results_path: str) -> Sidecar | None:
     path = metadata_path(results_path)
     if not os.path.exists(path):
         return None
-    return Sidecar.from_dict(upgrade(check(load_json(path, "metadata file"), path)))
+    data = upgrade(check(load_json(path, "metadata file"), path))
+    try:
+        return Sidecar.from_dict(data)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a field of a wrong type
+        raise XferbenchError(f"metadata file {path} holds a malformed entry ({exc}): it may be "
+                             "damaged; restore it from git or delete it") from None
 
 
 def _readable(results_path: str) -> Sidecar | None:
@@ -203,4 +211,4 @@ def relabel_sidecar(old_results: str, new_results: str, commit: str, snapshot: s
         side = replace(side, runs=(*side.runs[:-1], newest))
     write_json_atomic(metadata_path(new_results), side.to_dict())
     if metadata_path(new_results) != metadata_path(old_results):
-        os.remove(metadata_path(old_results))
+        remove_file(metadata_path(old_results))

@@ -4,6 +4,7 @@ array, or local processes), merged into one results folder.
   fleet run      submit one task per node, follow them, merge what finished, say what each
                  node measured (``--resume DIR`` resubmits only the tasks that did not finish)
   fleet status   the tasks of a job folder now: queued, running, done, merged, failed and why
+                 (exit 3 where a task failed)
   fleet merge    job folders, task folders or results folders copied from anywhere (a
                  Kubernetes pod's volume, a CI runner's artefacts) into the results folder
 
@@ -40,8 +41,9 @@ def register_cli(sub: Any) -> None:
     _run_parser(verbs)
     st = verbs.add_parser("status", allow_abbrev=False, help="the tasks of a job folder now",
                           description="Each task of a fleet job folder: queued, running, "
-                                      "done, merged or failed, with why. Exit status: 0, or "
-                                      "2 for a folder that is not a job folder.")
+                                      "done, merged or failed, with why. Exit status: 0, 3 "
+                                      "when a task failed (its results are lost until it runs "
+                                      "again), or 2 for a folder that is not a job folder.")
     st.add_argument("folder", metavar="DIR", help="the job folder fleet run made")
     st.set_defaults(func=cmd_status)
     mg = verbs.add_parser("merge", allow_abbrev=False,
@@ -67,7 +69,7 @@ def _run_parser(verbs: Any) -> None:
                                      "of every task that finished are merged.")
     r.add_argument("--executor", choices=EXECUTORS, default=None,
                    help="slurm (default: a job array, each task holding its node alone) or "
-                        "local (processes on this machine)")
+                        "local (processes on this machine, at most one per core at a time)")
     r.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="tasks, one per node (default 1)")
     r.add_argument("--partition", default=None, metavar="P", help="Slurm partition")

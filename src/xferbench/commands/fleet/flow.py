@@ -4,7 +4,6 @@ tasks until each is done or failed, merge the finished ones (``merging``), repor
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterable
@@ -14,12 +13,16 @@ from typing import Any
 from ...errors import XferbenchError
 from ...results import load
 from ...results.merging import Merged, Source, merge, open_source, place
-from ...results.repo import find_repo, git_head
+from ...results.repo import find_repo, git_head, load_asv_config
+from ...results.safefiles import remove_file, remove_tree
 from .executors import executor, log_path, states, submit
 from .job import (
     DONE,
     FAILED_STATE,
     MERGED,
+    PLAN,
+    QUEUED,
+    RUNNING,
     TaskState,
     is_job_folder,
     load_plan,
@@ -28,6 +31,7 @@ from .job import (
     now,
     save,
     task_state,
+    waiting_tasks,
 )
 from .report import format_merged, format_states, hints
 from .task import TaskSpec, run_task
@@ -55,6 +59,7 @@ class Request:
 
 def start(req: Request) -> int:
     repo = find_repo()
+    load_asv_config(repo)  # a damaged asv.conf.json is said here, not by every node
     git_head(repo)  # each node labels its results with the suite's commit
     folder = os.path.abspath(req.folder or os.path.join(
         repo, "fleet-jobs", time.strftime("%Y%m%d-%H%M%S")))
@@ -78,15 +83,24 @@ def start(req: Request) -> int:
         save(plan)
         live = _submit(plan, list(range(req.nodes)))
     except BaseException:  # a refused submission leaves no job folder behind
-        shutil.rmtree(made) if made else _empty(folder)
+        remove_tree(made) if made else _empty(folder)
         raise
     return _follow_and_merge(plan, live, req.poll_s)
 
 
 def _empty(folder: str) -> None:
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    """What this run wrote into the (empty) job folder it was given, and nothing else."""
+    remove_tree(os.path.join(folder, "submitit"))
+    remove_file(os.path.join(folder, PLAN))
+
+
+def local_cap() -> int:
+    """How many local tasks run at once: one per core this process may run on (its CPU
+    affinity, which taskset and a cgroup's cpuset narrow), each task a whole xferbench run."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity to read (macOS): every core
+        return max(1, os.cpu_count() or 1)
 
 
 def resume(folder: str, req: Request, *, partition: str | None, time_min: int | None) -> int:
@@ -110,7 +124,24 @@ def _count(sts: Iterable[TaskState], *which: str) -> int:
     return sum(1 for s in sts if s.state in which)
 
 
-def _submit(plan: dict[str, Any], indices: list[int]) -> dict[str, Any]:
+def _submit(plan: dict[str, Any], indices: list[int], *, running: int = 0,
+            announce: bool = True) -> dict[str, Any]:
+    """Submit the tasks ``indices``; a local job submits as many as there are free cores
+    (``running`` of them busy) and holds the rest back (``plan["waiting"]``) for ``follow``
+    to submit as cores come free. Returns submitit's jobs by id."""
+    held: list[int] = []
+    if plan["executor"] == "local":
+        cap = local_cap()
+        free = max(0, cap - running)
+        indices, held = indices[:free], indices[free:]
+        plan["waiting"] = {"tasks": held, "pid": os.getpid(), "cap": cap} if held else {}
+        if held and announce:
+            print(f"xferbench fleet: {len(indices) + len(held)} local tasks on this machine's "
+                  f"{cap} core{'s' if cap != 1 else ''}: at most {cap} at a time, the others "
+                  "queued until one finishes", flush=True)
+    if not indices:
+        save(plan)
+        return {}
     ex = executor(plan["executor"], os.path.join(plan["folder"], "submitit"), plan["scheduler"])
     specs = []
     for i in indices:
@@ -125,22 +156,36 @@ def _submit(plan: dict[str, Any], indices: list[int]) -> dict[str, Any]:
                                 "jobs": [str(j.job_id) for j in jobs]})
     save(plan)
     where = "to Slurm" if plan["executor"] == "slurm" else "as local processes"
-    print(f"xferbench fleet: {len(jobs)} task{'s' if len(jobs) != 1 else ''} submitted {where} "
-          f"(job {', '.join(str(j.job_id) for j in jobs)}); job folder {plan['folder']}",
-          flush=True)
+    if announce:
+        print(f"xferbench fleet: {len(jobs)} task{'s' if len(jobs) != 1 else ''} submitted "
+              f"{where} (job {', '.join(str(j.job_id) for j in jobs)}); job folder "
+              f"{plan['folder']}", flush=True)
     return {str(j.job_id): j for j in jobs}
+
+
+def _start_waiting(plan: dict[str, Any], current: list[TaskState]) -> dict[str, Any]:
+    """Local tasks held back, submitted as cores come free."""
+    waiting = list((plan.get("waiting") or {}).get("tasks") or ())
+    if not waiting:
+        return {}
+    running = sum(1 for s in current if s.job_id and s.state in (QUEUED, RUNNING))
+    if running >= local_cap():
+        return {}
+    return _submit(plan, waiting, running=running, announce=False)
 
 
 def current_states(plan: dict[str, Any], live: dict[str, Any]) -> list[TaskState]:
     """Every task's state now: the scheduler is asked first, then the markers are read."""
-    ids = [t["jobs"][-1] for t in plan["tasks"] if t.get("jobs")]
+    held, holder = waiting_tasks(plan)
+    ids = [t["jobs"][-1] for t in plan["tasks"] if t.get("jobs") and t["index"] not in held]
     said = states(plan["executor"], ids, live)
     logs = os.path.join(plan["folder"], "submitit")
     out = []
     for t in plan["tasks"]:
         job = t["jobs"][-1] if t.get("jobs") else None
         out.append(task_state(plan, t["index"], said.get(job) if job else None,
-                              log_path(logs, job) if job else None))
+                              log_path(logs, job) if job else None,
+                              held=holder if t["index"] in held else None))
     return out
 
 
@@ -151,11 +196,12 @@ def follow(plan: dict[str, Any], live: dict[str, Any], poll_s: float) -> list[Ta
     while True:
         now_states = current_states(plan, live)
         for s in now_states:
-            if last.get(s.index) != s:
+            if last.get(s.index) != s and s.job_id is not None:  # held back: said once
                 print(f"[{time.monotonic() - started:5.0f} s] {s.line()}", flush=True)
-                last[s.index] = s
+            last[s.index] = s
         if all(s.final for s in now_states):
             return now_states
+        live.update(_start_waiting(plan, now_states))
         time.sleep(poll_s)
 
 
@@ -256,13 +302,16 @@ def _refuse_emulated(sources: list[Source], dest: str) -> None:
 
 
 def status(folder: str) -> int:
+    """fleet status: every task's state; exit 3 where a task failed (its results are lost
+    until it is run again), else 0."""
     plan = load_plan(folder)
     current = current_states(plan, {})
     for line in format_states(plan, current):
         print(line)
-    for line in hints(plan, [s for s in current if s.state == FAILED_STATE], current):
+    failed = [s for s in current if s.state == FAILED_STATE]
+    for line in hints(plan, failed, current):
         print(line)
-    return 0
+    return EXIT_FAILED if failed else 0
 
 
 def merge_folders(folders: list[str], dest: str) -> int:

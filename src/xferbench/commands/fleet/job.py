@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import XferbenchError
 from ...results.merging import FAILED, FINISHED, STARTED, read_marker
-from ...results.safefiles import load_json, write_json_atomic
+from ...results.safefiles import alive, load_json, write_json_atomic
 
 PLAN = "fleet.json"
 KIND = "xferbench fleet job"
@@ -108,11 +108,27 @@ class TaskState:
         return text + (f": {self.reason}" if self.reason else "")
 
 
+def waiting_tasks(plan: dict[str, Any]) -> tuple[set[int], bool]:
+    """The tasks a local fleet run holds back until a core is free, and whether the run that
+    is to start them is still there (``plan["waiting"]``: its tasks, pid and cap)."""
+    waiting = plan.get("waiting") or {}
+    tasks = {int(i) for i in waiting.get("tasks") or ()}
+    pid = waiting.get("pid")
+    return tasks, bool(tasks) and isinstance(pid, int) and alive(pid)
+
+
 def task_state(plan: dict[str, Any], index: int, scheduler: str | None,
-               log_hint: str | None = None) -> TaskState:
+               log_hint: str | None = None, *, held: bool | None = None) -> TaskState:
     """Task ``index`` as its markers and the scheduler's word for its job (None: the
     scheduler no longer knows it) say. The markers are read after the scheduler was asked,
-    so a task that finished as its job ended is seen finished."""
+    so a task that finished as its job ended is seen finished. ``held``: the task waits for
+    a free core (True while the run that holds it back is there, False once it is gone)."""
+    if held is not None:
+        cap = (plan.get("waiting") or {}).get("cap")
+        return TaskState(index, None, QUEUED, reason=f"waiting for a free core ({cap} at a "
+                                                     "time here)") if held else \
+            TaskState(index, None, FAILED_STATE, reason="never submitted: the fleet run that "
+                                                        "was to start it stopped")
     jobs = plan["tasks"][index].get("jobs") or []
     job_id = jobs[-1] if jobs else None
     if job_id is None:

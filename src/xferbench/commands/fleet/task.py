@@ -11,7 +11,6 @@ limit or a preemption is an interrupt to it: it keeps only what it saved, and th
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import traceback
@@ -22,6 +21,7 @@ from ...errors import XferbenchError
 from ...results import load
 from ...results.machines import slug
 from ...results.merging import FAILED, FINISHED, STARTED, write_marker
+from ...results.safefiles import remove_tree
 from .job import now, stage_folders
 
 # submitit loads inside the functions that need it: it is an optional extra.
@@ -60,7 +60,7 @@ def run_task(spec: TaskSpec) -> dict[str, Any]:
     job_id = spec.job_id or current_job_id()
     node = node_name()
     for old in stage_folders(spec.job_folder, job_id, spec.index):
-        shutil.rmtree(old)  # Slurm requeued this job (a preemption), maybe elsewhere: anew
+        remove_tree(old)  # Slurm requeued this job (a preemption), maybe elsewhere: anew
     stage = os.path.join(spec.job_folder, "stage", f"{job_id}-{slug(node)}")
     if os.path.exists(stage):  # another task's, under a reused id (a local process id)
         stage += f"-task{spec.index}"
@@ -89,7 +89,7 @@ def _run(spec: TaskSpec, stage: str) -> dict[str, Any]:
     results = os.path.join(stage, "results")
     cmd = [spec.python, "-m", "xferbench", "run", "--results", results, *spec.run_args]
     log = os.path.join(stage, "run.log")
-    with open(log, "w", encoding="utf-8") as fh:
+    with open(log, "x", encoding="utf-8") as fh:  # a new file in the new stage folder
         code = subprocess.run(cmd, cwd=spec.repo, stdout=fh, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL).returncode
     out: dict[str, Any] = {"exit": code, "command": cmd}

@@ -10,13 +10,14 @@ mathtext, whose exponents would be drawn at 70% of the size.
 
 from __future__ import annotations
 
+import io
 import math
-import os
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from ...analysis.stats import Verdict
+from ...results.safefiles import write_text_safely
 from .views import BandwidthPanel, HeadlineRow, Trend
 
 # matplotlib loads inside the functions that draw: `import xferbench` stays free of it.
@@ -46,19 +47,15 @@ def _new_figure(width: float, height: float, *, left: float = 0.62, right: float
 
 
 def _save(fig: Any, path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
-    _strip_svg(path)
+    svg = io.StringIO()
+    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    write_text_safely(path, _strip_svg(svg.getvalue()), parents=True)
 
 
-def _strip_svg(path: str) -> None:
+def _strip_svg(text: str) -> str:
     """Drop the DOCTYPE and RDF block: they name external URLs the page never needs."""
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
     text = re.sub(r"<!DOCTYPE[^>]*>\s*", "", text, count=1)
-    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
 
 
 def draw(fn: Any, *args: Any) -> None:

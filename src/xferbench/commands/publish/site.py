@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,19 +32,32 @@ from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
-from ...results.repo import find_repo, git_branches, write_asv_config
-from ...results.safefiles import alive, check_output_folder
+from ...results.filesystem import why_failed
+from ...results.repo import find_repo, git_branches, load_asv_config, write_asv_config
+from ...results.safefiles import (
+    UnwritableError,
+    remove_file,
+    remove_tree,
+    write_json_safely,
+    write_text_safely,
+)
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page
+from .sitefolder import (
+    SITE_MARKER,
+    SiteFolder,
+    check_site_folder,
+    clean_staging,
+    swap_in,
+    write_marker,
+)
 from .views import Catalog, PageViews, page_views
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
 
-#: A file in every site publish builds: publish replaces only a folder that holds it.
-SITE_MARKER = ".xferbench-site"
-#: A line of the marker naming a file publish wrote.
-WROTE = "wrote: "
+__all__ = ["SITE_MARKER", "Site", "build", "format_site", "publish"]
+
 #: What asv publish writes that is data; the rest is its CDN front end, not shipped.
 ASV_DATA = ("index.json", "info.json", "graphs", "regressions.json", "regressions.xml")
 
@@ -56,18 +68,22 @@ def run_asv_publish(repo: str, results_dir: str, html_dir: str, work: str) -> No
         conf = json.load(fh)
     conf["html_dir"] = html_dir
     conf["branches"] = git_branches(repo, list(conf.get("branches") or ["main"]))
-    with open(conf_path, "w") as fh:
-        json.dump(conf, fh)
+    write_json_safely(conf_path, conf)
     proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", conf_path],
                           cwd=repo, capture_output=True, text=True,
                           env={**os.environ, "HOME": work})
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        m = re.search(r"\[Errno (\d+)\] ([^:']+)", last[0])
+        if m:  # the disk, not asv: said as any write of the site is, naming where
+            exc = OSError(int(m.group(1)), m.group(2).strip())
+            raise UnwritableError(f"cannot write the site's asv data {html_dir}: "
+                                  f"{why_failed(exc)}", exc.errno, html_dir)
         raise XferbenchError(f"asv publish failed (exit {proc.returncode}): {last[0]}")
     for name in os.listdir(html_dir):  # its front end needs CDNs: keep the data only
         if name not in ASV_DATA:
             path = os.path.join(html_dir, name)
-            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            remove_tree(path) if os.path.isdir(path) else remove_file(path)
 
 
 def asv_bundle(html_dir: str) -> dict[str, Any]:
@@ -103,51 +119,6 @@ class Site:
     pages: list[str] = field(default_factory=list)
     asv_series: int = 0
     warnings: list[str] = field(default_factory=list)
-
-
-def _check_out(out: str) -> None:
-    """``out`` may be replaced: it does not exist, is empty, or holds only what an earlier
-    publish wrote (the files its marker lists). Anything else is the user's: refused, never
-    deleted."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise XferbenchError(f"--out {out} is a file: give a folder for the site")
-    check_output_folder("--out", out)
-    if not os.path.exists(out):
-        return
-    marker = os.path.join(out, SITE_MARKER)
-    if os.listdir(out) and not os.path.exists(marker):
-        raise XferbenchError(
-            f"--out {out} holds files that publish did not write: give an empty or new folder"
-        )
-    if not os.path.exists(marker):
-        return
-    with open(marker, encoding="utf-8") as fh:
-        written = {line[len(WROTE):].strip() for line in fh if line.startswith(WROTE)}
-    if not written:  # a marker from before publish listed its files: nothing to compare
-        return
-    foreign = sorted(set(_files_under(out)) - written - {SITE_MARKER})
-    if foreign:
-        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-        raise XferbenchError(
-            f"--out {out} holds {foreign[0]}{more}, which publish did not write and would "
-            "delete: move it out, or give another folder")
-
-
-def _files_under(folder: str) -> list[str]:
-    """Every file under ``folder``, as a path relative to it with '/' separators."""
-    out = []
-    for root, _dirs, names in os.walk(folder):
-        rel = os.path.relpath(root, folder)
-        out += [name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}" for name in names]
-    return out
-
-
-def _clean_staging(parent: str, base: str) -> None:
-    """Staging folders of publishes that were killed (their process is gone)."""
-    for name in os.listdir(parent):
-        m = re.fullmatch(rf"\.{re.escape(base)}-new-(\d+)-\w+", name)
-        if m and not alive(int(m.group(1))):
-            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
 def _asset(name: str) -> str:
@@ -204,10 +175,8 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
             "view (index.html) still shows them")
     views, peers = page_views(rs, alpha, threshold), peer_page(rs)  # computed, then drawn
     add_outcomes(bundle, views.catalog)
-    with open(os.path.join(out_dir, "asv-data.js"), "w", encoding="utf-8") as fh:
-        fh.write("window.XFERBENCH_ASV = ")
-        json.dump(bundle, fh, separators=(",", ":"), allow_nan=False, default=str)
-        fh.write(";\n")
+    data = json.dumps(bundle, separators=(",", ":"), allow_nan=False, default=str)
+    write_text_safely(os.path.join(out_dir, "asv-data.js"), f"window.XFERBENCH_ASV = {data};\n")
     site.figures += draw_figures(views, out_dir)
     draw_peer(peers, out_dir, draw, site.figures)
     pages = {
@@ -220,10 +189,9 @@ def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
         "site.js": _asset("site.js"),
     }
     for name, text in pages.items():
-        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_text_safely(os.path.join(out_dir, name), text)
         site.pages.append(name)
-    _write_marker(out_dir)
+    write_marker(out_dir)
     return site
 
 
@@ -246,42 +214,43 @@ def draw_figures(views: PageViews, out_dir: str) -> list[str]:
     return paths
 
 
-def _write_marker(out_dir: str) -> None:
-    """The marker that says publish built ``out_dir``, listing every file it wrote there."""
-    with open(os.path.join(out_dir, SITE_MARKER), "w", encoding="utf-8") as fh:
-        fh.write("built by xferbench publish; publish replaces this folder as a whole, and "
-                 "refuses to while it holds a file not listed here\n")
-        fh.writelines(f"{WROTE}{path}\n" for path in sorted(_files_under(out_dir)))
-
-
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
             alpha: float = ALPHA, repo: str | None = None) -> Site:
-    """Build the site next to ``out`` and swap it in: on any error nothing is written."""
+    """Build the site next to ``out`` and swap it in: on any error nothing is written, and
+    what is the user's in ``out`` is refused before the build, never deleted."""
     rs = load(results)  # bad input stops here, before anything is written
-    out = os.path.abspath(out)
-    _check_out(out)
+    folder = check_site_folder(out)
     repo = repo or find_repo()
-    parent = os.path.dirname(out)
-    made = _missing_parents(parent)
-    os.makedirs(parent, exist_ok=True)
-    _clean_staging(parent, os.path.basename(out))
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}-new-{os.getpid()}-",
-                               dir=parent)
+    load_asv_config(repo)  # a damaged asv.conf.json is said now, not after the figures
+    made = _missing_parents(folder.parent)
+    os.makedirs(folder.parent, exist_ok=True)
+    clean_staging(folder)
+    staging = tempfile.mkdtemp(prefix=f".{folder.base}-new-{os.getpid()}-", dir=folder.parent)
     try:
-        site = build(rs, os.path.join(staging, "site"), repo=repo,
-                     threshold=THRESHOLD if threshold is None else threshold, alpha=alpha)
-        if os.path.exists(out):  # an earlier site (it holds SITE_MARKER): goes with staging
-            os.replace(out, os.path.join(staging, "old"))
-        os.replace(os.path.join(staging, "site"), out)
+        site = _built(rs, folder, staging, repo,
+                      THRESHOLD if threshold is None else threshold, alpha)
+        swap_in(folder, os.path.join(staging, "site"), staging)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        for folder in made:  # innermost first: only the folders made here, if still empty
+        remove_tree(staging)
+        for parent in made:  # innermost first: only the folders made here, if still empty
             with contextlib.suppress(OSError):
-                os.rmdir(folder)
+                os.rmdir(parent)
         raise
-    shutil.rmtree(staging, ignore_errors=True)
-    site.out = out
+    remove_tree(staging)
+    site.out = os.path.abspath(out)
     return site
+
+
+def _built(rs: ResultSet, folder: SiteFolder, staging: str, repo: str, threshold: float,
+           alpha: float) -> Site:
+    """``build`` into ``staging``; a file it cannot write is named as the site's, not as the
+    staging folder's (which the user never sees)."""
+    built = os.path.join(staging, "site")
+    try:
+        return build(rs, built, repo=repo, threshold=threshold, alpha=alpha)
+    except UnwritableError as exc:
+        raise UnwritableError(str(exc).replace(built, folder.given.rstrip(os.sep)),
+                              exc.errno, folder.real) from None
 
 
 def _missing_parents(folder: str) -> list[str]:

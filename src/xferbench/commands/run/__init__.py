@@ -23,10 +23,10 @@ written); 3 the run measured nothing or a combination failed (its results so far
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 from dataclasses import replace
@@ -36,7 +36,7 @@ from ...errors import ExitCode, XferbenchError
 from ...practices import SWEEPS
 from ...results.backup import clean_stale
 from ...results.lock import lock_is_held, results_lock
-from ...results.safefiles import alive
+from ...results.safefiles import left_by_dead_process, remove_tree
 from ..options import add_bench, add_device, add_format, add_results
 from .devices import resolve_devices
 from .numa import NUMA_MODES, placed
@@ -91,8 +91,9 @@ def _clean_work_dirs() -> None:
     base = tempfile.gettempdir()
     for name in os.listdir(base):
         m = re.fullmatch(rf"{WORK_PREFIX}(\d+)-\w+", name)
-        if m and not alive(int(m.group(1))):
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        path = os.path.join(base, name)
+        if m and os.path.isdir(path) and left_by_dead_process(path, int(m.group(1))):
+            remove_tree(path)
 
 
 def refuse_if_locked(opts: Options) -> None:
@@ -106,16 +107,22 @@ def refuse_if_locked(opts: Options) -> None:
 def execute(plan: RunPlan) -> RunReport:
     """Carry ``plan`` out under the results folder's lock, in a private work folder."""
     out = sys.stderr if plan.options.format == "json" else sys.stdout
+    made = not os.path.isdir(plan.options.results_dir)
     results_folder(plan)
     _clean_work_dirs()
-    with results_lock(plan.options.results_dir) as lock_fd:
-        for line in clean_stale(plan.options.results_dir):
-            print(f"xferbench run: {line} (left by a run that was killed)", file=out)
-        work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
-        try:
-            return report(plan, carry_out(plan, setup(plan, work, lock_fd, out)))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+    try:
+        with results_lock(plan.options.results_dir) as lock_fd:
+            for line in clean_stale(plan.options.results_dir):
+                print(f"xferbench run: {line} (left by a run that was killed)", file=out)
+            work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
+            try:
+                return report(plan, carry_out(plan, setup(plan, work, lock_fd, out)))
+            finally:
+                remove_tree(work)
+    finally:
+        if made:  # a run that saved nothing leaves no empty results folder behind
+            with contextlib.suppress(OSError):
+                os.rmdir(plan.options.results_dir)
 
 
 def render(r: RunReport) -> None:

@@ -19,8 +19,13 @@ from ...flags import env_flag
 from ...metadata import MachineMetadata, collect
 from ...practices import parse_sweep
 from ...results import check_folder
-from ...results.machines import check_machine_name, default_machine_name, torch_label
-from ...results.repo import find_repo, git_head
+from ...results.machines import (
+    check_machine_folder,
+    check_machine_name,
+    default_machine_name,
+    torch_label,
+)
+from ...results.repo import find_repo, git_head, load_asv_config
 from ...results.safefiles import check_output_folder
 from ..options import bench_pattern
 from .budget import check_budget, estimate_s
@@ -61,6 +66,8 @@ def check_options(args: argparse.Namespace) -> Options:
     quick = bool(args.quick) or env_flag("XFERBENCH_QUICK")  # one parser for every flag
     budget = check_budget(getattr(args, "budget", None))
     check_output_folder("--results", args.results)
+    if machine is not None:
+        check_machine_folder(os.path.abspath(args.results), machine)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
                    args.threads, sweep, quick, args.device, args.format, budget,
                    time.monotonic(), parse_devices(getattr(args, "devices", None)),
@@ -186,8 +193,9 @@ class RunPlan:
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
     check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
-    dev = resolve_device(opts.device)
     repo = find_repo()
+    load_asv_config(repo)  # a damaged asv.conf.json is said now, before the lock is taken
+    dev = resolve_device(opts.device)
     commit = git_head(repo)
     meta = collect(dev, under_load=True)  # the link and clock as the suite will meet them
     if meta.emulated and os.path.realpath(opts.results_dir) == os.path.realpath(
@@ -201,8 +209,9 @@ def make_plan(opts: Options) -> RunPlan:
     threads = opts.threads or (None if dev.is_accelerator else 1)
     if threads:
         meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
-    plan = RunPlan(opts, dev, repo, commit, meta, opts.machine or default_machine_name(meta),
-                   torch_version, cuda, threads, (), ())
+    machine = opts.machine or default_machine_name(meta)
+    check_machine_folder(opts.results_dir, machine)  # never into a folder of the user's
+    plan = RunPlan(opts, dev, repo, commit, meta, machine, torch_version, cuda, threads, (), ())
     classes = describe_suite(repo, plan.env())
     return replace(plan, classes=tuple(classes),
                    groups=tuple(group_classes(classes, opts.bench)))
