@@ -35,6 +35,7 @@ from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
 from ...results.repo import find_repo, git_branches, write_asv_config
 from ...results.safefiles import alive, check_output_folder
+from ...results.series import SeriesKey, mode_of
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page
@@ -172,9 +173,12 @@ def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
         by_series.setdefault((u.machine, u.torch), {}).setdefault(u.benchmark, []).append(
             [combo, why])
     bundle["reasons"] = list(reasons)
-    provs = {(s.machine, s.torch): s.provenance for s in cat.series}
+    provs = {(s.lane, s.torch): s.provenance for s in cat.series}
     for s in bundle["series"]:
-        key = (str(s["params"].get("machine")), str(s["params"].get("torch")))
+        # asv's series carry the params that keep a mode apart: the same key as the catalog's
+        params = s["params"]
+        key = (SeriesKey(str(params.get("machine")), str(params.get("torch")),
+                         mode_of(params)).lane, str(params.get("torch")))
         s["outcomes"] = by_series.get(key, {})
         p = provs.get(key)
         s["label"] = p.label if p else ", ".join(f"{k} {v}" for k, v in s["params"].items())

@@ -1,0 +1,146 @@
+"""Changes a repeat confirms: a regression (or an improvement) between two series counts only
+where a second measurement of the same two series shows it too. The significance test sees
+the samples within one run; run-to-run noise (another boot, another process on a shared
+machine) is not in them, and on the committed data two of three flags between releases did
+not survive a second sweep.
+
+A repeat of a series is a series in another machine folder that measured the same thing
+again: the same host name, the same hardware (the GPU that measured it and its PCI bus, or
+the CPU model for a CPU run), the same device, the same torch build (version and git hash)
+and the same mode, as the sidecars record them. A series without a sidecar (the host is not
+known) has no repeat. ``scripts/make-dataset`` files its second sweep under a machine name of
+its own (``cpu-2core-vm-rerun``); on any machine, ``xferbench run --machine NAME-rerun`` makes
+one. A change between series A and B is confirmed when every machine folder that holds a
+repeat of both A and B marks it the same way (worse, or better) and at least one does;
+otherwise it is suspected. ``compare`` and ``publish`` read it here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..results import ResultSet
+from ..results.series import SeriesKey
+from .comparison import BETTER, WORSE, Row, compare_results
+
+CONFIRMED = "confirmed"
+SUSPECTED = "suspected"
+#: The marks a repeat confirms or leaves suspected.
+CHANGES = (WORSE, BETTER)
+
+Key = tuple[str, tuple[tuple[str, Any], ...]]  # (benchmark, params)
+
+
+def identity(rs: ResultSet, key: SeriesKey) -> tuple[Any, ...] | None:
+    """What a repeat of ``key`` must share with it, from its newest sidecar; None where the
+    host is not recorded (no sidecar: nothing can be said to be measured again)."""
+    results = [r for r in rs if r.series == key]
+    if not results:
+        return None
+    newest = max(results, key=lambda r: (r.date_ms, r.started_ms or 0))
+    meta = rs.metadata_for(newest)
+    if not meta.hostname or meta.hostname == "unknown":
+        return None
+    gpu = rs.gpu_for(newest)
+    hardware = (gpu, meta.pci_bus_id) if gpu else (None, meta.cpu_model)
+    return (meta.hostname, hardware, newest.device, key.torch, meta.torch_git, key.mode)
+
+
+def repeats_of(rs: ResultSet, key: SeriesKey) -> list[SeriesKey]:
+    """The series of other machine folders that repeat ``key`` (see the module's text)."""
+    mine = identity(rs, key)
+    if mine is None:
+        return []
+    return [s for s in rs.series() if s.machine != key.machine
+            and (s.torch, s.mode) == (key.torch, key.mode) and identity(rs, s) == mine]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One machine folder's comparison of the repeats of A and B, row by row."""
+
+    machine: str
+    marks: dict[Key, str]
+
+
+def repeat_comparisons(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
+                       alpha: float) -> list[Repeat]:
+    """For every machine folder holding a repeat of both ``a`` and ``b``, its own comparison
+    of the two (the test ``compare`` runs, at the same threshold and alpha)."""
+    out = []
+    b_repeats = {s.machine: s for s in repeats_of(rs, b)}
+    for ra in repeats_of(rs, a):
+        rb = b_repeats.get(ra.machine)
+        if rb is not None:
+            out.append(between(rs, ra, rb, threshold=threshold, alpha=alpha))
+    return out
+
+
+def between(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
+            alpha: float) -> Repeat:
+    """``b`` against ``a`` (one machine folder), as marks per (benchmark, params)."""
+    rows, _ = compare_results(rs.filter(series=a).newest(), rs.filter(series=b).newest(),
+                              threshold=threshold, alpha=alpha)
+    return Repeat(a.machine, {(r.benchmark, r.params): r.mark for r in rows})
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """Whether a repeat confirmed one change, and which machine folders did."""
+
+    status: str  # CONFIRMED or SUSPECTED
+    by: tuple[str, ...] = ()  # the repeats' machine folders that marked it the same way
+    why: str = ""  # for a suspected one: no repeat, or what the repeat marked it
+
+    @property
+    def confirmed(self) -> bool:
+        return self.status == CONFIRMED
+
+
+def confirm(row: Row, repeats: list[Repeat]) -> Confirmation | None:
+    """The confirmation of ``row`` by ``repeats``; None for a row that is no change."""
+    if row.mark not in CHANGES:
+        return None
+    marks = [(rep.machine, rep.marks.get((row.benchmark, row.params))) for rep in repeats]
+    seen = [(machine, mark) for machine, mark in marks if mark is not None]
+    if not seen:
+        why = "no repeat measured it" if repeats else "no repeat of both series was measured"
+        return Confirmation(SUSPECTED, why=why)
+    agree = tuple(machine for machine, mark in seen if mark == row.mark)
+    if len(agree) == len(seen):
+        return Confirmation(CONFIRMED, agree)
+    others = "; ".join(f"{machine}: {mark}" for machine, mark in seen if mark != row.mark)
+    return Confirmation(SUSPECTED, agree, f"the repeat marked it otherwise ({others})")
+
+
+def confirmations(rows: list[Row], repeats: list[Repeat]) -> dict[int, Confirmation]:
+    """index in ``rows`` -> its confirmation, for every row that is a change."""
+    out = {}
+    for i, row in enumerate(rows):
+        c = confirm(row, repeats)
+        if c is not None:
+            out[i] = c
+    return out
+
+
+def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
+                  b: list[SeriesKey], *, threshold: float,
+                  alpha: float) -> dict[int, Confirmation]:
+    """Each change of ``rows`` (B's series ``b`` against A's ``a``, one per machine; or one
+    each, compared across machines) confirmed or left suspected by their repeats in ``rs``
+    (None: no folder to look in, every change suspected)."""
+    pairs: dict[str, tuple[SeriesKey, SeriesKey]] = {}
+    for ka in a:
+        for kb in b:
+            if ka.machine == kb.machine:
+                pairs[ka.machine] = (ka, kb)
+            elif len(a) == len(b) == 1:
+                pairs[""] = (ka, kb)  # two files of two machines: every row is theirs
+    out: dict[int, Confirmation] = {}
+    for machine, (ka, kb) in pairs.items():
+        repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha)
+                   if rs is not None else [])
+        mine = [i for i, r in enumerate(rows) if not machine or r.machine == machine]
+        found = confirmations([rows[i] for i in mine], repeats)
+        out.update({mine[j]: c for j, c in found.items()})
+    return out
