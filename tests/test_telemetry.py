@@ -116,7 +116,6 @@ def test_the_caution_travels_with_the_citation(tmp_path):
     """A degraded link in a series' sidecar reaches the page's provenance and the citation's
     sentence and table."""
     import json
-    import shutil
 
     from conftest import committed_results
     from manyversions import write_many_versions

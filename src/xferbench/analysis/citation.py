@@ -334,7 +334,8 @@ def format_markdown(c: Citation) -> list[str]:
     lines = [sentence(c), "", "| | |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in rows(c)]
     if c.others:
-        lines += ["", f"Also measured for {', '.join(c.others)} (choose with --torch/--machine/--mode)."]
+        lines += ["", f"Also measured for {', '.join(c.others)} "
+                  "(choose with --torch/--machine/--mode)."]
     return lines
 
 

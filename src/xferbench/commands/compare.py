@@ -36,7 +36,6 @@ from ..analysis.stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from ..errors import ExitCode, XferbenchError
 from ..results import Result, ResultSet, load, load_file
 from ..results.series import Mode, SeriesKey, labels
-
 from ..units import format_value
 from .options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import XferbenchError
-from .machines import slug
 
 #: Params that say what measured, not how: asv's machine record, the labels xferbench adds
 #: (torch, cuda, python) and asv's own; a requirement asv adds (numpy) is one too.
@@ -89,7 +88,7 @@ def mode_of(params: Mapping[str, Any], requirements: Iterable[str] = (),
     """The mode of a results file: each of its params that is not ``DESCRIPTIVE`` nor one of
     asv's ``requirements``, at a value other than its default; ``fallback`` (from the sidecar,
     for files written before a param existed) fills the keys the params do not hold."""
-    skip = DESCRIPTIVE | set(requirements)
+    skip = DESCRIPTIVE | (set(requirements) - set(MODES))  # stock asv labels modes there
     merged = {k: text(v) for k, v in (fallback or {}).items() if k not in params}
     merged.update({str(k): text(v) for k, v in params.items() if k not in skip})
     if "capped" in params or "budget" in params:  # the cap's own params say what it was
@@ -164,12 +163,10 @@ class SeriesKey:
 
     @property
     def lane(self) -> str:
-        """The machine, with the mode for a series not measured the default way: what the
-        page draws as one line across releases, and names its figures after."""
-        if not self.mode:
-            return self.machine
-        words = [k if v == "yes" else f"{k}{v}" for k, v in self.mode]  # as the wrapper's
-        return f"{self.machine}-{slug('-'.join(words))}"
+        """The machine, with the mode for a series not measured the default way ("box
+        (quick, 2 threads)"): what the page draws as one line across releases, and names its
+        figures and anchors after (slugged: "box-quick-2-threads")."""
+        return f"{self.machine} ({labels(self.mode)})" if self.mode else self.machine
 
     def reasons(self) -> list[str]:
         return reasons(self.mode)
