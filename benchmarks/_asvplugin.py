@@ -11,7 +11,7 @@ from its ``torch/version.py``, torch not imported) and adds what changes the num
 names one); each is also in the environment's name, so each torch and mode is a results file
 of its own. Where it cannot label (an interpreter without torch; a quick or smoke run in asv's
 own virtualenvs, whose names come from the matrix), asv stops before anything runs, with one
-sentence.
+sentence and exit status 2.
 
 ``xferbench run`` writes its own asv configuration without this plugin: it labels its files
 itself (``results.asvfiles.label_results``). Nothing here imports torch or asv at import: asv
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from typing import Any
 
 #: Run by the environment's interpreter: its torch's version.py, read without importing torch.
@@ -91,10 +92,11 @@ def series_labels() -> dict[str, str]:
     return labels
 
 
-def _refuse(message: str) -> Any:
-    from asv import util
-
-    return util.UserError(message)
+def _refuse(message: str) -> SystemExit:
+    """One sentence on stderr, and asv stopped with xferbench's exit status for bad input (2)
+    before anything is written (asv's own UserError would be 1, or logged and skipped)."""
+    print(message, file=sys.stderr, flush=True)
+    return SystemExit(2)
 
 
 def setup() -> None:

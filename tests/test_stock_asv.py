@@ -90,7 +90,8 @@ def test_stock_asv_refuses_an_interpreter_without_torch(suite, tmp_path):
     proc = asv(repo, env, "run", "-E", f"existing:{bare / 'bin' / 'python'}",
                "--set-commit-hash", "HEAD", "--bench", "CreatedInForward", "--machine", "box")
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if "xferbench:" in line]
-    assert proc.returncode != 0 and len(said) == 1 and "has no torch to measure" in said[0]
+    assert proc.returncode == 2 and len(said) == 1 and "has no torch to measure" in said[0]
+    assert said[0].startswith("xferbench: ")
     assert not (repo / "results" / "box").exists() or not [
         p for p in (repo / "results" / "box").glob("*.json") if p.name != "machine.json"]
 
@@ -99,7 +100,8 @@ def test_stock_asv_refuses_a_quick_run_in_its_own_environments(suite):
     repo, env = suite
     proc = asv(repo, {**env, "XFERBENCH_QUICK": "1"}, "setup")
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if "xferbench:" in line]
-    assert said and "quick=yes would be filed as a full default run" in said[0]
+    assert proc.returncode == 2 and len(said) == 1
+    assert "quick=yes would be filed as a full default run" in said[0]
     assert not (repo / ".asv" / "env").exists() or not any((repo / ".asv" / "env").iterdir())
 
 
