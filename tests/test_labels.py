@@ -265,6 +265,16 @@ def test_a_gpu_sidecar_beside_a_cpu_file_is_refused(results, capsys):
     refused(capsys, "list", "--results", str(results), words=("device cuda:0",))
 
 
+def test_numbers_a_run_on_another_device_measured_are_refused(results, capsys):
+    """A run on cuda:0 and one on the CPU of the same machine and torch filed into one file:
+    its label (the newest run's device) would pass the older run's numbers off as its own."""
+    path = files_of(results)["2.13.0+cu130"]
+    edit(path.with_suffix(".metadata"),
+         lambda d: [run.update(device="cuda:0") for run in [d["run"], *d["runs"]]])
+    refused(capsys, "list", "--results", str(results),
+            words=(path.name, "labelled device cpu", "on cuda:0", "two devices' runs"))
+
+
 def test_a_cpu_run_on_a_gpu_machine_names_no_gpu(results, capsys):
     """The sidecar of a CPU run on a machine with an H200 names the H200: the citation and
     the price say "no GPU", the figure was not measured on it."""

@@ -84,7 +84,7 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]],
             if not isinstance(row, list):
                 continue
             cols = dict(zip(columns, row))
-            check_recorded(path, name, cols, side)
+            check_recorded(path, name, cols, side, common["device"])
             fallback = run_mode(run_of(side, name)) if side else {}
             out += rows(name, cols, benchmarks.get(name, {}),
                         recorded_names(side, name),
@@ -243,9 +243,12 @@ def _iso_ms(value: str | None) -> int | None:
         return None
 
 
-def check_recorded(path: str, name: str, cols: dict[str, Any], side: Sidecar | None) -> None:
+def check_recorded(path: str, name: str, cols: dict[str, Any], side: Sidecar | None,
+                   device: str = "unknown") -> None:
     """Numbers of ``name`` that no run of the sidecar measured (asv saved them, then the run
-    failed before it recorded itself: a full disk) are not what the sidecar describes."""
+    failed before it recorded itself: a full disk) are not what the sidecar describes; nor
+    are numbers a run on another device than the file's label measured (two devices' runs
+    filed into one file)."""
     if side is None or not side.benchmarks:  # schema 1: which run measured what not recorded
         return
     values = cols.get("result") or []
@@ -264,6 +267,12 @@ def check_recorded(path: str, name: str, cols: dict[str, Any], side: Sidecar | N
             why = (f"it was measured at {time.strftime(ISO_FORMAT, time.gmtime(started / 1000))}"
                    f", outside the run its sidecar says measured it ({run.started_at} to "
                    f"{run.finished_at or 'unfinished'})")
+    if why is None and run is not None and run.device and device != "unknown" \
+            and run.device != device:
+        raise XferbenchError(
+            f"results file {path} is labelled device {device} but its sidecar says the run "
+            f"of {run.started_at} measured {name} on {run.device}: two devices' runs share the "
+            f"file; {RESTORE}")
     if why:
         raise XferbenchError(
             f"results file {path} holds numbers of {name} that its sidecar does not describe "
