@@ -275,6 +275,16 @@ def test_numbers_a_run_on_another_device_measured_are_refused(results, capsys):
             words=(path.name, "labelled device cpu", "on cuda:0", "two devices' runs"))
 
 
+def test_a_file_moved_into_another_machine_folder_is_refused(results, capsys):
+    path = files_of(results)["2.13.0+cu130"]
+    moved = results / f"{MACHINE}-rerun" / ("aaaaaaaa" + path.name[8:])
+    shutil.move(path, moved)
+    shutil.move(path.with_suffix(".metadata"), moved.with_suffix(".metadata"))
+    refused(capsys, "list", "--results", str(results),
+            words=(moved.name, f"says machine {MACHINE} but is filed under machine folder "
+                   f"{MACHINE}-rerun"))
+
+
 def test_a_cpu_run_on_a_gpu_machine_names_no_gpu(results, capsys):
     """The sidecar of a CPU run on a machine with an H200 names the H200: the citation and
     the price say "no GPU", the figure was not measured on it."""

@@ -31,28 +31,40 @@ CHANGES = (WORSE, BETTER)
 Key = tuple[str, tuple[tuple[str, Any], ...]]  # (benchmark, params)
 
 
-def identity(rs: ResultSet, key: SeriesKey) -> tuple[Any, ...] | None:
-    """What a repeat of ``key`` must share with it, from its newest sidecar; None where the
+Identities = dict[SeriesKey, tuple[Any, ...] | None]
+
+
+def identities(rs: ResultSet) -> Identities:
+    """Every series of ``rs`` -> what a repeat of it must share with it, read from its newest
+    sidecar (one pass): the host, the hardware that measured it (the GPU and its PCI bus, or
+    the CPU model), the device, the torch build and its git hash, the mode; None where the
     host is not recorded (no sidecar: nothing can be said to be measured again)."""
-    results = [r for r in rs if r.series == key]
-    if not results:
-        return None
-    newest = max(results, key=lambda r: (r.date_ms, r.started_ms or 0))
-    meta = rs.metadata_for(newest)
-    if not meta.hostname or meta.hostname == "unknown":
-        return None
-    gpu = rs.gpu_for(newest)
-    hardware = (gpu, meta.pci_bus_id) if gpu else (None, meta.cpu_model)
-    return (meta.hostname, hardware, newest.device, key.torch, meta.torch_git, key.mode)
+    newest: dict[SeriesKey, Any] = {}
+    for r in rs:
+        old = newest.get(r.series)
+        if old is None or (r.date_ms, r.started_ms or 0) > (old.date_ms, old.started_ms or 0):
+            newest[r.series] = r
+    out: Identities = {}
+    for key, r in newest.items():
+        meta = rs.metadata_for(r)
+        if not meta.hostname or meta.hostname == "unknown":
+            out[key] = None
+            continue
+        gpu = rs.gpu_for(r)
+        hardware = (gpu, meta.pci_bus_id) if gpu else (None, meta.cpu_model)
+        out[key] = (meta.hostname, hardware, r.device, key.torch, meta.torch_git, key.mode)
+    return out
 
 
-def repeats_of(rs: ResultSet, key: SeriesKey) -> list[SeriesKey]:
-    """The series of other machine folders that repeat ``key`` (see the module's text)."""
-    mine = identity(rs, key)
+def repeats_of(rs: ResultSet, key: SeriesKey,
+               ids: Identities | None = None) -> list[SeriesKey]:
+    """The series of other machine folders that repeat ``key`` (see the module's text);
+    ``ids``: ``identities(rs)``, where the caller asks for many."""
+    ids = identities(rs) if ids is None else ids
+    mine = ids.get(key)
     if mine is None:
         return []
-    return [s for s in rs.series() if s.machine != key.machine
-            and (s.torch, s.mode) == (key.torch, key.mode) and identity(rs, s) == mine]
+    return sorted(s for s, ident in ids.items() if s.machine != key.machine and ident == mine)
 
 
 @dataclass(frozen=True)
@@ -64,12 +76,13 @@ class Repeat:
 
 
 def repeat_comparisons(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
-                       alpha: float) -> list[Repeat]:
+                       alpha: float, ids: Identities | None = None) -> list[Repeat]:
     """For every machine folder holding a repeat of both ``a`` and ``b``, its own comparison
     of the two (the test ``compare`` runs, at the same threshold and alpha)."""
     out = []
-    b_repeats = {s.machine: s for s in repeats_of(rs, b)}
-    for ra in repeats_of(rs, a):
+    ids = identities(rs) if ids is None else ids
+    b_repeats = {s.machine: s for s in repeats_of(rs, b, ids)}
+    for ra in repeats_of(rs, a, ids):
         rb = b_repeats.get(ra.machine)
         if rb is not None:
             out.append(between(rs, ra, rb, threshold=threshold, alpha=alpha))
@@ -137,8 +150,9 @@ def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
             elif len(a) == len(b) == 1:
                 pairs[""] = (ka, kb)  # two files of two machines: every row is theirs
     out: dict[int, Confirmation] = {}
+    ids = identities(rs) if rs is not None and pairs else {}
     for machine, (ka, kb) in pairs.items():
-        repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha)
+        repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha, ids=ids)
                    if rs is not None else [])
         mine = [i for i, r in enumerate(rows) if not machine or r.machine == machine]
         found = confirmations([rows[i] for i in mine], repeats)

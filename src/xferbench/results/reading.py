@@ -68,9 +68,15 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]],
             f"results file {path} has asv format version {data.get('version')!r}: "
             f"this xferbench reads version {ASV_FORMAT_VERSION} (asv 0.6)")
     requirements = data.get("requirements") or {}
+    folder = os.path.basename(os.path.dirname(path))
+    if str(params.get("machine", folder)) != folder:
+        raise XferbenchError(
+            f"results file {path} says machine {params['machine']} but is filed under machine "
+            f"folder {folder}: it was moved (its series would join another machine's); move "
+            f"it back, or {RESTORE}")
     check_labels(path, params, side)
     common = dict(
-        machine=str(params.get("machine", os.path.basename(os.path.dirname(path)))),
+        machine=folder,
         commit=commit, date_ms=date_ms,
         torch=str(params.get("torch") or requirements.get("torch") or "unknown"),
         cuda=str(params.get("cuda", "unknown")),

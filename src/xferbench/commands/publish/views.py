@@ -16,7 +16,7 @@ from ...analysis.citation import Citation
 from ...analysis.comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
 from ...analysis.headline import HEADLINES, HeadlineValue, headlines
 from ...analysis.provenance import differences
-from ...analysis.repeats import Confirmation, confirm, repeat_comparisons
+from ...analysis.repeats import Confirmation, confirm, identities, repeat_comparisons
 from ...analysis.sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
 from ...analysis.stats import THRESHOLD, Verdict, significance, verdict
 from ...practices import HEADLINE_NBYTES
@@ -233,11 +233,12 @@ def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
     for s in cat.series:
         by_lane.setdefault(s.lane, []).append(s)
     steps = []
+    ids = identities(cat.rs)
     for lane, ss in sorted(by_lane.items()):
         for a, b in zip(ss, ss[1:]):
             rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
             repeats = repeat_comparisons(cat.rs, a.key, b.key, threshold=threshold,
-                                         alpha=alpha)
+                                         alpha=alpha, ids=ids)
             built = tuple(StepRow(r, None if r.ratio is None
                                   else verdict(r.a, r.b, alpha, threshold), confirm(r, repeats))
                           for r in rows)
