@@ -123,9 +123,6 @@ class Comparison:
         c = self.confirmed.get(i)
         return bool(c and c.confirmed)
 
-    def suspected(self, mark: str = WORSE) -> list[Row]:
-        return [r for i, r in enumerate(self.rows) if r.mark == mark and not self.is_confirmed(i)]
-
     @property
     def exit_status(self) -> ExitCode:
         return ExitCode.REGRESSION if self.regressions else ExitCode.OK
