@@ -20,9 +20,10 @@ from typing import Any
 from ..errors import XferbenchError
 
 #: Params that say what measured, not how: asv's machine record, the labels xferbench adds
-#: (torch, cuda, python) and asv's own; a requirement asv adds (numpy) is one too.
+#: (torch, cuda, python) and asv's own (the branch its graphs add); a requirement asv adds
+#: (numpy) is one too.
 DESCRIPTIVE = frozenset({"arch", "cpu", "machine", "num_cpu", "os", "ram", "python", "torch",
-                         "cuda", "version"})
+                         "cuda", "version", "branch"})
 #: Values that mean "off" for a key ``MODES`` does not know.
 OFF = frozenset({"", "no", "none", "false", "0", "off", "default"})
 
