@@ -213,6 +213,21 @@ def test_the_page_shows_each_mode_as_a_series_of_its_own(modes):
     assert any("/cpu-2core-vm-quick-2-threads/" in p for p in paths)
 
 
+def test_asvs_own_series_join_the_series_their_params_name(modes):
+    """asv.html's columns: asv keeps each mode a graph series of its own (its params differ),
+    and each is labelled as the page labels that series."""
+    from xferbench.commands.publish.catalog import catalog
+    from xferbench.commands.publish.site import series_of
+
+    cat = catalog(load(str(modes)))
+    base = json.loads(files_of(modes)["2.13.0+cu130"].read_text())["params"]
+    labels = [series_of(cat, {**base, **extra, "branch": "main"}).label for extra in (
+        {}, {"quick": "yes"}, {"quick": "yes", "threads": "2"})]
+    assert labels == ["torch 2.13.0+cu130 on cpu-2core-vm",
+                      "torch 2.13.0+cu130 on cpu-2core-vm (quick)",
+                      "torch 2.13.0+cu130 on cpu-2core-vm (quick, 2 threads)"]
+
+
 def test_a_mode_a_later_run_adds_is_a_series_of_its_own_not_for_citation(results, capsys):
     """Issue 30's capped runs (``capped: yes`` or ``budget: 240``) and a key nobody knows yet:
     each its own series, never merged with the default, never cited without asking."""
