@@ -5,6 +5,7 @@ arguments write the same bytes."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import math
 import shutil
@@ -64,8 +65,13 @@ def write_many_versions(template: Path, dest: Path, n: int = 20) -> list[str]:
         data["env_name"] = env
         data["requirements"] = {"torch": version}
         columns = data["result_columns"]
+        day = 1 + i
+        # measured within the run its sidecar records (below), as a real run's numbers are
+        started = calendar.timegm((2026, 10, day, 10, 1, 0)) * 1000
         for name, row in data["results"].items():
             cols = dict(zip(columns, row))
+            if "started_at" in cols:
+                cols["started_at"] = started
             count = len(cols.get("result") or [])
             factors = [_factor(i, name, k, n) for k in range(count)]
             for key in ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
@@ -80,7 +86,6 @@ def write_many_versions(template: Path, dest: Path, n: int = 20) -> list[str]:
             "driver": "580.65.06", "accelerator": "cuda", "torch_threads": 16,
             "pcie_theoretical_bytes_per_s": 63.015e9, "pcie_gen": 5, "pcie_width": 16,
             "pcie_gen_max": 5, "pcie_width_max": 16})
-        day = 1 + i
         for run in [side["run"], *side.get("runs", [])]:
             run.update({"machine": "gpu-synthetic", "device": "cuda:0", "threads": None,
                         "started_at": f"2026-10-{day:02d}T10:00:00Z",

@@ -76,6 +76,19 @@ def test_merge_files_a_results_folder_whole_and_again_changes_nothing(tmp_path, 
     assert digests(dest) == before
 
 
+def _constant(data: dict, name: str, value: float) -> None:
+    """Every measured value of ``name`` made ``value``, its quartiles and samples with it (a
+    median outside its own quartiles is a damaged file)."""
+    cols = dict(zip(data["result_columns"], data["results"][name]))
+    count = len(cols["result"])
+    for key in ("result", "stats_q_25", "stats_q_75", "stats_ci_99_a", "stats_ci_99_b"):
+        if cols.get(key):
+            cols[key] = [value] * count
+    if cols.get("samples"):
+        cols["samples"] = [[value] * 5] * count
+    data["results"][name] = [cols[c] for c in data["result_columns"][: len(data["results"][name])]]
+
+
 def test_merge_keeps_the_newer_result_of_each_benchmark(tmp_path, capsys):
     dest = made_elsewhere(tmp_path / "results", keep=(OLD,))
     older = made_elsewhere(tmp_path / "older", keep=(OLD,))
@@ -84,9 +97,9 @@ def test_merge_keeps_the_newer_result_of_each_benchmark(tmp_path, capsys):
     started = data["result_columns"].index("started_at")
     for row in data["results"].values():  # every result a day older than the destination's
         row[started] -= 86_400_000
-    data["results"][LOOP][0] = [9.0] * len(data["results"][LOOP][0])
+    _constant(data, LOOP, 9.0)
     ready = "bench_creation.Creation.track_ready_s"
-    data["results"][ready][0] = [7.0] * len(data["results"][ready][0])  # older: not taken
+    _constant(data, ready, 7.0)  # older: not taken
     del data["results"]["bench_copies.Copy.track_device_s"]
     path.write_text(json.dumps(data))
     (dest / MACHINE / f"{OLD}.json").write_text(json.dumps(
@@ -322,7 +335,8 @@ def test_machines_side_by_side_for_one_release(tmp_path, capsys):
         title for title, _ in newest.headlines]
     html = "\n".join(machines_section(tables, "64MiB"))
     assert html.count('<details class="release"') == 2 and 'id="machines"' in html
-    assert "h100-box<br><small>torch 2.14.1+cu130</small>" in html
+    # the golden runs were quick: each column says so (its lane: the machine and its mode)
+    assert "h100-box (quick)<br><small>torch 2.14.1+cu130</small>" in html
     # one machine per release: no such section (the single-machine page stays as it was)
     one = load(str(GOLDEN))
     v1 = page_views(one, 0.05, THRESHOLD)

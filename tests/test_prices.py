@@ -209,10 +209,14 @@ def test_emulated_or_quick_runs_are_never_gpu_prices(gpu_results, tmp_path):
 
     quick = tmp_path / "quick"
     shutil.copytree(gpu_results, quick)
-    for side in quick.glob("*/*.metadata"):
+    for side in quick.glob("*/*.metadata"):  # a quick run, as its file and sidecar say
         data = json.loads(side.read_text())
         data["run"]["quick"] = True
         side.write_text(json.dumps(data))
+        results = side.with_suffix(".json")
+        raw = json.loads(results.read_text())
+        raw["params"]["quick"] = "yes"
+        results.write_text(json.dumps(raw))
     book = PriceBook.load(str(quick))
     assert all(book.get(k, allow_cpu=True) is None for k in PRICE_KEYS)
     assert book.reason("item_per_epoch") == \

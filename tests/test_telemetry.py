@@ -116,16 +116,16 @@ def test_the_caution_travels_with_the_citation(tmp_path):
     """A degraded link in a series' sidecar reaches the page's provenance and the citation's
     sentence and table."""
     import json
-    import shutil
 
     from conftest import committed_results
+    from manyversions import write_many_versions
 
     from xferbench.analysis.citation import cite, rows, sentence
     from xferbench.analysis.provenance import provenance
     from xferbench.results import load
 
-    root = tmp_path / "results"
-    shutil.copytree(committed_results(), root)
+    root = tmp_path / "results"  # a GPU's series: a CPU run's copies cross no PCIe link
+    write_many_versions(committed_results(), root, 2)
     for side in root.glob("*/*.metadata"):
         data = json.loads(side.read_text())
         data["metadata"].update(pcie_gen_load=3, pcie_width_load=16, pcie_gen_max=5,

@@ -1,7 +1,8 @@
 """What is computed from results, for every command and the page to read alike:
 
 - ``stats``: Mann-Whitney U, significance, the ratio's interval and verdict;
-- ``comparison``: B against A, row by row, with marks;
+- ``comparison``: B against A, row by row, with marks, and what else differs (confounds);
+- ``repeats``: which series repeat a series, and which changes a repeat confirms;
 - ``headline``: the declarative headlines and the copy table; ``release_table``: the
   README's table per machine across releases;
 - ``provenance``: each series' date, commit, hardware, builds, threads, and its

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
+from ..results.series import Mode, labels, mode_option, reasons
 from ..units import format_value
 from .provenance import link_caution, series_provenance
 from .sitemap import figure_path
@@ -54,6 +55,8 @@ class Citation:
     pcie_under_load: bool = False  # pcie_gen/width were read while copies ran (not at idle)
     #: why the page bans this series from citation (a CPU run, no metadata...): the same words
     not_for_citation: tuple[str, ...] = ()
+    mode: str = "default"  # how it was measured, as --mode takes it ("quick,threads=2")
+    how: str = ""  # the same, as a series' label says it ("quick, 2 threads"; "" by default)
 
     @property
     def spread(self) -> float | None:
@@ -112,29 +115,27 @@ def _check_params(rs: ResultSet, benchmark: str, params: dict[str, str]) -> None
 
 
 def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str | None = None,
-           machine: str | None = None, allow_quick: bool = False) -> tuple[Result, list[Result]]:
+           machine: str | None = None, allow_quick: bool = False,
+           mode: Mode | None = None) -> tuple[Result, list[Result]]:
     """The newest measured result of ``benchmark`` at ``params``, and the other series' ones.
-    A quick run's numbers (a smoke run's budgets) are never chosen unless ``allow_quick``."""
+    The series measured the default way are chosen first (``series.pick``'s rule); another
+    mode only where ``mode`` names it, or where it is the only one that measured it, and then
+    a mode whose figures are not for citation (quick, a smoke sweep, a cap) only with
+    ``allow_quick``."""
     benchmark = resolve_benchmark(rs, benchmark)
     _check_params(rs, benchmark, params)
     pool = rs
-    if torch is not None:
-        pool = pool.filter(torch=rs.match_torch(torch))
-    if machine is not None:
+    if machine is not None:  # first: a version is matched among this machine's
         if machine not in rs.machines():
             raise XferbenchError(
                 f"machine {machine!r} is not in {rs.root}: it holds {', '.join(rs.machines())}")
         pool = pool.filter(machine=machine)
+    if torch is not None:
+        pool = pool.filter(torch=pool.match_torch(torch))
     found = pool.find(benchmark, **params)
-    measured = [r for r in found if r.ok]
+    everywhere = [r for r in found if r.ok]
     label = benchmark + (f" ({_kv(params)})" if params else "")
-    if measured and not allow_quick:
-        full = [r for r in measured if not r.quick]
-        if not full:
-            raise XferbenchError(
-                f"{label} has only quick-run numbers (a smoke run's shortened budgets): run "
-                "the suite without --quick, or pass --allow-quick to cite one anyway")
-        measured = full
+    measured = _in_mode(everywhere, label, mode, allow_quick)
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
@@ -151,8 +152,35 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
             f"{label} matches {len(combos)} measured parameter combinations: "
             f"give also {hints}")
     newest = max(measured, key=lambda r: (r.date_ms, r.started_ms or 0, r.torch))
-    others = [r for r in measured if (r.machine, r.torch) != (newest.machine, newest.torch)]
+    others = [r for r in everywhere if r.series != newest.series and r.params == newest.params]
     return newest, others
+
+
+def _in_mode(measured: list[Result], label: str, mode: Mode | None,
+             allow_quick: bool) -> list[Result]:
+    """The results of the one mode a citation reads (see ``choose``)."""
+    modes = sorted({r.mode for r in measured})
+    if mode is not None:
+        chosen = [r for r in measured if r.mode == mode]
+        if measured and not chosen:
+            raise XferbenchError(
+                f"{label} was not measured as --mode {mode_option(mode)}: it was measured as "
+                f"{'; '.join(mode_option(m) for m in modes)}")
+        return chosen
+    if not measured or () in modes:
+        return [r for r in measured if not r.mode]
+    if len(modes) > 1:
+        raise XferbenchError(
+            f"{label} was measured only in modes other than the default "
+            f"({'; '.join(labels(m) for m in modes)}): choose one with --mode "
+            f"({' or '.join(mode_option(m) for m in modes)})")
+    if reasons(modes[0]) and not allow_quick:
+        what = labels(modes[0])
+        raise XferbenchError(
+            f"{label} has only numbers measured as {what}, which are not for citation: run "
+            f"the suite the default way, or pass --mode {mode_option(modes[0])} (or "
+            "--allow-quick) to cite one anyway")
+    return measured
 
 
 def _kv(params: dict[str, Any]) -> str:
@@ -166,15 +194,15 @@ def _display_path(path: str) -> str:
 
 def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
          torch: str | None = None, machine: str | None = None,
-         site: str = "site", allow_quick: bool = False) -> Citation:
+         site: str = "site", allow_quick: bool = False, mode: Mode | None = None) -> Citation:
     """The citation ``xferbench cite`` prints: the newest measured value of ``benchmark`` at
-    ``params`` (narrowed by ``torch`` and ``machine``), its figure under ``site``."""
+    ``params`` (narrowed by ``torch``, ``machine`` and ``mode``), its figure under ``site``."""
     r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
-                       allow_quick=allow_quick)
-    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
+                       allow_quick=allow_quick, mode=mode)
+    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.series.lane))
     return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
                     figure_exists=os.path.isfile(figure),
-                    others=sorted({f"torch {o.torch} on {o.machine}" for o in others}))
+                    others=sorted({o.series.label for o in others}))
 
 
 def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = True,
@@ -182,13 +210,14 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
     """The citation of the measured result ``r`` of ``rs``, with ``figure`` as the figure's
     path as the reader should see it."""
     meta = rs.metadata_for(r)
+    gpu = rs.gpu_for(r)  # the sidecar's GPU only where an accelerator measured the value
 
     def text(key: str) -> str:
         value = getattr(meta, key)
         return "unknown" if value in (None, "") else str(value)
 
     def integer(key: str) -> int | None:
-        value = getattr(meta, key)
+        value = getattr(meta, key) if gpu else None  # a CPU run crossed no PCIe link
         return int(value) if isinstance(value, (int, float)) else None
 
     return Citation(
@@ -196,17 +225,18 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         unit=r.unit, q25=r.q25, q75=r.q75, ci_99=r.ci_99,
         n_samples=len(r.samples) if r.samples else None,
         nbytes=r.nbytes, gbps=r.gbps,
-        torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=text("gpu_name"),
-        device=str(meta.device or "unknown"),
+        torch=r.torch, cuda=r.cuda, driver=text("driver"), gpu=gpu or "unknown",
+        device=r.device if r.device != "unknown" else str(meta.device or "unknown"),
         pcie_gen=integer("pcie_gen_load") or integer("pcie_gen"),
         pcie_width=integer("pcie_width_load") or integer("pcie_width"),
         pcie_under_load=integer("pcie_gen_load") is not None,
         pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
-        pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s,
+        pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s if gpu else None,
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
-        others=tuple(others), quick=r.quick, caution=link_caution(meta),
-        not_for_citation=tuple(series_provenance(rs, r.machine, r.torch).reasons()),
+        others=tuple(others), quick=r.quick, caution=link_caution(meta) if gpu else None,
+        not_for_citation=tuple(series_provenance(rs, r.series).reasons()),
+        mode=mode_option(r.mode), how=labels(r.mode),
     )
 
 
@@ -217,8 +247,8 @@ def command(c: Citation) -> str:
     if c.params:
         parts.append("--params " + ",".join(f"{k}={v}" for k, v in c.params.items()))
     parts += [f"--torch {c.torch}", f"--machine {c.machine}"]
-    if c.quick:
-        parts.append("--allow-quick")
+    if c.mode != "default":
+        parts.append(f"--mode {c.mode}")
     return " ".join(parts)
 
 
@@ -269,7 +299,8 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         if c.share_of_pcie is not None:
             bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
         out.append(("bandwidth", bw))
-    out += [("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
+    out += [("measured as", c.how or "the default way"),
+            ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
             ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
             ("measured", _date(c.measured_ms)), ("results file", f"`{c.results_file}`"),
             ("figure", f"`{c.figure}`" + ("" if c.figure_exists
@@ -295,8 +326,7 @@ def sentence(c: Citation) -> str:
             f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
             f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
-            + (" A quick run (shortened budgets): a smoke test, not a figure to publish."
-               if c.quick and not c.not_for_citation else "")
+            + (f" Measured as: {c.how}." if c.how else "")
             + (f" Caution: {c.caution}." if c.caution else ""))
 
 
@@ -304,7 +334,8 @@ def format_markdown(c: Citation) -> list[str]:
     lines = [sentence(c), "", "| | |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in rows(c)]
     if c.others:
-        lines += ["", f"Also measured for {', '.join(c.others)} (choose with --torch/--machine)."]
+        lines += ["", f"Also measured for {', '.join(c.others)} "
+                  "(choose with --torch/--machine/--mode)."]
     return lines
 
 

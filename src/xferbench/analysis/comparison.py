@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import XferbenchError
-from ..results import Result
+from ..results import Result, ResultSet
+from ..results.series import labels
 from .stats import ALPHA, THRESHOLD, significance, worse_by
 
 BETTER = "better"
@@ -118,3 +119,33 @@ def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: floa
             mark = WITHIN
         rows.append(Row(**base, mark=mark, ratio=ratio, p_value=sig.p_value, test=sig.test))
     return rows, skipped_both
+
+
+def confounds(a: ResultSet, b: ResultSet, by_machine: bool) -> tuple[str, ...]:
+    """What differs between the sides besides the PyTorch release or suite commit: the build
+    (+cpu vs +cu130), how it was measured (quick, threads, a sweep, a cap), the device and
+    the GPU, the torch threads, the machine (compared across machines), the Python; each a
+    phrase."""
+    out = []
+
+    def build(rs: ResultSet) -> set[str]:
+        return {r.torch.partition("+")[2] or "default" for r in rs}
+
+    def threads(rs: ResultSet) -> set[str]:
+        return {str(rs.metadata_for(r).torch_threads) for r in rs
+                if rs.metadata_for(r).torch_threads is not None}
+
+    checks = [("the build", build),
+              ("how it was measured", lambda rs: {labels(r.mode) or "default" for r in rs}),
+              ("the device", lambda rs: {r.device for r in rs} - {"unknown"}),
+              ("the GPU", lambda rs: {rs.gpu_for(r) or "none" for r in rs}),
+              ("the torch threads", threads),
+              ("the Python", lambda rs: {r.python for r in rs})]
+    if not by_machine:
+        checks.append(("the machine", lambda rs: set(rs.machines())))
+    for what, of in checks:
+        left, right = of(a), of(b)
+        if left and right and left != right:
+            out.append(f"{what} differs ({', '.join(sorted(left))} vs "
+                       f"{', '.join(sorted(right))})")
+    return tuple(out)

@@ -12,7 +12,7 @@ from ..practices import HEADLINE_NBYTES
 from ..practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS, CopyCase, copy_skip_reason
 from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_reason
 from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
-from ..results import Result, ResultSet
+from ..results import Result, ResultSet, version_key
 from ..units import format_seconds, gbps, parse_size, size_label
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
 
@@ -289,10 +289,11 @@ def _hazard_cell(kind: str, stream: str, r: Result | None) -> str:
 
 
 def all_series_tables(rs: ResultSet) -> list[str]:
-    """Per (machine, PyTorch) series of ``rs``, its heading and ``series_tables``."""
+    """Per series of ``rs`` (machine, PyTorch, how measured), its heading and
+    ``series_tables``."""
     out: list[str] = []
-    for machine in rs.machines():
-        for torch_version in rs.filter(machine=machine).torch_versions():
-            series = rs.filter(machine=machine, torch=torch_version)
-            out += [f"#### {machine}, torch {torch_version}\n", *series_tables(series), ""]
+    for key in sorted(rs.series(), key=lambda k: (k.machine, k.mode, version_key(k.torch))):
+        tail = f" ({key.how})" if key.mode else ""
+        out += [f"#### {key.machine}, torch {key.torch}{tail}\n",
+                *series_tables(rs.filter(series=key)), ""]
     return out

@@ -15,6 +15,7 @@ from ..errors import XferbenchError
 from ..practices import HEADLINE_NBYTES
 from ..results import Result, ResultSet, version_key
 from ..results.machines import slug
+from ..results.series import SeriesKey
 
 PEER_CLASS = "bench_peer.Peer."
 PEER_BENCHMARK = PEER_CLASS + "track_device_s"
@@ -120,14 +121,23 @@ def _cell(rows: dict[tuple[str, int, str], list[Result]], src: int, dst: int, la
                     first.value if first is not None and first.ok else None, reason)
 
 
+def class_lanes(rs: ResultSet, prefix: str) -> list[tuple[str, list[Result]]]:
+    """(lane, its results of the class ``prefix``): per machine, per mode apart from the
+    device (each device's series is one row of the same matrix, but a quick run's never
+    joins a full run's), the lane named as ``SeriesKey.lane`` names it."""
+    out: dict[str, list[Result]] = {}
+    for r in rs:
+        if r.benchmark.startswith(prefix):
+            rest = tuple((k, v) for k, v in r.mode if k != "device")
+            out.setdefault(SeriesKey(r.machine, r.torch, rest).lane, []).append(r)
+    return sorted(out.items())
+
+
 def peer_matrices(rs: ResultSet) -> list[PeerMatrix]:
-    """One matrix per machine and layout, at its newest PyTorch release with peer results:
-    every ordered pair of the devices any of its series names."""
+    """One matrix per lane (a machine, a mode apart) and layout, at its newest PyTorch
+    release with peer results: every ordered pair of the devices any of its series names."""
     out = []
-    for machine in rs.machines():
-        on = [r for r in rs.filter(machine=machine) if r.benchmark.startswith(PEER_CLASS)]
-        if not on:
-            continue
+    for machine, on in class_lanes(rs, PEER_CLASS):
         torch = max({r.torch for r in on}, key=version_key)
         chosen = ResultSet([r for r in on if r.torch == torch], rs.benchmarks, rs.root,
                            rs.sidecars)
@@ -214,9 +224,8 @@ class ContentionRow:
 def contention_rows(rs: ResultSet) -> list[ContentionRow]:
     """Every measured lane, per machine at its newest release with contention results."""
     out = []
-    for machine in rs.machines():
-        on = [r for r in rs.filter(machine=machine)
-              if r.benchmark.startswith(CONTENTION_CLASS) and r.ok]
+    for machine, found in class_lanes(rs, CONTENTION_CLASS):
+        on = [r for r in found if r.ok]
         if not on:
             continue
         torch = max({r.torch for r in on}, key=version_key)

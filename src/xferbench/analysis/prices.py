@@ -9,7 +9,10 @@ reads: a benchmark renamed later is a one-line change here. ``build_table`` turn
 builds it from ``--results DIR``), so both paths compute the same way.
 
 A price from a CPU-only, emulated or quick run is never quoted as a GPU figure: ``get`` returns
-GPU prices only, and ``reason`` says why there is none ("no GPU price yet (...)").
+GPU prices only, and ``reason`` says why there is none ("no GPU price yet (...)"). The GPU is
+the one that measured the figure (``ResultSet.gpu_for``: a CPU run on a GPU machine names
+none), and a price comes only from a series whose mode may be cited (``series.MODES``: never a
+quick run, a smoke sweep or a cap), the default mode first.
 """
 
 from __future__ import annotations
@@ -189,13 +192,16 @@ class Rate:
 
 def _series(rs: ResultSet, r: Result) -> Series:
     meta = rs.metadata_for(r)
-    return Series(machine=r.machine, torch=r.torch, device=str(meta.device or "unknown"),
-                  gpu=meta.gpu_name or None, emulated=bool(meta.emulated))
+    device = r.device if r.device != "unknown" else str(meta.device or "unknown")
+    return Series(machine=r.machine, torch=r.torch, device=device, gpu=rs.gpu_for(r),
+                  emulated=bool(meta.emulated))
 
 
 def _full(rs: ResultSet) -> ResultSet:
-    """Only full runs: a quick run's number is never a price."""
-    return ResultSet([r for r in rs if not r.quick], rs.benchmarks, rs.root, rs.sidecars)
+    """Only series whose mode may be cited: a quick run's, a smoke sweep's or a capped run's
+    number is never a price."""
+    return ResultSet([r for r in rs if not r.series.reasons()], rs.benchmarks, rs.root,
+                     rs.sidecars)
 
 
 def _cite(rs: ResultSet, r: Result) -> str:
@@ -229,14 +235,14 @@ def _price(rs: ResultSet, spec: PriceSpec) -> Price | None:
 
 
 def _each_series(rs: ResultSet) -> list[ResultSet]:
-    """Full runs per (machine, torch): GPU series first, then newest release, newest run."""
+    """Full runs per series: GPU series first, then the default mode, the newest release,
+    the newest run."""
     full = _full(rs)
-    pairs = sorted({(r.machine, r.torch) for r in full})
-    groups = [full.filter(machine=m, torch=t) for m, t in pairs]
+    groups = [full.filter(series=key) for key in full.series()]
 
     def order(g: ResultSet) -> tuple:
         first = next(iter(g))
-        return (_series(g, first).is_gpu, version_key(first.torch),
+        return (_series(g, first).is_gpu, first.series.is_default, version_key(first.torch),
                 max(r.date_ms for r in g))
 
     return sorted(groups, key=order, reverse=True)
@@ -267,10 +273,8 @@ def build_table(rs: ResultSet) -> dict[str, Any]:
         for rate in _rates(g):
             rates.setdefault((rate.direction, rate.host_memory, rate.sync, rate.nbytes,
                               rate.is_gpu), rate)
-    seen = sorted({(r.machine, r.torch, r.quick) for r in rs},
-                  key=lambda s: (s[0], version_key(s[1]), s[2]))
-    every = [{**asdict(_series(rs, next(r for r in rs if (r.machine, r.torch) == (m, t)))),
-              "quick": q} for m, t, q in seen]
+    every = [{**asdict(_series(rs, next(r for r in rs if r.series == key))),
+              "quick": bool(key.reasons())} for key in rs.series()]
     return {"schema_version": TABLE_VERSION, "series": every,
             "prices": [asdict(p) for p in prices.values()],
             "rates": [asdict(r) for r in rates.values()]}

@@ -1,7 +1,8 @@
-"""Where each series came from: one record per (machine, PyTorch) series, read from its
-``.metadata`` sidecar and asv's params (date, suite commit, GPU or CPU, driver, CUDA, the
-torch build, threads, Python, OS, quick or full); the reasons a series is not for citation
-(the site's banner); and what differs between two series besides the PyTorch release.
+"""Where each series came from: one record per series (machine, PyTorch, and how it was
+measured: ``results.series``), read from its ``.metadata`` sidecar and asv's params (date,
+suite commit, GPU or CPU, driver, CUDA, the torch build, threads, Python, OS, its mode); the
+reasons a series is not for citation (the site's banner: its mode's, from ``series.MODES``,
+and the hardware's); and what differs between two series besides the PyTorch release.
 
 The thread count is one figure: the benchmark processes', ``metadata.torch_threads`` (the
 sidecar's loader upgrades files of schema 1, which kept it elsewhere).
@@ -15,10 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..metadata import MachineMetadata
-from ..results import Result, ResultSet, version_key
+from ..results import Result, ResultSet
 from ..results.runrecords import ISO_FORMAT
+from ..results.series import QUICK, Mode, SeriesKey, labels
+from ..results.series import reasons as mode_reasons
 
-QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
+__all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banner",
+           "cautions", "differences", "link_caution", "provenance", "series_provenance"]
+
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
 CUT_SHORT = "the run was cut short: some classes were not measured"
 NO_METADATA = "no metadata recorded: the hardware is unknown"
@@ -26,7 +31,8 @@ NO_METADATA = "no metadata recorded: the hardware is unknown"
 
 @dataclass(frozen=True)
 class Provenance:
-    """One (machine, PyTorch) series: what it ran on and how; None where not recorded."""
+    """One series (machine, PyTorch, how measured): what it ran on and how; None where not
+    recorded."""
 
     machine: str
     torch: str
@@ -47,10 +53,20 @@ class Provenance:
     commits: tuple[str, ...] = ()  # every suite commit the series' newest results come from
     #: Why its numbers need a caution though they may be cited (a degraded link), or None.
     caution: str | None = None
+    mode: Mode = ()  # how it was measured, where not the default way
+
+    @property
+    def key(self) -> SeriesKey:
+        return SeriesKey(self.machine, self.torch, self.mode)
 
     @property
     def label(self) -> str:
-        return f"torch {self.torch} on {self.machine}"
+        return self.key.label
+
+    @property
+    def how(self) -> str:
+        """"quick, 2 threads"; "full" for the default way."""
+        return labels(self.mode) or "full"
 
     @property
     def build(self) -> str:
@@ -78,9 +94,7 @@ class Provenance:
 
     def reasons(self) -> list[str]:
         """Why this series is not for citation (empty: it may be cited)."""
-        out = []
-        if self.quick:
-            out.append(QUICK)
+        out = mode_reasons(self.mode)
         if not self.has_metadata:
             out.append(NO_METADATA)
         elif self.cpu_only:
@@ -120,11 +134,12 @@ def _text(value: Any) -> str | None:
     return None if value in (None, "", "none", "unknown") else str(value)
 
 
-def series_provenance(rs: ResultSet, machine: str, torch: str) -> Provenance:
+def series_provenance(rs: ResultSet, key: SeriesKey) -> Provenance:
     """The provenance of one series of ``rs`` (its newest results and their sidecar)."""
-    results = [r for r in rs.newest() if r.machine == machine and r.torch == torch]
+    machine, torch = key.machine, key.torch
+    results = [r for r in rs.newest() if r.series == key]
     if not results:
-        raise KeyError(f"no series torch {torch} on {machine}")
+        raise KeyError(f"no series {key.label}")
     newest: Result = max(results, key=lambda r: (r.date_ms, r.started_ms or 0))
     side = rs.sidecars.get(newest.path)
     meta = side.metadata if side and side.metadata else MachineMetadata()
@@ -132,28 +147,39 @@ def series_provenance(rs: ResultSet, machine: str, torch: str) -> Provenance:
     measured = (_iso_ms(run.started_at) if run else None) or newest.started_ms or newest.date_ms
     return Provenance(
         machine=machine, torch=torch, commit=newest.commit, measured_ms=measured,
-        device=str(meta.device or (run.device if run else None) or "unknown"),
-        gpu=_text(meta.gpu_name), cpu_model=_text(meta.cpu_model),
+        device=_device(newest, meta, run.device if run else None),
+        gpu=rs.gpu_for(newest), cpu_model=_text(meta.cpu_model),
         driver=_text(meta.driver), cuda=_text(newest.cuda),
         torch_git=_text(meta.torch_git), threads=_int(meta.torch_threads),
         python=_text(meta.python) or _text(newest.python), os=_text(meta.os),
-        quick=any(r.quick for r in results),
+        quick=any(k == "quick" for k, _ in key.mode),
         complete=run.complete if run else None, has_metadata=bool(side and side.metadata),
-        commits=tuple(sorted({r.commit for r in results})), caution=link_caution(meta),
+        commits=tuple(sorted({r.commit for r in results})),
+        caution=link_caution(meta) if rs.gpu_for(newest) else None, mode=key.mode,
     )
 
 
+def _device(r: Result, meta: MachineMetadata, run_device: str | None) -> str:
+    """The device that measured ``r``: the results file's label, else the sidecar's."""
+    if r.device != "unknown":
+        return r.device
+    return str(meta.device or run_device or "unknown")
+
+
 def provenance(rs: ResultSet) -> list[Provenance]:
-    """Every (machine, PyTorch) series of ``rs``: machines by name, releases in order."""
-    pairs = sorted({(r.machine, r.torch) for r in rs}, key=lambda p: (p[0], version_key(p[1])))
-    return [series_provenance(rs, m, t) for m, t in pairs]
+    """Every series of ``rs``: machines by name, releases in order, the default mode first."""
+    return [series_provenance(rs, key) for key in rs.series()]
 
 
 def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
-    """(reason, the series it applies to) for every reason a series is not for citation,
-    in a fixed order; empty when every series may be cited."""
+    """(reason, the series it applies to) for every reason a series is not for citation:
+    quick first, then every other mode's in the order met, no metadata, a CPU run, a run cut
+    short; empty when every series may be cited."""
+    order = [QUICK, *dict.fromkeys(r for p in series for r in p.reasons()
+                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT)),
+             NO_METADATA, CPU_ONLY, CUT_SHORT]
     out = []
-    for reason in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT):
+    for reason in order:
         hit = [p for p in series if reason in p.reasons()]
         if hit:
             out.append((reason, hit))
@@ -176,5 +202,5 @@ def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
               ("device", a.hardware, b.hardware), ("driver", a.driver, b.driver),
               ("threads", a.threads, b.threads), ("Python", a.python, b.python),
               ("OS", a.os, b.os), ("suite commit", a.commit[:8], b.commit[:8]),
-              ("run", "quick" if a.quick else "full", "quick" if b.quick else "full")]
+              ("how measured", a.how, b.how)]
     return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]

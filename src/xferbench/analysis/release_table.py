@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..practices import HEADLINE_NBYTES
 from ..practices.hazards import HAZARDS, STREAMS, hazard_skip_reason
 from ..results import ResultSet
+from ..results.series import labels
 from ..units import parse_size, size_label
 from .headline import (
     HAZARD_BENCHMARK,
@@ -79,9 +80,11 @@ def machine_table(machine: str, series: dict[str, ResultSet]) -> list[str]:
 
 
 def readme_tables(rs: ResultSet) -> list[str]:
-    """Every machine's table in ``rs``, then the legend once."""
+    """Every machine's table in ``rs`` (one per mode: a quick run's figures never share a
+    full run's table), then the legend once."""
     out: list[str] = []
-    for machine in rs.machines():
-        on = rs.filter(machine=machine)
-        out += machine_table(machine, {v: on.filter(torch=v) for v in on.torch_versions()})
+    for machine, mode in sorted({(k.machine, k.mode) for k in rs.series()}):
+        on = rs.filter(machine=machine, mode=mode)
+        title = machine + (f" ({labels(mode)})" if mode else "")
+        out += machine_table(title, {v: on.filter(torch=v) for v in on.torch_versions()})
     return out + [LEGEND]

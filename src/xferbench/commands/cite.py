@@ -18,7 +18,7 @@ from ..analysis.peermatrix import by_device, citation_note
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.discovery import suite_repo
-from .options import add_format, add_results
+from .options import add_format, add_mode, add_results, mode_of_option
 
 
 def register_cli(sub: Any) -> None:
@@ -45,8 +45,10 @@ def register_cli(sub: Any) -> None:
     add_results(p)
     p.add_argument("--site", default="site", metavar="DIR",
                    help="the published site, for the figure's path (default: site)")
+    add_mode(p)
     p.add_argument("--allow-quick", action="store_true",
-                   help="cite a quick run's number if there is no other (marked as such)")
+                   help="cite a number measured in a mode not for citation (a quick run, a "
+                        "smoke sweep, a cap) where it is the only one (marked as such)")
     add_format(p, help="markdown sentence and table (default) or JSON",
                choices=("markdown", "json"))
     p.set_defaults(func=cmd_cite)
@@ -59,11 +61,12 @@ def cmd_cite(args: argparse.Namespace) -> ExitCode:
         raise XferbenchError("give a BENCHMARK to cite (xferbench list names them), or "
                              "--claim ID (xferbench claims lists them)")
     params = parse_params(args.params, args.param)
+    mode = mode_of_option(args.mode)
     rs = load(args.results)
     if getattr(args, "device", None):
         rs = by_device(rs, args.device)
     c = cite(rs, args.benchmark, params, torch=args.torch,
-             machine=args.machine, site=args.site, allow_quick=args.allow_quick)
+             machine=args.machine, site=args.site, allow_quick=args.allow_quick, mode=mode)
     # a peer copy between devices without peer access says so wherever it is quoted
     note = citation_note(rs, c.results_file, c.benchmark, c.params)
     if args.format == "json":

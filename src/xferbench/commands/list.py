@@ -8,7 +8,8 @@ import json
 from typing import Any
 
 from ..errors import ExitCode
-from ..results import ResultSet, load
+from ..results import ResultSet, load, version_key
+from ..results.series import SeriesKey, mode_option
 from .options import add_format, add_results
 
 
@@ -18,30 +19,40 @@ def register_cli(sub: Any) -> None:
         help="list the benchmarks, their parameters and what each series measured",
         description="Every benchmark in the results folder with its unit, its parameters and "
                     "their values (as cite's --params takes them), and per series (machine, "
-                    "PyTorch) how many combinations have a number.")
+                    "PyTorch, how it was measured) how many combinations have a number.")
     add_results(p)
     add_format(p, help="text (default) or JSON")
     p.set_defaults(func=cmd_list)
 
 
 def listing(rs: ResultSet) -> list[dict[str, Any]]:
-    """One entry per benchmark, in name order."""
+    """One entry per benchmark, in name order; per series (machine, torch, how measured:
+    each mode a series of its own) its newest result of each combination, counted."""
     names = sorted(set(rs.benchmarks) | {r.benchmark for r in rs})
+    newest = rs.newest()
     out = []
     for name in names:
         declared = rs.declared_params(name)
-        mine = [r for r in rs if r.benchmark == name]
-        series: dict[tuple[str, str, bool], list[int]] = {}
+        listed = list(rs.benchmarks.get(name, {}).get("param_names") or ())
+        mine = [r for r in newest if r.benchmark == name]
+        series: dict[SeriesKey, list[Any]] = {}
         for r in mine:
-            counts = series.setdefault((r.machine, r.torch, r.quick), [0, 0])
-            counts[0] += r.ok
-            counts[1] += 1
+            entry = series.setdefault(r.series, [0, 0, []])
+            entry[0] += r.ok
+            entry[1] += 1
+            entry[2] = entry[2] or [k for k, _ in r.params]
         out.append({
             "benchmark": name,
             "unit": rs.benchmarks.get(name, {}).get("unit") or (mine[0].unit if mine else None),
             "params": {k: [str(v) for v in values] for k, values in declared.items()},
-            "series": [{"machine": m, "torch": t, "quick": q, "measured": n, "combinations": c}
-                       for (m, t, q), (n, c) in sorted(series.items())],
+            "series": [{"machine": k.machine, "torch": k.torch, "mode": mode_option(k.mode),
+                        "how": k.how, "quick": any(m == "quick" for m, _ in k.mode),
+                        "not_for_citation": k.reasons(), "measured": n, "combinations": c,
+                        "param_names": names if names != listed else None}
+                       for k, (n, c, names) in sorted(
+                           series.items(), key=lambda kv: (kv[0].machine,
+                                                           version_key(kv[0].torch),
+                                                           kv[0].mode))],
         })
     return out
 
@@ -53,11 +64,14 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
         for name, values in e["params"].items():
             lines.append(f"  {name}: {', '.join(values)}")
         for s in e["series"]:
-            quick = ", quick run" if s["quick"] else ""
+            how = f", {s['how']}" if s["mode"] != "default" else ""
+            own = (f" (its parameters then: {', '.join(s['param_names']) or 'none'})"
+                   if s["param_names"] is not None else "")
             lines.append(f"  measured {s['measured']} of {s['combinations']}: {s['machine']}, "
-                         f"torch {s['torch']}{quick}")
+                         f"torch {s['torch']}{how}{own}")
         lines.append("")
-    lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value")
+    lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value"
+                 " [--mode MODE for a series measured another way]")
     return lines
 
 

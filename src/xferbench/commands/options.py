@@ -1,6 +1,6 @@
 """The command-line options several commands share, declared once (as asv's
 ``commands/common_args.py``): the results folder, the output format, the benchmark regex and
-the device. A command adds them to its parser; their checks live here too."""
+the device, the series' mode. A command adds them to its parser; their checks live here too."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from ..errors import XferbenchError
+from ..results.series import Mode, parse_mode
 
 DEVICE_HELP = ("auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a registered "
                "PrivateUse1 backend (e.g. emu)")
@@ -31,6 +32,20 @@ def add_bench(parser: Any, help: str) -> None:
 
 def add_device(parser: Any) -> None:
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
+
+
+def add_mode(parser: Any) -> None:
+    """``--mode``: which series, by how it was measured (checked with ``mode_of_option``)."""
+    parser.add_argument(
+        "--mode", default=None, metavar="MODE",
+        help="the series measured this way: default (a full run), or key=value pairs as a "
+             "series' label shows them: quick, threads=2, sweep=smoke, quick,threads=2 "
+             "(default: the default mode where there is one)")
+
+
+def mode_of_option(text: str | None) -> Mode | None:
+    """``--mode`` parsed, None where none was given; one sentence for a bad one."""
+    return None if text is None else parse_mode(text)
 
 
 def bench_pattern(bench: str | None) -> re.Pattern[str] | None:

@@ -2,7 +2,11 @@
 whole. The face is ``load`` (a folder into a ``ResultSet`` of ``Result`` records); the rest
 is its plumbing, one module per concern:
 
-- ``resultset``: ``Result``, ``ResultSet``, ``load``: the files read into typed records;
+- ``resultset``: ``ResultSet``, ``load``: the files read into typed records (``result``:
+  ``Result``; ``reading``: one file read, its parameter names its own, and every check that
+  keeps a number from being read as what it is not);
+- ``series``: what a series is (machine, torch, how it was measured), ``MODES`` (each mode's
+  label and whether it may be cited) and ``pick`` (which series a command reads);
 - ``asvfiles``: asv's own files (``benchmarks.json``, results files): found, read, labelled
   with torch and CUDA, relabelled with the real suite commit, named as asv names them;
 - ``sidecar``: the ``.metadata`` beside each results file (typed; old versions upgraded in

@@ -26,6 +26,8 @@ from .sidecar import relabel_sidecar
 
 #: The "version" of asv 0.6's results files and benchmarks.json.
 ASV_FORMAT_VERSION = 2
+#: How asv names a results file: the suite commit's first 8 hex digits, then the environment.
+RESULTS_NAME = re.compile(r"[0-9a-f]{8}-.+\.json")
 
 
 def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
@@ -89,11 +91,21 @@ def iter_result_files(root: str) -> Iterable[tuple[str, str]]:
         raise XferbenchError(f"results folder {root} does not exist")
     for entry in sorted(os.listdir(root)):
         folder = os.path.join(root, entry)
-        if not os.path.isfile(os.path.join(folder, "machine.json")):
+        if entry.startswith(".") or not os.path.isdir(folder):
             continue
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".json") and name not in ("machine.json", "benchmarks.json"):
-                yield entry, os.path.join(folder, name)
+        names = [n for n in sorted(os.listdir(folder))
+                 if n.endswith(".json") and n not in ("machine.json", "benchmarks.json")]
+        if not os.path.isfile(os.path.join(folder, "machine.json")):
+            found = [n for n in names if RESULTS_NAME.fullmatch(n)]
+            if found:  # asv skips such a folder without a word; its series would vanish
+                raise XferbenchError(
+                    f"machine folder {folder} holds {len(found)} results file(s) but no "
+                    "machine.json (asv's machine record, without which asv and xferbench "
+                    "would skip them): restore it from git, or copy it from the machine "
+                    "that measured them")
+            continue
+        for name in names:
+            yield entry, os.path.join(folder, name)
 
 
 def label_results(path: str, torch_version: str, cuda: str, python: str, device: str,

@@ -300,7 +300,7 @@ def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidec
     runs: dict[str, RunRecord] = {str(r.started_at): r for s in (old, new) for r in s.runs}
     ordered = tuple(runs[k] for k in sorted(runs))[-RUNS_KEPT:]
     benchmarks, outcomes = dict(old.benchmarks), dict(old.outcomes)
-    observations = dict(old.observations)
+    observations, names = dict(old.observations), dict(old.param_names)
     for name in taken:
         if name in new.benchmarks:
             benchmarks[name] = new.benchmarks[name]
@@ -309,6 +309,9 @@ def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidec
         observations.pop(name, None)  # the kept result's run says what it saw, or nothing
         if name in new.observations:
             observations[name] = new.observations[name]
+        if name in new.param_names:  # the kept result's parameter names
+            names[name] = new.param_names[name]
     newest = max((old, new), key=lambda s: str(s.run.started_at if s.run else ""))
     return Sidecar(newest.metadata, ordered, MappingProxyType(benchmarks),
-                   MappingProxyType(outcomes), MappingProxyType(observations))
+                   MappingProxyType(outcomes), observations=MappingProxyType(observations),
+                   param_names=MappingProxyType(names))

@@ -152,6 +152,7 @@ def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
         url = web_commit_url(own_remote(repo))
         if url:
             conf["show_commit_url"] = url
+    conf.pop("plugins", None)  # stock asv's labels: xferbench labels its own files
     conf.update({
         "repo": repo,
         "benchmark_dir": os.path.join(repo, "benchmarks"),

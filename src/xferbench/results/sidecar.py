@@ -31,11 +31,17 @@ from .safefiles import load_json, remove_file, write_json_atomic
 #:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
 #:      records updated "run" alone), "run" wins.
 #:      Fields added within 2 (absent means not recorded; older readers ignore them):
-#:      run.budget_s (`xferbench run --budget`); "observations" (per benchmark, what each
-#:      combination saw beside its number, one line: a behaviour check's words, as
-#:      bench_behaviour records them), replaced per benchmark as "outcomes" are.
-SCHEMA_VERSION = 2
-SCHEMA_VERSIONS = (1, 2)
+#:      run.budget_s (`xferbench run --budget`).
+#:   3: + "param_names" (per benchmark, its parameter names when the run measured it: a
+#:      suite that later gains, drops or renames a parameter rewrites benchmarks.json, and
+#:      the file's own names keep its values from being read under the new ones). Files of
+#:      versions 1 and 2 recorded none: the reader names their values from benchmarks.json,
+#:      checked against the values (``reading.param_names``); + "observations" (per
+#:      benchmark, what each combination saw beside its number, one line: a behaviour
+#:      check's words, as bench_behaviour records them), replaced per benchmark as
+#:      "outcomes" are (older files have none).
+SCHEMA_VERSION = 3
+SCHEMA_VERSIONS = (1, 2, 3)
 SUFFIX = ".metadata"
 #: Runs kept in a sidecar's history.
 RUNS_KEPT = 20
@@ -60,6 +66,9 @@ class Sidecar:
     #: benchmark -> what its combinations saw beside their numbers in that run
     observations: Mapping[str, tuple[Observation, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: benchmark -> its parameter names when that run measured it (absent: not recorded)
+    param_names: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @property
     def run(self) -> RunRecord | None:
@@ -77,7 +86,8 @@ class Sidecar:
                          for name, rows in self.outcomes.items()},
             **({"observations": {name: [o.to_dict() for o in rows]
                                  for name, rows in self.observations.items()}}
-               if self.observations else {})}
+               if self.observations else {}),
+            "param_names": {name: list(names) for name, names in self.param_names.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Sidecar:
@@ -85,6 +95,7 @@ class Sidecar:
         meta = data.get("metadata") or {}
         outcomes = data.get("outcomes") or {}
         observations = data.get("observations") or {}
+        names = data.get("param_names") or {}
         return cls(
             metadata=MachineMetadata.from_dict(meta) if meta else None,
             runs=tuple(RunRecord.from_dict(r) for r in data.get("runs") or ()
@@ -98,12 +109,16 @@ class Sidecar:
             observations=MappingProxyType(
                 {str(name): tuple(Observation.from_dict(o) for o in rows
                                   if isinstance(o, dict))
-                 for name, rows in observations.items() if isinstance(rows, list)}))
+                 for name, rows in observations.items() if isinstance(rows, list)}),
+            param_names=MappingProxyType(
+                {str(name): tuple(str(n) for n in value)
+                 for name, value in names.items() if isinstance(value, list)}))
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """A sidecar's JSON of any version this xferbench reads, as the current version's (keys
-    no version reads any more are left for ``from_dict`` to ignore)."""
+    no version reads any more are left for ``from_dict`` to ignore). Version 2 lacks only
+    "param_names" (none recorded: the reader names the values from benchmarks.json)."""
     data = dict(data)
     if data.get("schema_version") == 1:
         run = dict(data.get("run") or {})
@@ -122,6 +137,8 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
             runs[-1] = run
         elif not runs:
             runs = [run]
+    if data.get("schema_version") in (1, 2):
+        data["param_names"] = {}
     data.update({"runs": runs, "schema_version": SCHEMA_VERSION})
     return data
 
@@ -132,6 +149,8 @@ def check(data: Any, path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise XferbenchError(f"metadata file {path} is not a JSON object: it may be damaged; "
                              "restore it from git or delete it")
+    if not isinstance(data.get("param_names", {}), dict):
+        raise XferbenchError(f"metadata file {path} has a 'param_names' that is not an object")
     if data.get("schema_version") not in SCHEMA_VERSIONS:
         raise XferbenchError(
             f"metadata file {path} has schema_version {data.get('schema_version')!r}: "
@@ -186,18 +205,38 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     benchmarks = dict(old.benchmarks)
     kept = dict(old.outcomes)
     seen = dict(old.observations)
+    names = dict(old.param_names)
+    declared = _declared_names(results_path)
     for name in saved:
         benchmarks[name] = run.started_at
         kept[name] = tuple(outcomes.get(name, ()))
         seen.pop(name, None)  # what an earlier run saw is not what this one measured
         if (observations or {}).get(name):
             seen[name] = tuple(observations[name])  # type: ignore[index]
+        if name in declared:
+            names[name] = declared[name]
     for name, rows in (unrun or {}).items():
         if name not in benchmarks:
             kept[name] = tuple(rows)
     new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
-                  MappingProxyType(kept), MappingProxyType(seen))
+                  MappingProxyType(kept), observations=MappingProxyType(seen),
+                  param_names=MappingProxyType(names))
     write_json_atomic(metadata_path(results_path), new.to_dict())
+
+
+def _declared_names(results_path: str) -> dict[str, tuple[str, ...]]:
+    """Each benchmark's parameter names in the benchmarks.json of the results folder holding
+    ``results_path``, as asv wrote it for the run that just saved (empty where unreadable)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(results_path))),
+                        "benchmarks.json")
+    try:
+        data = load_json(path, "benchmark list")
+    except XferbenchError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {name: tuple(str(n) for n in info.get("param_names") or ())
+            for name, info in data.items() if isinstance(info, dict)}
 
 
 def relabel_sidecar(old_results: str, new_results: str, commit: str, snapshot: str) -> None:

@@ -26,11 +26,21 @@ from .unmeasured import Gap
 from .views import BandwidthPanel, BenchmarkView, Step, StepRow
 
 STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",
-                "verdict"]
+                "verdict", "repeat"]
 
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _repeat(sr: StepRow) -> str:
+    """What the repeats say of a change: confirmed (by which), or suspected (why)."""
+    c = sr.confirmation
+    if c is None:
+        return ""
+    if c.confirmed:
+        return e(f"confirmed ({', '.join(c.by)})")
+    return f'<span class="suspected">suspected</span> <small>{e(c.why)}</small>'
 
 
 def _step_rows(rows: list[StepRow], alpha: float) -> list[str]:
@@ -41,13 +51,13 @@ def _step_rows(rows: list[StepRow], alpha: float) -> list[str]:
         b = format_value(r.b.value if r.b else None, r.unit)
         if v is None:
             out.append('<tr class="ns">' + cells(STEP_HEADERS, [
-                e(r.label()), e(a), e(b), "", "", "", e(r.mark if not r.note else r.note)])
-                + "</tr>")
+                e(r.label()), e(a), e(b), "", "", "", e(r.mark if not r.note else r.note),
+                ""]) + "</tr>")
             continue
         out.append(f"<tr{row_class(v)}>" + cells(STEP_HEADERS, [
             e(r.label()), e(a), e(b), times(v.ratio) + ("†" if v.ratio_outside else ""),
-            e(interval(v.interval, alpha, v.test)), samples(v.n_a, v.n_b), verdict_cell(v)])
-            + "</tr>")
+            e(interval(v.interval, alpha, v.test)), samples(v.n_a, v.n_b), verdict_cell(v),
+            _repeat(sr)]) + "</tr>")
     return out
 
 
@@ -59,14 +69,19 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
             f"{threshold:.0%}. B/A below 1: B takes less (for times, B is faster). The "
             f"interval is the {1 - alpha:.0%} interval of B/A from the same test; † marks a "
             "ratio of medians outside it (the two differ in shape, not only by a factor). "
-            "The samples are within one run each: noise between runs is not in them.</p>"]
+            "The samples are within one run each: noise between runs is not in them, so a "
+            "change counts as a regression or an improvement only where a repeat confirms it "
+            "(a series of another machine folder that measured the same host, hardware, torch "
+            "build and mode again marks it the same way: <code>xferbench compare "
+            "--confirmed</code>); the others are listed as suspected.</p>"]
     if not steps:
         body.append('<p class="na">One PyTorch version per machine: nothing to compare.</p>')
-    newest = {s.machine: s for s in steps}
+    newest = {s.machine: s for s in steps}  # a step.machine is its lane
     for step in steps:
         ident = anchor("changes", step.machine, step.a.torch, step.b.torch)
         counts = (f"{plural(len(step.regressions), 'regression')}, "
-                  f"{plural(len(step.improvements), 'improvement')}, {step.count(WITHIN)} "
+                  f"{plural(len(step.improvements), 'improvement')}, "
+                  f"{len(step.suspected)} suspected, {step.count(WITHIN)} "
                   f"within {threshold:.0%}, {step.count(NOT_SIGNIFICANT)} no detectable "
                   "difference")
         opened = " open" if newest[step.machine] is step else ""
@@ -77,13 +92,18 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
             diffs = "; ".join(f"{what} {a} → {b}" for what, a, b in step.differences)
             body.append(f'<p class="warning">Not only the release differs: {e(diffs)}. Every '
                         "change below measures these differences too.</p>")
+        if not step.repeats:
+            body.append('<p class="na">No repeat of these two series was measured: every '
+                        "change is suspected until a second run confirms it.</p>")
         for title, rows in (("Regressions", step.regressions),
-                            ("Improvements", step.improvements)):
+                            ("Improvements", step.improvements),
+                            ("Suspected: not confirmed by a repeat", step.suspected)):
             body.append(f"<h4>{title} ({len(rows)})</h4>")
             if rows:
                 body += table("steps", STEP_HEADERS, _step_rows(rows, alpha))
             else:
-                body.append(f'<p class="na">No {title.lower()} beyond {threshold:.0%}.</p>')
+                what = title.split(":")[0].lower()
+                body.append(f'<p class="na">No {what} beyond {threshold:.0%}.</p>')
         failed = step.count(FAILED_IN_B)
         one_side = [r for r in step.rows if r.verdict is None and r.row.mark != FAILED_IN_B]
         body.append(f"<details><summary>Every compared row ({len(step.compared)}); "
@@ -137,7 +157,7 @@ def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
         ident = anchor("bench", v.name)
         better = "higher" if v.unit.strip().endswith("/s") else "lower"
         series_count = len(v.series)
-        per_series = {(s.machine, s.torch): 0 for s in v.series}
+        per_series = {(s.lane, s.torch): 0 for s in v.series}
         for t in v.trends:
             for p in t.points:
                 per_series[(t.machine, p.torch)] = per_series.get((t.machine, p.torch), 0) + 1

@@ -1,7 +1,7 @@
-"""What every view of the page reads of a results folder, read once: the (machine, PyTorch)
-series with their newest results and provenance, each benchmark's declared parameters and
-their order, every combination without a number, the releases in order; and the citation
-of a value as the site shows it."""
+"""What every view of the page reads of a results folder, read once: the series (machine,
+PyTorch, how measured: each mode a lane of its own) with their newest results and
+provenance, each benchmark's declared parameters and their order, every combination without
+a number, the releases in order; and the citation of a value as the site shows it."""
 
 from __future__ import annotations
 
@@ -11,30 +11,40 @@ from typing import Any
 from ...analysis.citation import Citation, citation
 from ...analysis.provenance import Provenance, series_provenance
 from ...analysis.sitemap import figure_path
-from ...results import Result, ResultSet
+from ...results import Result, ResultSet, version_key
+from ...results.series import SeriesKey
 from .unmeasured import Unmeasured, unmeasured
 
 
 @dataclass(frozen=True)
 class SeriesView:
-    """One machine and one PyTorch version: its newest results and where they came from."""
+    """One series (machine, PyTorch version, how measured): its newest results and where
+    they came from."""
 
     machine: str
     torch: str
     results: ResultSet
     provenance: Provenance
 
+    @property
+    def key(self) -> SeriesKey:
+        return self.provenance.key
+
+    @property
+    def lane(self) -> str:
+        """What the page draws across releases as one line: the machine, with the series'
+        mode where it is not the default (a quick run is never a point of a full run's
+        trend)."""
+        return self.key.lane
+
 
 def series(rs: ResultSet) -> list[SeriesView]:
-    """The (machine, torch) series in ``rs``, newest result per key, versions in order."""
+    """The series in ``rs``, newest result per key: by machine, then mode (the default
+    first), versions in order."""
     newest = rs.newest()
-    out = []
-    for machine in newest.machines():
-        on = newest.filter(machine=machine)
-        for version in on.torch_versions():
-            out.append(SeriesView(machine, version, on.filter(torch=version),
-                                  series_provenance(rs, machine, version)))
-    return out
+    keys = sorted(rs.series(), key=lambda k: (k.machine, k.mode, version_key(k.torch)))
+    return [SeriesView(k.machine, k.torch, newest.filter(series=k), series_provenance(rs, k))
+            for k in keys]
 
 
 @dataclass(frozen=True)
@@ -70,4 +80,4 @@ def catalog(rs: ResultSet) -> Catalog:
 
 def cite_of(cat: Catalog, r: Result) -> Citation:
     """The citation ``xferbench cite`` prints for ``r``, with its figure as the site has it."""
-    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict, r.machine))
+    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict, r.series.lane))

@@ -159,11 +159,11 @@ def plot_headline(row: HeadlineRow, versions: list[str], path: str) -> None:
     fig, ax = _new_figure(WIDTH, 2.1 + _version_margin(versions), top=_title_margin(title),
                           bottom=_version_margin(versions))
     x_of = {v: i for i, v in enumerate(versions)}
-    machines = sorted({c.series.machine for c in row.cells})
+    machines = sorted({c.series.lane for c in row.cells})
     finite: list[float] = [1.0]
     drawn: list[tuple[float, float, float, float, bool, int]] = []
     for mi, machine in enumerate(machines):
-        cells = [c for c in row.cells if c.series.machine == machine and c.verdict is not None]
+        cells = [c for c in row.cells if c.series.lane == machine and c.verdict is not None]
         for c in cells:
             v: Verdict = c.verdict  # type: ignore[assignment]
             if v.speedup is None:

@@ -21,6 +21,7 @@ from ...analysis.peermatrix import (
     peer_matrices,
 )
 from ...results import ResultSet
+from ...results.series import mode_option
 from ...units import GBPS, size_label
 from .figures import WIDTH, new_figure, save
 from .markup import anchor, cells, code, e, figure, self_link, table
@@ -163,7 +164,8 @@ def _contention_cite(row: ContentionRow) -> str:
         return ""
     params = ",".join(f"{k}={v}" for k, v in r.params)
     cmd = (f"xferbench cite Contention.track_together_s --params {params} --torch {row.torch} "
-           f"--machine {row.machine} --device {row.device}" + (" --allow-quick" if r.quick else ""))
+           f"--machine {r.machine} --device {row.device}"
+           + (f" --mode {mode_option(r.mode)}" if r.mode else ""))
     return (f'<tr class="cite-row"><td colspan="{len(CONTENTION_HEADERS)}"><details class="cite">'
             f"<summary>cite</summary><pre><code>{e(cmd)}</code></pre></details></td></tr>")
 

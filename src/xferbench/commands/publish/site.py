@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
+from ...analysis.provenance import Provenance
 from ...analysis.sitemap import headline_figure_path
 from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
@@ -41,6 +42,7 @@ from ...results.safefiles import (
     write_json_safely,
     write_text_safely,
 )
+from ...results.series import SeriesKey, mode_of
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page
@@ -132,6 +134,17 @@ def commit_url(index: dict[str, Any]) -> str | None:
     return url if url.startswith(("https://", "http://")) else None
 
 
+def series_of(cat: Catalog, params: dict[str, Any]) -> Provenance | None:
+    """The catalog's series (its provenance) of one of asv's graph series: the one of its
+    machine and torch, or, where several modes share them, the one its params' mode names
+    (files older than those params have one series per machine and torch)."""
+    machine, torch = str(params.get("machine")), str(params.get("torch"))
+    found = [s.provenance for s in cat.series if (s.machine, s.torch) == (machine, torch)]
+    if len(found) > 1:
+        found = [p for p in found if p.key == SeriesKey(machine, torch, mode_of(params))]
+    return found[0] if len(found) == 1 else None
+
+
 def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
     """Give each series of asv.html its combinations without a number and why, and its
     device (asv's graph parameters name the CUDA build, not the device it ran on)."""
@@ -143,11 +156,10 @@ def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
         by_series.setdefault((u.machine, u.torch), {}).setdefault(u.benchmark, []).append(
             [combo, why])
     bundle["reasons"] = list(reasons)
-    provs = {(s.machine, s.torch): s.provenance for s in cat.series}
     for s in bundle["series"]:
-        key = (str(s["params"].get("machine")), str(s["params"].get("torch")))
+        p = series_of(cat, s["params"])
+        key = (p.key.lane, p.torch) if p else ("", "")
         s["outcomes"] = by_series.get(key, {})
-        p = provs.get(key)
         s["label"] = p.label if p else ", ".join(f"{k} {v}" for k, v in s["params"].items())
         s["device"] = f"{p.hardware} ({p.device})" if p else "unknown"
         s["quick"] = bool(p and p.quick)

@@ -16,6 +16,7 @@ from ...analysis.citation import Citation
 from ...analysis.comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
 from ...analysis.headline import HEADLINES, HeadlineValue, headlines
 from ...analysis.provenance import differences
+from ...analysis.repeats import Confirmation, confirm, identities, repeat_comparisons
 from ...analysis.sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
 from ...analysis.stats import THRESHOLD, Verdict, significance, verdict
 from ...practices import HEADLINE_NBYTES
@@ -128,9 +129,9 @@ class BandwidthPanel:
 
 
 def bandwidth_panels(cat: Catalog) -> list[BandwidthPanel]:
-    """One panel per machine, clock, direction and layout measured in the machine's newest
-    series."""
-    newest = {s.machine: s for s in cat.series}  # series come in version order
+    """One panel per lane (a machine, and a mode other than the default apart), clock,
+    direction and layout measured in the lane's newest series."""
+    newest = {s.lane: s for s in cat.series}  # series come in version order
     panels = []
     for _, s in sorted(newest.items()):
         for clock, benchmark in BANDWIDTH_BENCHMARKS.items():
@@ -161,7 +162,7 @@ def _panels(order: dict[tuple[str, str], int], s: SeriesView, clock: str,
             curves.items(), key=lambda kv: (order.get(("host_memory", kv[0][0]), 99),
                                             order.get(("sync", kv[0][1]), 99))))
         peak = None if direction == "d2d" else peak_gbps(s)
-        out.append(BandwidthPanel(s.machine, s.torch, direction, layout, built, peak, clock))
+        out.append(BandwidthPanel(s.lane, s.torch, direction, layout, built, peak, clock))
     return out
 
 
@@ -179,28 +180,43 @@ def peak_gbps(s: SeriesView) -> float | None:
 class StepRow:
     row: Row  # compare's row: its mark decides regression and improvement
     verdict: Verdict | None  # None where one side has no number
+    #: a change's confirmation by the repeats of both series (None: no change)
+    confirmation: Confirmation | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.confirmation and self.confirmation.confirmed)
 
 
 @dataclass(frozen=True)
 class Step:
-    """Every benchmark both of two consecutive PyTorch versions on one machine measured."""
+    """Every benchmark both of two consecutive PyTorch versions of one lane measured."""
 
-    machine: str
+    machine: str  # the lane: the machine, with its mode where not the default
     a: SeriesView
     b: SeriesView
     rows: tuple[StepRow, ...]
     differences: tuple[tuple[str, str, str], ...]  # what differs besides the release
+    repeats: tuple[str, ...] = ()  # the machine folders holding a repeat of both series
 
     def marked(self, *marks: str) -> list[StepRow]:
         return [r for r in self.rows if r.row.mark in marks]
 
     @property
     def regressions(self) -> list[StepRow]:
-        return self.marked(WORSE, FAILED_IN_B)
+        """Failed in B, and worse where a repeat confirmed it: what counts."""
+        return [r for r in self.rows
+                if r.row.mark == FAILED_IN_B or (r.row.mark == WORSE and r.confirmed)]
 
     @property
     def improvements(self) -> list[StepRow]:
-        return self.marked(BETTER)
+        """Better, where a repeat confirmed it."""
+        return [r for r in self.marked(BETTER) if r.confirmed]
+
+    @property
+    def suspected(self) -> list[StepRow]:
+        """Worse or better, not confirmed by a repeat (none measured, or it disagreed)."""
+        return [r for r in self.marked(WORSE, BETTER) if not r.confirmed]
 
     @property
     def compared(self) -> list[StepRow]:
@@ -211,17 +227,23 @@ class Step:
 
 
 def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
-    by_machine: dict[str, list[SeriesView]] = {}
+    """Each lane's consecutive versions compared as ``compare`` does, each change confirmed
+    or left suspected by the repeats of both series (``analysis.repeats``)."""
+    by_lane: dict[str, list[SeriesView]] = {}
     for s in cat.series:
-        by_machine.setdefault(s.machine, []).append(s)
+        by_lane.setdefault(s.lane, []).append(s)
     steps = []
-    for machine, ss in sorted(by_machine.items()):
+    ids = identities(cat.rs)
+    for lane, ss in sorted(by_lane.items()):
         for a, b in zip(ss, ss[1:]):
             rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
+            repeats = repeat_comparisons(cat.rs, a.key, b.key, threshold=threshold,
+                                         alpha=alpha, ids=ids)
             built = tuple(StepRow(r, None if r.ratio is None
-                                  else verdict(r.a, r.b, alpha, threshold)) for r in rows)
-            steps.append(Step(machine, a, b, built,
-                              tuple(differences(a.provenance, b.provenance))))
+                                  else verdict(r.a, r.b, alpha, threshold), confirm(r, repeats))
+                          for r in rows)
+            steps.append(Step(lane, a, b, built, tuple(differences(a.provenance, b.provenance)),
+                              tuple(rep.machine for rep in repeats)))
     return steps
 
 
@@ -241,7 +263,7 @@ class Trend:
     """One benchmark at one parameter combination on one machine, across its versions."""
 
     benchmark: str
-    machine: str
+    machine: str  # the lane: the machine, with its mode where not the default
     unit: str
     params: Params
     versions: tuple[str, ...]  # every version of the machine: the x axis
@@ -294,16 +316,16 @@ def benchmark_views(cat: Catalog, alpha: float) -> list[BenchmarkView]:
     """Every benchmark asv knows, measured or not: its trends and its unmeasured combinations
     with their reasons."""
     views = []
-    machines = sorted({s.machine for s in cat.series})
+    lanes = sorted({s.lane for s in cat.series})
     for name in cat.names():
         declared = {k: [str(v) for v in vs] for k, vs in cat.declared.get(name, {}).items()}
         combos = 1
         for values in declared.values():
             combos *= len(values)
         trends = []
-        for machine in machines:
-            on = [s for s in cat.series if s.machine == machine]
-            trends += _trends(cat.order(name), name, machine, on, alpha)
+        for lane in lanes:
+            on = [s for s in cat.series if s.lane == lane]
+            trends += _trends(cat.order(name), name, lane, on, alpha)
         info = cat.rs.benchmarks.get(name, {})
         unit = str(info.get("unit") or (trends[0].unit if trends else "unknown"))
         views.append(BenchmarkView(name, unit, declared, tuple(trends),

@@ -1,0 +1,160 @@
+"""Changes a repeat confirms: a regression (or an improvement) between two series counts only
+where a second measurement of the same two series shows it too. The significance test sees
+the samples within one run; run-to-run noise (another boot, another process on a shared
+machine) is not in them, and on the committed data two of three flags between releases did
+not survive a second sweep.
+
+A repeat of a series is a series in another machine folder that measured the same thing
+again: the same host name, the same hardware (the GPU that measured it and its PCI bus, or
+the CPU model for a CPU run), the same device, the same torch build (version and git hash)
+and the same mode, as the sidecars record them. A series without a sidecar (the host is not
+known) has no repeat. ``scripts/make-dataset`` files its second sweep under a machine name of
+its own (``cpu-2core-vm-rerun``); on any machine, ``xferbench run --machine NAME-rerun`` makes
+one. A change between series A and B is confirmed when every machine folder that holds a
+repeat of both A and B marks it the same way (worse, or better) and at least one does;
+otherwise it is suspected. ``compare`` and ``publish`` read it here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..results import ResultSet
+from ..results.series import SeriesKey
+from .comparison import BETTER, WORSE, Row, compare_results
+
+CONFIRMED = "confirmed"
+SUSPECTED = "suspected"
+#: The marks a repeat confirms or leaves suspected.
+CHANGES = (WORSE, BETTER)
+
+Key = tuple[str, tuple[tuple[str, Any], ...]]  # (benchmark, params)
+
+
+Identities = dict[SeriesKey, tuple[Any, ...] | None]
+
+
+def identities(rs: ResultSet) -> Identities:
+    """Every series of ``rs`` -> what a repeat of it must share with it, read from its newest
+    sidecar (one pass): the host, the hardware that measured it (the GPU and its PCI bus, or
+    the CPU model), the device, the torch build and its git hash, the mode; None where the
+    host is not recorded (no sidecar: nothing can be said to be measured again)."""
+    newest: dict[SeriesKey, Any] = {}
+    for r in rs:
+        old = newest.get(r.series)
+        if old is None or (r.date_ms, r.started_ms or 0) > (old.date_ms, old.started_ms or 0):
+            newest[r.series] = r
+    out: Identities = {}
+    for key, r in newest.items():
+        meta = rs.metadata_for(r)
+        if not meta.hostname or meta.hostname == "unknown":
+            out[key] = None
+            continue
+        gpu = rs.gpu_for(r)
+        hardware = (gpu, meta.pci_bus_id) if gpu else (None, meta.cpu_model)
+        out[key] = (meta.hostname, hardware, r.device, key.torch, meta.torch_git, key.mode)
+    return out
+
+
+def repeats_of(rs: ResultSet, key: SeriesKey,
+               ids: Identities | None = None) -> list[SeriesKey]:
+    """The series of other machine folders that repeat ``key`` (see the module's text);
+    ``ids``: ``identities(rs)``, where the caller asks for many."""
+    ids = identities(rs) if ids is None else ids
+    mine = ids.get(key)
+    if mine is None:
+        return []
+    return sorted(s for s, ident in ids.items() if s.machine != key.machine and ident == mine)
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One machine folder's comparison of the repeats of A and B, row by row."""
+
+    machine: str
+    marks: dict[Key, str]
+
+
+def repeat_comparisons(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
+                       alpha: float, ids: Identities | None = None) -> list[Repeat]:
+    """For every machine folder holding a repeat of both ``a`` and ``b``, its own comparison
+    of the two (the test ``compare`` runs, at the same threshold and alpha)."""
+    out = []
+    ids = identities(rs) if ids is None else ids
+    b_repeats = {s.machine: s for s in repeats_of(rs, b, ids)}
+    for ra in repeats_of(rs, a, ids):
+        rb = b_repeats.get(ra.machine)
+        if rb is not None:
+            out.append(between(rs, ra, rb, threshold=threshold, alpha=alpha))
+    return out
+
+
+def between(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
+            alpha: float) -> Repeat:
+    """``b`` against ``a`` (one machine folder), as marks per (benchmark, params)."""
+    rows, _ = compare_results(rs.filter(series=a).newest(), rs.filter(series=b).newest(),
+                              threshold=threshold, alpha=alpha)
+    return Repeat(a.machine, {(r.benchmark, r.params): r.mark for r in rows})
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """Whether a repeat confirmed one change, and which machine folders did."""
+
+    status: str  # CONFIRMED or SUSPECTED
+    by: tuple[str, ...] = ()  # the repeats' machine folders that marked it the same way
+    why: str = ""  # for a suspected one: no repeat, or what the repeat marked it
+
+    @property
+    def confirmed(self) -> bool:
+        return self.status == CONFIRMED
+
+
+def confirm(row: Row, repeats: list[Repeat]) -> Confirmation | None:
+    """The confirmation of ``row`` by ``repeats``; None for a row that is no change."""
+    if row.mark not in CHANGES:
+        return None
+    marks = [(rep.machine, rep.marks.get((row.benchmark, row.params))) for rep in repeats]
+    seen = [(machine, mark) for machine, mark in marks if mark is not None]
+    if not seen:
+        why = "no repeat measured it" if repeats else "no repeat of both series was measured"
+        return Confirmation(SUSPECTED, why=why)
+    agree = tuple(machine for machine, mark in seen if mark == row.mark)
+    if len(agree) == len(seen):
+        return Confirmation(CONFIRMED, agree)
+    others = "; ".join(f"{machine}: {mark}" for machine, mark in seen if mark != row.mark)
+    return Confirmation(SUSPECTED, agree, f"the repeat marked it otherwise ({others})")
+
+
+def confirmations(rows: list[Row], repeats: list[Repeat]) -> dict[int, Confirmation]:
+    """index in ``rows`` -> its confirmation, for every row that is a change."""
+    out = {}
+    for i, row in enumerate(rows):
+        c = confirm(row, repeats)
+        if c is not None:
+            out[i] = c
+    return out
+
+
+def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
+                  b: list[SeriesKey], *, threshold: float,
+                  alpha: float) -> dict[int, Confirmation]:
+    """Each change of ``rows`` (B's series ``b`` against A's ``a``, one per machine; or one
+    each, compared across machines) confirmed or left suspected by their repeats in ``rs``
+    (None: no folder to look in, every change suspected)."""
+    pairs: dict[str, tuple[SeriesKey, SeriesKey]] = {}
+    for ka in a:
+        for kb in b:
+            if ka.machine == kb.machine:
+                pairs[ka.machine] = (ka, kb)
+            elif len(a) == len(b) == 1:
+                pairs[""] = (ka, kb)  # two files of two machines: every row is theirs
+    out: dict[int, Confirmation] = {}
+    ids = identities(rs) if rs is not None and pairs else {}
+    for machine, (ka, kb) in pairs.items():
+        repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha, ids=ids)
+                   if rs is not None else [])
+        mine = [i for i, r in enumerate(rows) if not machine or r.machine == machine]
+        found = confirmations([rows[i] for i in mine], repeats)
+        out.update({mine[j]: c for j, c in found.items()})
+    return out
