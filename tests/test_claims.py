@@ -204,14 +204,14 @@ def test_a_planted_result_that_reverses_a_claim_turns_its_verdict(tmp_path, repo
 
 
 def test_a_ratio_the_interval_shows_too_small_does_not_hold_and_a_wide_one_cannot_tell():
-    from xferbench.analysis.claimtable import Rule
+    from xferbench.analysis.claimtable import ClaimRule
 
     same = verdict(_result([1.0, 1.01, 0.99, 1.0, 1.02, 0.98] * 5),
                    _result([1.0, 1.01, 0.99, 1.0, 1.02, 0.98] * 5), 0.05, 0.10)
     assert claims_mod._no_effect(same, "faster", 0.10)  # within 10% either way, shown
     wide = verdict(_result([1.0, 3.0]), _result([0.5, 2.0]), 0.05, 0.10)
     assert not claims_mod._no_effect(wide, "faster", 0.10)
-    assert Rule("ratio", expect="slower", threshold=0.1).describe().startswith(
+    assert ClaimRule("ratio", expect="slower", threshold=0.1).describe().startswith(
         "the practice is slower than its baseline by more than 10%")
 
 

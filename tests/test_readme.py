@@ -23,9 +23,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-#: Two screens. 215 since issue 36 added the claims block (its table is generated, so it
-#: cannot move to docs/ without losing its test); the lead may trim elsewhere and lower it.
-MAX_README_LINES = 215
+#: Two screens (the claims block is generated, so it stays; the second sweep's table moved to
+#: docs/compare-and-cite.md to make room).
+MAX_README_LINES = 200
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -15,6 +15,7 @@ from ..devices import Capabilities
 from ..results import Result, ResultSet
 from ..results.discovery import Declared, declared_in_results, describe_suite
 from ..results.runrecords import FAILED
+from ..results.series import SeriesKey
 from .claimtable import NOT_MEASURABLE, NOT_MEASURED, Figure
 from .headline import recorded_capabilities
 from .provenance import Provenance
@@ -27,7 +28,7 @@ RUN_SWEEP = {"default": "xferbench run", "full": "xferbench run --sweep full",
 
 
 @dataclass(frozen=True)
-class Series:
+class ClaimSeries:
     """One series as the claims read it: its results, recorded probe and sweep."""
 
     provenance: Provenance
@@ -47,17 +48,15 @@ class Finder:
     def __init__(self, rs: ResultSet, repo: str | None) -> None:
         self.rs, self.repo = rs, repo
         self.declared = declared_in_results(rs)
-        self._series: dict[tuple[str, str], Series] = {}
+        self._series: dict[SeriesKey, ClaimSeries] = {}
 
-    def series(self, p: Provenance) -> Series:
-        key = (p.machine, p.torch)
+    def series(self, p: Provenance) -> ClaimSeries:
+        key = p.key
         if key not in self._series:
-            s = self.rs.filter(machine=p.machine, torch=p.torch)
-            s = ResultSet([r for r in s if r.torch == p.torch], s.benchmarks, s.root,
-                          s.sidecars)  # filter() also matches the release without its build
+            s = self.rs.filter(series=key)
             runs = [side.run for r in s if (side := s.sidecars.get(r.path)) and side.run]
             newest = max(runs, key=lambda run: str(run.started_at), default=None)
-            self._series[key] = Series(p, s, recorded_capabilities(s),
+            self._series[key] = ClaimSeries(p, s, recorded_capabilities(s),
                                        newest.sweep if newest else None)
         return self._series[key]
 
@@ -65,7 +64,7 @@ class Finder:
                    sweep: str = "full") -> Mapping[str, Declared]:
         return (describe_suite(self.repo, caps, sweep) or {}) if self.repo else {}
 
-    def find(self, figure: Figure, s: Series) -> tuple[Result | None, str, str]:
+    def find(self, figure: Figure, s: ClaimSeries) -> tuple[Result | None, str, str]:
         """The series' newest measured result of ``figure``, or (None, verdict, why)."""
         r = s.results.latest(figure.benchmark, **figure.param_dict)
         if r is not None:

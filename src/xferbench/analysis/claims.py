@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..errors import XferbenchError
 from ..results import Result, ResultSet, version_key
 from ..results.discovery import Declared, declared_in_results, describe_suite
-from .claimevidence import Finder, Series
+from .claimevidence import ClaimSeries, Finder
 from .claimtable import (
     CANNOT_TELL,
     DECIDED,
@@ -33,7 +33,7 @@ from .claimtable import (
     Evidence,
     check_figures,
 )
-from .provenance import Provenance, series_provenance
+from .provenance import Provenance, provenance
 from .stats import ALPHA, Verdict, verdict
 
 __all__ = ["CANNOT_TELL", "DECIDED", "DOES_NOT_HOLD", "HOLDS", "NOT_MEASURABLE", "NOT_MEASURED",
@@ -89,6 +89,12 @@ class Cell:
         return tuple(self.provenance.reasons())
 
     @property
+    def lane(self) -> str:
+        """The machine, with how it was measured where not the default way ("box (quick)"):
+        releases are compared along one lane, never a quick series against a full one."""
+        return self.provenance.key.lane
+
+    @property
     def evidence(self) -> FigureVerdict | None:
         """The figure the cell is read by: the first that gave the claim's verdict."""
         return next((f for f in self.figures if f.verdict == self.verdict), None)
@@ -96,10 +102,11 @@ class Cell:
 
 @dataclass(frozen=True)
 class Change:
-    """A claim whose verdict differs between two consecutive releases of one machine."""
+    """A claim whose verdict differs between two consecutive releases of one lane (a machine
+    measured one way)."""
 
     claim: Claim
-    machine: str
+    machine: str  # the lane: the machine, and how it was measured where not the default
     before: Cell
     after: Cell
 
@@ -148,8 +155,8 @@ class _Context:
 
 
 def _series(rs: ResultSet) -> list[Provenance]:
-    pairs = sorted({(r.machine, r.torch) for r in rs}, key=lambda p: (p[0], version_key(p[1])))
-    return [series_provenance(rs, m, t) for m, t in pairs]
+    """Every series (machine, torch, how measured): machines by name, releases in order."""
+    return provenance(rs)
 
 
 def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
@@ -168,7 +175,7 @@ def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
     return Cell(claim, p.machine, p.torch, word, tuple(figures), first.reason, note, p)
 
 
-def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: Series) -> FigureVerdict:
+def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: ClaimSeries) -> FigureVerdict:
     found, missing = [], []
     for figure in e.figures:
         r, status, why = ctx.finder.find(figure, s)
@@ -222,7 +229,7 @@ def _changes(rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]) -> list[Change]:
     for claim, cells in rows:
         by_machine: dict[str, list[Cell]] = {}
         for c in cells:
-            by_machine.setdefault(c.machine, []).append(c)
+            by_machine.setdefault(c.lane, []).append(c)
         for machine, seq in by_machine.items():
             for a, b in zip(seq, seq[1:]):
                 if a.verdict != b.verdict and a.verdict in DECIDED and b.verdict in DECIDED:
@@ -245,6 +252,7 @@ def choose(report: ClaimsReport, claim_id: str, *, torch: str | None = None,
         have = ", ".join(c.torch for c in cells if machine is None or c.machine == machine)
         raise XferbenchError(f"no series of these results is torch {torch}"
                              + (f" on {machine}" if machine else "") + f": they hold {have}")
+    pool = [c for c in pool if c.provenance.key.is_default] or pool  # a full run first
     decided = [c for c in pool if c.verdict in DECIDED]
     pick = max(decided or pool, key=lambda c: (c.provenance.measured_ms, version_key(c.torch)))
     return pick, [c for c in cells if c is not pick]

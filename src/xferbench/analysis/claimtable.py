@@ -51,7 +51,7 @@ DECIDED = (HOLDS, DOES_NOT_HOLD, CANNOT_TELL)
 
 
 @dataclass(frozen=True)
-class Source:
+class ClaimSource:
     document: str
     url: str
     section: str
@@ -86,7 +86,7 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Rule:
+class ClaimRule:
     kind: str  # RATIO or VALUE
     expect: str = ""  # ratio: the word the verdict must say of the practice
     threshold: float = 0.0  # ratio: the smallest change that counts
@@ -105,8 +105,8 @@ class Claim:
     id: str
     title: str
     text: str
-    sources: tuple[Source, ...]
-    rule: Rule
+    sources: tuple[ClaimSource, ...]
+    rule: ClaimRule
     evidence: tuple[Evidence, ...]
     cpu_reason: str = ""  # the CPU measures the figures but cannot decide the claim: why
     cpu_note: str = ""  # the CPU decides it: what its figures mean there
@@ -182,7 +182,7 @@ def _claim(table: str, data: Any, sources: Mapping[str, Any], i: int) -> Claim:
         if doc not in sources or not isinstance(sources[doc], dict):
             raise XferbenchError(f"{where}: source {doc!r} is not one of the table's "
                                  f"[sources]: {', '.join(sources)}")
-        refs.append(Source(_text(where, sources[doc], "document"),
+        refs.append(ClaimSource(_text(where, sources[doc], "document"),
                            _text(where, sources[doc], "url", required=False),
                            _text(where, s, "section")))
     rule = _rule(where, data.get("rule"))
@@ -206,7 +206,7 @@ def _number(where: str, rule: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
-def _rule(where: str, data: Any) -> Rule:
+def _rule(where: str, data: Any) -> ClaimRule:
     if not isinstance(data, dict):
         raise XferbenchError(f"{where}: 'rule' must be a table (kind = \"ratio\" or \"value\")")
     kind = data.get("kind")
@@ -219,13 +219,13 @@ def _rule(where: str, data: Any) -> Rule:
         if not 0 <= threshold < 1:
             raise XferbenchError(f"{where}: the threshold {threshold:g} is not a change from 0 "
                                  "up to, not including, 1 (0.10 is 10%)")
-        return Rule(RATIO, expect=expect, threshold=threshold)
+        return ClaimRule(RATIO, expect=expect, threshold=threshold)
     if kind == VALUE:
         op = data.get("op")
         if op not in OPS:
             raise XferbenchError(f"{where}: a value rule cannot be evaluated with op {op!r}: "
                                  f"use {', '.join(OPS)}")
-        return Rule(VALUE, op=op, bound=_number(where, data, "bound"))
+        return ClaimRule(VALUE, op=op, bound=_number(where, data, "bound"))
     raise XferbenchError(f"{where}: rule kind {kind!r} cannot be evaluated: use ratio or value")
 
 
@@ -241,7 +241,7 @@ def _figure(where: str, data: Any, role: str) -> Figure:
                   tuple((str(k), v) for k, v in params.items()))
 
 
-def _evidence(where: str, rule: Rule, data: Any) -> Evidence:
+def _evidence(where: str, rule: ClaimRule, data: Any) -> Evidence:
     if not isinstance(data, dict):
         raise XferbenchError(f"{where}: an evidence entry is not a table")
     if rule.kind == RATIO:
