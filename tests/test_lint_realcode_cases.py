@@ -493,3 +493,28 @@ def test_a_loop_over_optimisers_is_no_loop_over_data():
                     optim.step()
                 return loss.item()
         """) == [(8, "XB101", "warning")]
+
+
+def test_two_functions_closures_are_two_functions():
+    # mace: take_step's closure runs a step; take_step_lbfgs's, a pass over all the data
+    # that the L-BFGS protocol's loop waits for: a read in that loop is not per step
+    assert lint("""\
+        import torch
+        def take_step(model, x, opt, device):
+            def closure():
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                return loss
+            closure()
+            opt.step()
+
+        def take_step_lbfgs(model, loader, opt, device):
+            def closure():
+                for batch in loader:
+                    model(batch.to(device)).sum().backward()
+            signal = torch.zeros(1, device=device)
+            while True:
+                if signal.item() == 0:
+                    break
+                closure()
+        """) == []

@@ -121,7 +121,8 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
     def is_intended(self) -> bool:
         if not self.intended:
             return False
-        names = [n for n in (self.function_name(), self.qualified_function()) if n]
+        fn = self.function_name()
+        names = [n for n in (fn, fn and fn.rsplit(".", 1)[-1], self.qualified_function()) if n]
         return any(fnmatchcase(n, p) for n in names for p in self.intended)
 
     # -- state of the sequential rules ---------------------------------------------------------

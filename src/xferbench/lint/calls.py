@@ -239,7 +239,8 @@ class Calls(Methods):
         if BACKWARD.match(name) and node.args:
             self.step_op("backward")  # backwards(loss, opt): a helper (or its alias) for it
         if isinstance(func, ast.Name):
-            self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            self.note_call(self.nested_key(name), args,
+                           [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:
                 self.maybe_synced(name)
                 if name in self.device_returns:

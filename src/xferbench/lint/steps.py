@@ -217,6 +217,16 @@ class Steps:
         a container holding one among others (a state dict with counters)."""
         return v.tensorish and v.kind in (TENSOR, UNKNOWN)  # type: ignore[attr-defined]
 
+    def nested_key(self, name: str) -> str:
+        """The key of the function ``name`` a call here means: a function defined in an
+        enclosing function is ``outer.name`` (two functions may each define a `closure`)."""
+        frame: Frame | None = self.frame
+        while frame is not None:
+            if frame.kind == "function" and name in frame.nested:
+                return f"{frame.name}.{name}"
+            frame = frame.parent
+        return name
+
     def function_name(self) -> str | None:
         frame: Frame | None = self.frame
         while frame is not None and frame.kind != "function":

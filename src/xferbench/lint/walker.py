@@ -235,8 +235,12 @@ class Walker(Names):
                       for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg] if a}
         method = bool(positional) and positional[0].arg in ("self", "cls") and \
             outer.kind == "class"
-        self.hinted(node.name, positional[1:] if method else positional, param_vals)
-        frame = self.push("function", node.name)
+        key = node.name
+        if outer.kind == "function" and outer.name:  # two functions' `closure`s are two
+            outer.nested.add(node.name)
+            key = f"{outer.name}.{node.name}"
+        self.hinted(key, positional[1:] if method else positional, param_vals)
+        frame = self.push("function", key)
         frame.env.update(param_vals)
         frame.node = node
         if self.scan_backward:
@@ -246,7 +250,7 @@ class Walker(Names):
         if method and positional[0].arg == "self":
             frame.env["self"] = self_val
         self.block(node.body)
-        self.finish_frame(frame, node.name, outer)
+        self.finish_frame(frame, key, outer)
 
     def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> None:
         """A previous pass saw ``name`` called with device values for these parameters."""
