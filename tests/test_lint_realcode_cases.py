@@ -518,3 +518,26 @@ def test_two_functions_closures_are_two_functions():
                     break
                 closure()
         """) == []
+
+
+def test_a_to_numpy_helper_reads_its_tensor_and_waits():
+    # mace's take_step returns to_numpy(loss) and the step's time: the copy to the host is a
+    # per-step read, and the clock after it times finished work
+    assert lint("""\
+        import time
+        from mace.tools import to_numpy
+        def take_step(model, batch, opt, device):
+            start = time.time()
+            inputs = batch.to(device).to_dict()
+            def closure():
+                loss = model(inputs).sum()
+                loss.backward()
+                return loss
+            loss = closure()
+            opt.step()
+            return {"loss": to_numpy(loss), "time": time.time() - start}
+
+        def train(model, loader, opt, device):
+            for batch in loader:
+                take_step(model, batch, opt, device)
+        """) == [(12, "XB101", "warning")]

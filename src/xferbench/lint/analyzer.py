@@ -34,6 +34,22 @@ _PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpo
                       r"plot|visual|summar|dump")
 
 
+def nested_keys(defs: list, outer: str = "") -> list[str]:
+    """``outer.inner`` for the functions defined inside ``defs`` (as the walk keys them)."""
+    out = []
+    for fn in defs:
+        key = f"{outer}.{fn.name}" if outer else fn.name
+        inner, todo = [], list(fn.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner.append(node)
+            elif not isinstance(node, (ast.ClassDef, ast.Lambda)):
+                todo.extend(ast.iter_child_nodes(node))
+        out += [f"{key}.{n.name}" for n in inner] + nested_keys(inner, key)
+    return out
+
+
 def purpose(fn: str) -> bool:
     return bool(_PURPOSE.search(fn.lower()))
 
@@ -87,12 +103,12 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             lossy = lossy_names(tree.body)  # module-level code: evidence before the backward
             first = min((lo or hi for spans in lossy.values() for lo, hi in spans), default=0)
             self.frame.lossy = lossy if lossy and self.device_evidence(1, first) else {}
-        self.functions_seen = {n.name for n in ast.iter_child_nodes(tree)
-                               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for c in tree.body:
             if isinstance(c, ast.ClassDef):
-                self.functions_seen |= {n.name for n in c.body if isinstance(
-                    n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                defs += [n for n in c.body if isinstance(n, (ast.FunctionDef,
+                                                              ast.AsyncFunctionDef))]
+        self.functions_seen = {n.name for n in defs} | set(nested_keys(defs))
         self.block(tree.body)
         self.finish_defs(self.frame)
         self.resolve()

@@ -40,6 +40,7 @@ from .facts import (
     loss_name,
     mover_name,
     terminal,
+    to_host_name,
 )
 from .methods import Methods
 from .records import Fac, Pinned
@@ -112,6 +113,8 @@ class Calls(Methods):
         head, last = qual.split(".", 1)[0], qual.rsplit(".", 1)[-1]
         if head == "math":
             return self.math_read(node, qual, values)
+        if to_host_name(node.func) and node.args:
+            return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
         if mover_name(node.func) and node.args:
             return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
         if "synchron" in last.lower():
@@ -212,6 +215,11 @@ class Calls(Methods):
             return Val(MODULE)
         return None
 
+    def copied_to_host(self, node: ast.Call, v: Val) -> Val:
+        """A helper that copies its tensor to the host (``to_numpy(t)``): a read, which waits."""
+        self.host_read(node, v, f"`{ast.unparse(node.func)}()`", strong=True)
+        return HOST_OTHER
+
     def sequence_of(self, v: Val) -> Val:
         part = self.element(v)
         return Val(SEQ, ON_DEVICE if part.tensorish else NOWHERE, elem=part)
@@ -223,6 +231,8 @@ class Calls(Methods):
         device = any(v.tensorish for v in (*args, *kws))
         if mover_name(func) and node.args:
             return Val(UNKNOWN, ON_DEVICE)  # batch_to_device(batch, device)
+        if to_host_name(func) and node.args and not isinstance(func, ast.Attribute):
+            return self.copied_to_host(node, args[0])  # to_numpy(loss), tensor2numpy(x)
         if self.module_like(func, fval):
             self.step_op()
             if device or fval.on_device:
@@ -239,11 +249,11 @@ class Calls(Methods):
         if BACKWARD.match(name) and node.args:
             self.step_op("backward")  # backwards(loss, opt): a helper (or its alias) for it
         if isinstance(func, ast.Name):
-            self.note_call(self.nested_key(name), args,
-                           [(k.arg, v) for k, v in zip(node.keywords, kws)])
-            if name in self.functions_seen:
-                self.maybe_synced(name)
-                if name in self.device_returns:
+            key = self.nested_key(name)
+            self.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            if key in self.functions_seen or key != name:
+                self.maybe_synced(key)
+                if key in self.device_returns:
                     return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
         if "synchron" in name.lower():
             self.synced(explicit=True)  # synchronize_func(): a helper that synchronises

@@ -133,6 +133,15 @@ def terminal(node: ast.expr) -> str | None:
 _MOVER = re.compile(r"(?:^|_)to_(?:device|cuda|gpu|accelerator)$")
 
 
+#: A helper that copies its argument to the host: to_numpy, tensor2numpy, to_cpu.
+_TO_HOST = re.compile(r"(?:^|_)to_?(?:numpy|np|cpu)$|^tensors?_?(?:2|to_?)(?:numpy|np)$")
+
+
+def to_host_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_TO_HOST.search(name.lower()))  # type: ignore[union-attr]
+
+
 def mover_name(node: ast.expr) -> bool:
     name = terminal(node)
     return bool(name) and bool(_MOVER.search(name.lower()))  # type: ignore[union-attr]
