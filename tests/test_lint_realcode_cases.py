@@ -541,3 +541,22 @@ def test_a_to_numpy_helper_reads_its_tensor_and_waits():
             for batch in loader:
                 take_step(model, batch, opt, device)
         """) == [(12, "XB101", "warning")]
+
+
+def test_a_backward_no_optimiser_consumes_is_no_training_step():
+    # LAVIS's Grad-CAM app: a backward for the attention's gradients, nothing steps an
+    # optimiser anywhere in the module; the map copied to the host is the result
+    assert lint("""\
+        def gradcam(model, images, device):
+            images = images.to(device)
+            loss = model(images)[:, 1].sum()
+            model.zero_grad()
+            loss.backward()
+            return (images.grad * images).mean(1).cpu()
+
+        def app(model, batches, device):
+            maps = []
+            for images in batches:
+                maps.append(gradcam(model, images, device))
+            return maps
+        """) == []

@@ -34,6 +34,9 @@ _PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpo
                       r"plot|visual|summar|dump")
 
 
+OPTIMISER = re.compile(r"optim|step\s*\(")
+
+
 def nested_keys(defs: list, outer: str = "") -> list[str]:
     """``outer.inner`` for the functions defined inside ``defs`` (as the walk keys them)."""
     out = []
@@ -69,6 +72,9 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         # backward() called on a name makes it a loss on the device; a file without the word
         # has none, and skips looking
         self.scan_backward = source is None or "backward" in source
+        # a module that never names an optimiser nor steps one does not train: its
+        # backward passes are for gradients as such (Grad-CAM, saliency, an attack)
+        self.may_optimise = source is None or OPTIMISER.search(source) is not None
         self.source = source
         self.source_lines = source.splitlines() if source and "backward" in source else []
         self.expr_dispatch = self.expr_handlers()

@@ -183,6 +183,8 @@ class Steps:
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""
+        if kind == "backward" and not self.may_optimise:  # type: ignore[attr-defined]
+            kind = "forward"  # gradients no optimiser consumes: no training step
         frame = self.frame
         loop = self.step_loop(frame)
         frame.backward_any = frame.backward_any or kind == "backward"
