@@ -560,3 +560,19 @@ def test_a_backward_no_optimiser_consumes_is_no_training_step():
                 maps.append(gradcam(model, images, device))
             return maps
         """) == []
+
+
+def test_a_device_s_methods_give_no_tensor():
+    # nerfstudio: self.device.split(":")[0] compared with "mps" picks the autocast type
+    assert lint("""\
+        import torch
+        class Trainer:
+            def train_iteration(self, step):
+                kind = self.device.split(":")[0]
+                kind = "cpu" if kind == "mps" else kind
+                with torch.autocast(device_type=kind):
+                    loss = self.model(self.batch.to(self.device))
+                loss.backward()
+                self.optimizer.step()
+                return loss
+        """) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from .facts import (
+    DEVICE_VAL,
     HOST_OTHER,
     HOST_READS,
     META_METHODS,
@@ -118,6 +119,8 @@ class Methods:
         return Val(SEQ, elem=Val(TENSOR, where))
 
     def method_result(self, name: str, recv: Val) -> Val:
+        if recv.kind == DEVICE_VAL:
+            return HOST_OTHER  # self.device.split(":"): a device (or its name), not a tensor
         if name in PARAMETERS and recv.where != ON_HOST and recv.kind not in (TENSOR, SEQ):
             return self.parameters_of(name, recv)  # self.modules.parameters()
         if name in ("items", "values", "keys"):
