@@ -576,3 +576,26 @@ def test_a_device_s_methods_give_no_tensor():
                 self.optimizer.step()
                 return loss
         """) == []
+
+
+def test_a_method_of_the_module_s_class_that_reads_synchronises_when_called_on_an_object():
+    # mace's evaluate: metrics.compute() (MACELoss, defined further down) reads its totals
+    # with .item(); the clock after it times finished work
+    assert lint("""\
+        import time
+        import torch
+        def evaluate(model, loader, device):
+            metrics = Meter().to(device)
+            start = time.time()
+            for batch in loader:
+                metrics.update(model(batch.to(device)))
+            loss = metrics.compute()
+            return loss, time.time() - start
+
+        class Meter(torch.nn.Module):
+            def update(self, out):
+                self.total = self.total + out.sum()
+
+            def compute(self):
+                return self.total.item()
+        """) == []

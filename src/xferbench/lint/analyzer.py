@@ -67,6 +67,8 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         self.walked: set[str] = set()  # functions walked so far
         self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
         self.forward_calls: set[str] = set()  # called before they were walked
+        self.prior_sync: frozenset[str] = frozenset()  # seen synchronising in the pass before
+        self.object_calls: set[str] = set()  # methods called on an object before walked
         self.sync_count = 0  # synchronisations seen, to tell a branch that synchronised
         self.clock_seen = False  # a clock was read in the module
         # backward() called on a name makes it a loss on the device; a file without the word
@@ -91,13 +93,15 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             more = frozenset(self.found_returns & self.functions_seen) | returns
             quiet = self.walked - self.sync_fns
             # helpers called before they were walked matter only to the timing rule
-            late = self.clock_seen and (self.forward_calls & quiet) - self.prior_quiet
+            late = self.clock_seen and ((self.forward_calls & quiet) - self.prior_quiet or (
+                self.object_calls & self.sync_fns) - self.prior_sync)
             if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()) \
                     and not late:
                 break
             hints, returns = {**hints, **found}, more
             again = Analyzer(hints, self.intended, self.source, returns)
             again.prior_quiet = frozenset(quiet)
+            again.prior_sync = frozenset(self.sync_fns)
             again.walk(tree)
             self.__dict__.update(again.__dict__)
             passes += 1

@@ -72,7 +72,9 @@ class Calls(Methods):
         func = node.func
         qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
         if isinstance(func, ast.Attribute) and qual is None:
-            return self.method_call(node, func, dropped)
+            v = self.method_call(node, func, dropped)
+            self.object_method(func)
+            return v
         fval = self.ev(func) if qual is None else NOTHING
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
@@ -214,6 +216,18 @@ class Calls(Methods):
         if name in self.module_classes:
             return Val(MODULE)
         return None
+
+    def object_method(self, func: ast.Attribute) -> None:
+        """``metrics.compute()``: a method of one of the module's classes, called on an object,
+        synchronises where that method does (walked, or seen doing so in the pass before)."""
+        name = func.attr
+        if name not in self.functions_seen or name in ("forward", "__call__") or (
+                isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+            return
+        if name in self.sync_fns or name in self.prior_sync:
+            self.synced()
+        elif name not in self.walked:
+            self.object_calls.add(name)
 
     def copied_to_host(self, node: ast.Call, v: Val) -> Val:
         """A helper that copies its tensor to the host (``to_numpy(t)``): a read, which waits."""
