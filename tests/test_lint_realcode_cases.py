@@ -599,3 +599,19 @@ def test_a_method_of_the_module_s_class_that_reads_synchronises_when_called_on_a
             def compute(self):
                 return self.total.item()
         """) == []
+
+
+def test_a_read_on_the_path_that_skips_the_batch_is_not_every_step():
+    # OpenFlamingo: a NaN loss prints the batch and `continue`s; the isnan test is per step
+    assert lint("""\
+        import torch
+        def train(model, loader, opt, device):
+            for images, labels in loader:
+                images = images.to(device)
+                loss = model(images, labels.to(device))
+                if torch.isnan(loss):
+                    print("images: ", images)
+                    continue
+                loss.backward()
+                opt.step()
+        """) == [(6, "XB101", "warning")]
