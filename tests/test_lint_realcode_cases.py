@@ -615,3 +615,23 @@ def test_a_read_on_the_path_that_skips_the_batch_is_not_every_step():
                 loss.backward()
                 opt.step()
         """) == [(6, "XB101", "warning")]
+
+
+def test_a_legacy_constructor_given_sizes_is_a_host_factory():
+    # YOPO, brevitas: torch.FloatTensor(*x.shape) and torch.Tensor(n, k) make host memory
+    # that moves every batch; torch.FloatTensor([0.5, 1.0]) and torch.Tensor(space.shape)
+    # copy data (a gym space's shape is a tuple)
+    assert lint("""\
+        import torch
+        def train(model, loader, opt, device, eps, space):
+            for x, target in loader:
+                x, target = x.to(device), target.to(device)
+                eta = torch.FloatTensor(*x.shape).uniform_(-eps, eps)
+                eta = eta.to(target.device)
+                onehot = torch.Tensor(target.size(0), 10).to(device, non_blocking=True)
+                weights = torch.FloatTensor([0.5, 1.0]).to(device)
+                dims = torch.Tensor(space.shape).to(device)
+                loss = model(x + eta, onehot, weights, dims)
+                loss.backward()
+                opt.step()
+        """) == [(5, "XB102", "warning"), (7, "XB102", "warning")]

@@ -15,6 +15,7 @@ from .facts import (
     HOST_OTHER,
     INERT_BUILTINS,
     INSTANCE,
+    LEGACY,
     LOADER,
     MODULE,
     NOT_OPS,
@@ -54,6 +55,19 @@ HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "tim
                            "datetime", "gc", "operator", "statistics", "matplotlib", "PIL"})
 #: torch submodules whose functions are tensor ops.
 OP_MODULES = ("nn.functional.", "linalg.", "fft.", "special.", "nn.init.")
+
+
+def sizes(node: ast.Call) -> bool:
+    """Whether a legacy constructor's arguments are sizes, not data: two or more, a starred
+    shape, an int, or a tensor's ``.size()`` (a single ``.shape`` may be a tuple: data)."""
+    args = node.args
+    if len(args) >= 2 or any(isinstance(a, ast.Starred) for a in args):
+        return True
+    if len(args) != 1:
+        return False
+    a = args[0]
+    return isinstance(a, ast.Constant) and type(a.value) is int or isinstance(
+        a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "size"
 
 
 class Calls(Methods):
@@ -97,7 +111,7 @@ class Calls(Methods):
         if not qual.startswith("torch."):
             return self.foreign_call(node, qual, [*args, *kws])
         short = qual[6:]
-        if short in FACTORIES:
+        if short in FACTORIES or short in LEGACY and sizes(node):
             return self.factory(node, short)
         if short in FROM_DATA:
             where = self.where_of(kwarg(node, "device"))

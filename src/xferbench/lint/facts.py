@@ -60,6 +60,11 @@ def device_tensor(kind: int = TENSOR) -> Val:
 #: Factories that generate their data on the host unless given ``device=``.
 FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint",
                        "randperm", "arange", "linspace", "logspace", "eye"})
+#: The legacy constructors: given sizes (``torch.Tensor(n, m)``, ``torch.FloatTensor(*shape)``)
+#: they make an uninitialised host tensor, as torch.empty does (given data, they copy it).
+LEGACY = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+                    "LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor",
+                    "BoolTensor"})
 #: Their random ones: moved to ``device=`` they draw from the device's generator, so --fix
 #: leaves them (the numbers would change).
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})

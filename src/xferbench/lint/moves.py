@@ -248,7 +248,10 @@ class Moves:
     def created_message(rec: Fac, func: ast.Attribute, fixable: bool) -> str:
         text = (f"`torch.{rec.factory}(...)` fills host memory and `.{func.attr}(...)` then "
                 "copies it to the device: pass `device=` to the factory and skip the copy")
-        if rec.factory in RANDOM_FACTORIES:
+        if rec.factory[:1].isupper():  # torch.Tensor(n, m): no device= in a legacy one
+            text = text.replace("pass `device=` to the factory", "make it with "
+                                "`torch.empty(..., device=...)`")
+        elif rec.factory in RANDOM_FACTORIES:
             text += (" (the device's generator then draws the numbers, so a seeded run's "
                      "values change: --fix leaves it to you)")
         elif not fixable:
@@ -260,7 +263,7 @@ class Moves:
         target = self.fix_target(move, func)
         factory = rec.node
         blocked = {"requires_grad", "pin_memory", "out", None}
-        if (target is None or rec.factory in RANDOM_FACTORIES
+        if (target is None or rec.factory in RANDOM_FACTORIES or rec.factory[:1].isupper()
                 or any(k.arg in blocked for k in factory.keywords)):
             return None
         fixed = copy.copy(factory)
