@@ -635,3 +635,30 @@ def test_a_legacy_constructor_given_sizes_is_a_host_factory():
                 loss.backward()
                 opt.step()
         """) == [(5, "XB102", "warning"), (7, "XB102", "warning")]
+
+
+def test_a_model_class_s_own_helpers_called_on_self_are_calls_of_the_module_s_functions():
+    # Classy Vision's task defines compute_loss (so it counts as a model): train_step's
+    # self.run_optimizer(loss) runs the backward and the step, self.update_meters(...) copies
+    # the outputs every step; they were taken for forwards of the model
+    assert lint("""\
+        class Task:
+            def compute_loss(self, output, sample):
+                return self.loss(output, sample["target"])
+
+            def train_step(self, sample, device):
+                sample = {k: v.to(device) for k, v in sample.items()}
+                output = self.model(sample["input"])
+                loss = self.compute_loss(output, sample)
+                self.run_optimizer(loss)
+                self.update_meters(output)
+                return loss.detach().cpu().item()
+
+            def run_optimizer(self, loss):
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+            def update_meters(self, output):
+                self.meter.update(output.detach().cpu())
+        """) == [(11, "XB101", "warning"), (19, "XB101", "warning")]

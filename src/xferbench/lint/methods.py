@@ -59,6 +59,9 @@ class Methods:
                 self.discarded(node, func, recv)
             return self.to_host(node, func, recv, False)
         if self.module_like(func.value, recv):
+            if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and \
+                    name in self.functions_seen:  # a model's own helper: a call of it
+                return self.own_method(node, name, args, kws, recv)
             return self.module_method(name, [*args, *kws], recv)
         if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
             self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func), strong=True)
@@ -74,6 +77,15 @@ class Methods:
         if self.sink_call(node, func, recv, args, kws):
             return self.text() if name == "format" else NOTHING
         return self.other_method(node, func, recv, args, kws)
+
+    def own_method(self, node: ast.Call, name: str, args: list[Val], kws: list[Val],
+                   recv: Val) -> Val:
+        """``self.run_optimizer(loss)`` in a model's class (one with a forward or a
+        compute_loss): what it computes, and a call of that method of the module."""
+        self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+        self.maybe_synced(name)
+        out = self.module_method(name, [*args, *kws], recv)
+        return Val(UNKNOWN, ON_DEVICE) if name in self.device_returns else out
 
     def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
                      kws: list[Val]) -> Val:
