@@ -662,3 +662,20 @@ def test_a_model_class_s_own_helpers_called_on_self_are_calls_of_the_module_s_fu
             def update_meters(self, output):
                 self.meter.update(output.detach().cpu())
         """) == [(11, "XB101", "warning"), (19, "XB101", "warning")]
+
+
+def test_a_file_whose_moves_live_elsewhere_is_still_read():
+    # LAVIS's base task: prepare_sample (another module) moves the batch; the file itself
+    # has no .to( but trains under torch.cuda.amp.autocast and reads the loss every step
+    assert lint("""\
+        import torch
+        from lavis.datasets.data_utils import prepare_sample
+        def train_epoch(model, loader, optimizer, scaler, log):
+            for samples in loader:
+                samples = prepare_sample(samples, cuda_enabled=True)
+                with torch.cuda.amp.autocast(enabled=scaler is not None):
+                    loss = model(samples)["loss"]
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                log.update(loss=loss.item())
+        """) == [(10, "XB101", "warning")]
