@@ -679,3 +679,18 @@ def test_a_file_whose_moves_live_elsewhere_is_still_read():
                 scaler.step(optimizer)
                 log.update(loss=loss.item())
         """) == [(10, "XB101", "warning")]
+
+
+def test_a_dict_of_device_values_handed_to_a_tracker_is_read():
+    # llama-recipes: wandb_run.log({"train/loss": loss.detach().float()}) every step
+    assert lint("""\
+        import wandb
+        def train(model, loader, opt, device, wandb_run, step):
+            for batch in loader:
+                loss = model(batch.to(device))
+                loss.backward()
+                opt.step()
+                wandb_run.log({"train/step": step, "train/loss": loss.detach().float()})
+                wandb.log({"loss": loss})
+                wandb_run.log({"train/step": step})
+        """) == [(7, "XB101", "warning"), (8, "XB101", "warning")]

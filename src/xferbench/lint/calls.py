@@ -129,6 +129,8 @@ class Calls(Methods):
         head, last = qual.split(".", 1)[0], qual.rsplit(".", 1)[-1]
         if head == "math":
             return self.math_read(node, qual, values)
+        if qual == "wandb.log" and node.args and isinstance(node.args[0], ast.Dict):
+            self.host_read(node, values[0], "`wandb.log()`")  # each value read for the run
         if to_host_name(node.func) and node.args:
             return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
         if mover_name(node.func) and node.args:
