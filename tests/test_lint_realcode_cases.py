@@ -694,3 +694,19 @@ def test_a_dict_of_device_values_handed_to_a_tracker_is_read():
                 wandb.log({"loss": loss})
                 wandb_run.log({"train/step": step})
         """) == [(7, "XB101", "warning"), (8, "XB101", "warning")]
+
+
+def test_every_term_of_a_summed_loss_is_a_loss():
+    # skrl's PPO: scaler.scale(policy_loss + entropy_loss + value_loss).backward(), then each
+    # term read with .item() every minibatch; a weight multiplying one is no loss
+    assert lint("""\
+        def update(self, batches, device):
+            for obs, returns in batches:
+                policy_loss = self.policy(obs.to(device)).mean()
+                value_loss = ((self.value(obs.to(device)) - returns.to(device)) ** 2).mean()
+                coef = self.coef
+                self.scaler.scale(policy_loss + value_loss + coef * policy_loss).backward()
+                self.scaler.step(self.optimizer)
+                self.losses.append(value_loss.item())
+                print(coef)
+        """) == [(8, "XB101", "warning")]

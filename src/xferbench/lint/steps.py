@@ -68,11 +68,11 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                     assigns.append((first.id, node.value))
         if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
             # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
-            root = _root(node.args[0]) if node.args else (
-                _root(node.func.value) if isinstance(node.func, ast.Attribute) else None)
-            if root:
-                span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
-                    else (0, node.lineno)
+            target = node.args[0] if node.args else (
+                node.func.value if isinstance(node.func, ast.Attribute) else None)
+            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
+                else (0, node.lineno)
+            for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
     for _ in range(2):
         more = {n: spans[t] for t, value in assigns if t in spans for n in operands(value)
@@ -156,11 +156,15 @@ def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return out - declared
 
 
-def _root(expr: ast.expr) -> str | None:
-    while True:
+def _roots(expr: ast.expr | None) -> set[str]:
+    """The names a backward's target is computed from: ``loss``, ``(loss / n)``,
+    ``scaler.scale(a + b)``, ``loss.mean()``: a sum's every term, a quotient's numerator."""
+    while expr is not None:
         if isinstance(expr, ast.Name):
-            return expr.id
+            return {expr.id}
         if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Add, ast.Sub)):
+                return _roots(expr.left) | _roots(expr.right)
             expr = expr.left
         elif isinstance(expr, ast.Call) and expr.args and isinstance(expr.func, ast.Attribute) \
                 and expr.func.attr in ("scale", "mean", "sum", "float", "detach"):
@@ -168,7 +172,8 @@ def _root(expr: ast.expr) -> str | None:
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             expr = expr.func.value
         else:
-            return None
+            return set()
+    return set()
 
 
 class Steps:
