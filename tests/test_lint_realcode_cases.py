@@ -702,8 +702,8 @@ def test_every_term_of_a_summed_loss_is_a_loss():
     assert lint("""\
         def update(self, batches, device):
             for obs, returns in batches:
-                policy_loss = self.policy(obs.to(device)).mean()
-                value_loss = ((self.value(obs.to(device)) - returns.to(device)) ** 2).mean()
+                policy_loss = self.policy_loss(obs.to(device))
+                value_loss = self.value_loss(obs, returns)
                 coef = self.coef
                 self.scaler.scale(policy_loss + value_loss + coef * policy_loss).backward()
                 self.scaler.step(self.optimizer)

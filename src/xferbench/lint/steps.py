@@ -156,15 +156,18 @@ def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return out - declared
 
 
-def _roots(expr: ast.expr | None) -> set[str]:
+def _roots(expr: ast.expr | None, first: bool = True) -> set[str]:
     """The names a backward's target is computed from: ``loss``, ``(loss / n)``,
-    ``scaler.scale(a + b)``, ``loss.mean()``: a sum's every term, a quotient's numerator."""
+    ``scaler.scale(a + b)``, ``loss.mean()``: a sum's every plain term, the first term's left
+    operand (not ``coef`` in ``a + coef * b``: a weight is no loss)."""
     while expr is not None:
         if isinstance(expr, ast.Name):
             return {expr.id}
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, (ast.Add, ast.Sub)):
-                return _roots(expr.left) | _roots(expr.right)
+                return _roots(expr.left, first) | _roots(expr.right, False)
+            if not first:
+                return set()
             expr = expr.left
         elif isinstance(expr, ast.Call) and expr.args and isinstance(expr.func, ast.Attribute) \
                 and expr.func.attr in ("scale", "mean", "sum", "float", "detach"):
