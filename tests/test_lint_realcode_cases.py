@@ -710,3 +710,19 @@ def test_every_term_of_a_summed_loss_is_a_loss():
                 self.losses.append(value_loss.item())
                 print(coef)
         """) == [(8, "XB101", "warning")]
+
+
+def test_an_optimiser_named_for_its_model_is_an_optimiser():
+    # torchgan's train_ops: optimizer_discriminator.step() ends in a model's word but steps
+    # an optimiser: train_ops runs a whole step, its loss.item() every iteration
+    assert lint("""\
+        import torch
+        class Penalty:
+            def train_ops(self, generator, discriminator, optimizer_discriminator, real, device):
+                noise = torch.randn(real.size(0), 100, device=device)
+                optimizer_discriminator.zero_grad()
+                loss = self.forward(discriminator(generator(noise)))
+                loss.backward()
+                optimizer_discriminator.step()
+                return loss.item()
+        """) == [(9, "XB101", "warning")]

@@ -191,7 +191,7 @@ class Methods:
         if v.kind == MODULE:
             return True
         return v.kind == UNKNOWN and not v.on_device and v.where != ON_HOST and (
-            model_name(node))
+            model_name(node)) and not optim_name(node)  # optimizer_discriminator: an optimiser
 
 
 #: A module's methods that hand out its parameters.
