@@ -726,3 +726,20 @@ def test_an_optimiser_named_for_its_model_is_an_optimiser():
                 optimizer_discriminator.step()
                 return loss.item()
         """) == [(9, "XB101", "warning")]
+
+
+def test_a_method_handed_device_values_queues_device_work():
+    # brevitas' evaluation: self.criterion(output, target) between two clocks, nothing
+    # synchronised: the second interval times the criterion's launch
+    assert lint("""\
+        import time
+        class Trainer:
+            def eval_model(self):
+                for input, target in self.test_loader:
+                    target = target.to(self.device)
+                    output = self.model(input.to(self.device))
+                    end = time.time()
+                    loss = self.criterion(output, target)
+                    self.loss_time.update(time.time() - end)
+                    self.losses.update(loss.item())
+        """) == [(9, "XB107", "warning")]

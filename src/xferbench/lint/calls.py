@@ -144,6 +144,7 @@ class Calls(Methods):
         if last[:1].isupper() and not last.isupper():
             return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
         if head not in HOST_PACKAGES and any(v.tensorish for v in values):
+            self.device_work()
             return Val(UNKNOWN, ON_DEVICE)  # reduce_dict(loss_dict), training_losses(...)
         return NOTHING
 
@@ -290,4 +291,7 @@ class Calls(Methods):
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)
-        return Val(UNKNOWN, ON_DEVICE) if device else NOTHING
+        if device:
+            self.device_work()  # a function handed device values computes with them there
+            return Val(UNKNOWN, ON_DEVICE)
+        return NOTHING

@@ -116,6 +116,7 @@ class Methods:
         out = self.method_result(name, recv)
         if out is NOTHING and recv.where != ON_HOST and any(
                 v.tensorish for v in (*args, *kws)):
+            self.device_work()  # self.criterion(out, y): work queued on the device
             return Val(UNKNOWN, ON_DEVICE)  # diffusion.training_losses(model, x, t)
         return out
 
