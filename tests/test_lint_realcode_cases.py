@@ -743,3 +743,47 @@ def test_a_method_handed_device_values_queues_device_work():
                     self.loss_time.update(time.time() - end)
                     self.losses.update(loss.item())
         """) == [(9, "XB107", "warning")]
+
+
+def test_a_function_that_returns_only_host_values_returns_a_host_value():
+    # torch's fx numeric check: compare_grads returns a bool from torch.allclose, whatever
+    # device tensors it was handed; logging it reads nothing (analysed since the file names
+    # torch.cuda and runs a backward)
+    assert lint("""\
+        import logging
+        import torch
+        def compare_grads(a, b):
+            same = True
+            for x, y in zip(a, b):
+                if not torch.allclose(x, y):
+                    same = False
+            return same
+
+        logger = logging.getLogger(__name__)
+
+        def run(model, inputs, opt):
+            torch.cuda.synchronize()
+            for i in range(10):
+                model(*inputs).sum().backward()
+                res = compare_grads(list(model.parameters()), list(model.parameters()))
+                logger.info("grads: %s", res)
+                opt.step()
+        """) == []
+
+
+def test_a_tensor_scaled_by_a_host_number_keeps_its_place():
+    # lightweight-gan: gradients * inv_scale (a float from a helper) stays where the
+    # gradients are; the penalty made from it is a loss, read each time it is applied
+    assert lint("""\
+        import torch
+        def train(D, images, opt, device):
+            for i in range(100):
+                out = D(images.to(device))
+                grads = torch.cat([torch.autograd.grad(out, images)[0]])
+                inv_scale = 0.5
+                gp = (grads * inv_scale).norm()
+                loss = out.mean() + gp
+                loss.backward()
+                opt.step()
+                print(gp.item())
+        """) == [(11, "XB101", "warning")]

@@ -286,6 +286,8 @@ class Calls(Methods):
                 self.maybe_synced(key)
                 if key in self.device_returns:
                     return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
+                if key in self.host_returns:
+                    return HOST_OTHER  # what it returns is a host value, whatever it is given
         if "synchron" in name.lower():
             self.synced(explicit=True)  # synchronize_func(): a helper that synchronises
             return NOTHING

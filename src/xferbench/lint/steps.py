@@ -188,6 +188,8 @@ class Steps:
         self.sites: list[Site] = []
         self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
         self.found_returns: set[str] = set()  # functions seen returning a device value
+        self.returns_seen: dict[str, bool] = {}  # function -> every value it returned is host
+        self.host_returns: set[str] = set()  # walked, and every return a host value (a bool)
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""
