@@ -787,3 +787,25 @@ def test_a_tensor_scaled_by_a_host_number_keeps_its_place():
                 opt.step()
                 print(gp.item())
         """) == [(11, "XB101", "warning")]
+
+
+def test_an_object_moved_by_a_statement_is_on_the_device():
+    # spikingjelly's TD3: ac = actor_critic(...); ac.to(device); the Q-values ac.q1(o, a)
+    # gives are device tensors, copied to the host in every update's loss
+    assert lint("""\
+        def td3(actor_critic, env, buffer, device):
+            ac = actor_critic(env.observation_space, env.action_space)
+            ac.to(device)
+            def loss_q(data):
+                q1 = ac.q1(data["obs"], data["act"])
+                info = dict(Q1Vals=q1.cpu().detach().numpy())
+                return ((q1 - data["rew"]) ** 2).mean(), info
+            def update(data):
+                opt.zero_grad()
+                loss, info = loss_q(data)
+                loss.backward()
+                opt.step()
+            opt = make_opt(ac)
+            for t in range(1000):
+                update(buffer.sample(device))
+        """) == [(6, "XB101", "warning")]

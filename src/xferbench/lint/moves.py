@@ -70,8 +70,11 @@ class Moves:
         kind = self.target_kind(node, func.attr)
         nb = is_true(kwarg(node, "non_blocking"))
         module = self.module_like(func.value, recv) or recv.tag is INSTANCE
-        if dropped and not module:
-            self.discarded(node, func, recv)
+        if dropped and not module and not self.discarded(node, func, recv) and \
+                kind == "device" and recv.kind == UNKNOWN:
+            key = dotted(func.value)  # ac.to(device): a module or a batch moved in place
+            if key is not None:
+                self.bind_key(key, Val(UNKNOWN, ON_DEVICE))
         if kind == "host":
             return self.to_host(node, func, recv, nb)
         if kind not in ("device", "maybe"):
@@ -202,12 +205,13 @@ class Moves:
 
     # -- the rules -------------------------------------------------------------------------------
 
-    def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
+    def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> bool:
+        """XB103 where the statement drops a tensor's move; whether it was reported."""
         named = isinstance(func.value, ast.Name) and recv.kind == UNKNOWN and \
             recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None and \
             func.value.id not in self.not_tensor_names
         if recv.kind != TENSOR and not named:  # a batch, a graph may move in place
-            return
+            return False
         call = ast.unparse(node)
         fix = None
         if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
@@ -215,6 +219,7 @@ class Moves:
         self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
                     "not moved in place (a module is); assign it"
                     + (f": `{fix}`" if fix else ""), fix=fix)
+        return True
 
     def module_move(self, node: ast.Call, func: ast.Attribute) -> None:
         key = dotted(func.value)
