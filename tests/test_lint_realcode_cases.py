@@ -809,3 +809,14 @@ def test_an_object_moved_by_a_statement_is_on_the_device():
             for t in range(1000):
                 update(buffer.sample(device))
         """) == [(6, "XB101", "warning")]
+
+
+def test_a_dropped_move_of_a_name_ending_like_a_tensor_is_discarded():
+    # LAVIS's search app: all_img_feats.to(device) alone on its line
+    assert lint("""\
+        import torch
+        def search(load_feat, device):
+            paths, all_img_feats = load_feat()
+            all_img_feats.to(device)
+            return torch.nn.functional.normalize(all_img_feats, dim=1)
+        """) == [(4, "XB103", "error")]

@@ -49,7 +49,9 @@ SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "h
 #: not batch, data or inputs, which may be a BatchEncoding or a graph that moves in place.
 TENSOR_NAME = re.compile(r"^(?:x|y|z|t|X|Y|img|imgs|image|images|label|labels|target|targets|"
                          r"mask|masks|input_ids|attention_mask|token_type_ids|logits|noise|"
-                         r"latents|feats|features|tensor|src|tgt|xb|yb|x_\w+|y_\w+)$")
+                         r"latents|feats|features|tensor|src|tgt|xb|yb|x_\w+|y_\w+|"
+                         r"\w+_(?:feats|features|embeds|embeddings|logits|imgs|images|labels|"
+                         r"targets|masks))$")
 #: Keywords of .to() / .cuda() that --fix can drop when the copy goes away.
 DROPPABLE = frozenset({"non_blocking", "copy"})
 
