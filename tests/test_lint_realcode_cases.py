@@ -820,3 +820,19 @@ def test_a_dropped_move_of_a_name_ending_like_a_tensor_is_discarded():
             all_img_feats.to(device)
             return torch.nn.functional.normalize(all_img_feats, dim=1)
         """) == [(4, "XB103", "error")]
+
+
+def test_the_last_step_s_loss_formatted_at_the_top_of_the_loop_is_read():
+    # FARM: the progress bar shows the loss the previous iteration bound (0 before the first)
+    assert lint("""\
+        from tqdm import tqdm
+        def train(model, loader, opt, device):
+            loss = 0
+            bar = tqdm(loader)
+            for batch in bar:
+                bar.set_description(f"loss: {loss:.4f}")
+                loss = model(batch.to(device)).mean()
+                loss.backward()
+                opt.step()
+            print(f"{loss}")
+        """) == [(6, "XB101", "warning")]

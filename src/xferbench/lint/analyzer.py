@@ -130,19 +130,28 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         self.out.append((node.lineno, node.col_offset, code, message,  # type: ignore[attr-defined]
                          severity or BY_CODE[code].severity, fix))
 
-    def candidate(self, code: str, node: ast.AST, message: str, extra: object = None) -> None:
+    def candidate(self, code: str, node: ast.AST, message: str, extra: object = None,
+                  later: str | None = None) -> None:
         frame = self.frame
-        self.candidates.append((code, node, message, tuple(frame.loops), tuple(frame.guards),
-                                extra, self.function_name()))
+        record = (code, node, message, tuple(frame.loops), tuple(frame.guards), extra,
+                  self.function_name())
+        if later is None:
+            self.candidates.append(record)
+            return
+        for loop in frame.loops:  # decided when the loop that binds it ends
+            if not loop.comprehension and later not in loop.assigned:
+                loop.carried.append((later, record))
+                return
 
-    def sync_read(self, node: ast.AST, what: str) -> None:
+    def sync_read(self, node: ast.AST, what: str, later: str | None = None) -> None:
         """XB101: ``what`` reads a device tensor here; a finding if it runs every training step
-        (in a training loop, or in a function that runs once per step)."""
+        (in a training loop, or in a function that runs once per step). ``later``: the name
+        read holds no device tensor yet, but the loop may bind one to it for the next turn."""
         frame = self.frame
         if frame.fresh_sync or self.acting or self.once or self.is_intended():
             return  # right after a synchronise it waits for nothing; acting needs the value
         if frame.loops or self.function_name() is not None:
-            self.candidate("XB101", node, what, self.target)
+            self.candidate("XB101", node, what, self.target, later)
 
     def is_intended(self) -> bool:
         if not self.intended:

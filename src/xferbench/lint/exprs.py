@@ -316,6 +316,8 @@ class Exprs:
             self.sync_read(at or node, what)
             self.synced()
             return
+        if isinstance(node, ast.Name) and self.frame.loops and v.kind != TIME:
+            self.sync_read(at or node, what, later=node.id)  # the last turn's loss, maybe
         self.d2h_read(node, v, "read")
         if strong and v.where != ON_HOST and v.kind in (UNKNOWN, TENSOR, SEQ):
             self.synced()

@@ -13,7 +13,7 @@ from .facts import NONE, NOTHING, ON_DEVICE, ON_HOST, TENSOR, UNKNOWN, Val
 
 class Loop:
     __slots__ = ("step", "train", "calls", "assigned", "comprehension", "synced", "env_args",
-                 "clocks", "data", "inner_train", "optimise")
+                 "clocks", "data", "inner_train", "optimise", "carried")
 
     def __init__(self, comprehension: bool = False) -> None:
         self.comprehension = comprehension  # its steps count for the loop around it
@@ -26,6 +26,8 @@ class Loop:
         self.env_args: set[str] = set()  # names handed to an environment's step()
         self.data = False  # it iterates over data (a loader, batches), not epochs or steps
         self.inner_train = False  # a loop nested in it trains (micro-batches, turns)
+        self.carried: list[tuple[str, tuple]] = []  # reads of a name before the body binds
+        # it: the last iteration's value (a candidate if that is a device tensor)
         self.clocks: list[tuple[ast.AST, str]] = []  # clock reads ending intervals begun
         # before it (and the interval's start), decided when the loop ends
 

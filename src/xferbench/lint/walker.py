@@ -109,6 +109,10 @@ class Walker(Names):
             loops.pop()
         if loop.comprehension:
             return
+        for name, record in loop.carried:  # `f"{loss}"` before `loss = step(...)` binds it
+            v = frame.env.get(name)
+            if v is not None and v.tensorish and name in loop.assigned:
+                self.candidates.append(record)
         if loop.train or loop.inner_train:
             for outer in loops:
                 outer.inner_train = True
