@@ -37,22 +37,6 @@ _PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpo
 OPTIMISER = re.compile(r"optim|step\s*\(")
 
 
-def nested_keys(defs: list, outer: str = "") -> list[str]:
-    """``outer.inner`` for the functions defined inside ``defs`` (as the walk keys them)."""
-    out = []
-    for fn in defs:
-        key = f"{outer}.{fn.name}" if outer else fn.name
-        inner, todo = [], list(fn.body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                inner.append(node)
-            elif not isinstance(node, (ast.ClassDef, ast.Lambda)):
-                todo.extend(ast.iter_child_nodes(node))
-        out += [f"{key}.{n.name}" for n in inner] + nested_keys(inner, key)
-    return out
-
-
 def purpose(fn: str) -> bool:
     return bool(_PURPOSE.search(fn.lower()))
 
@@ -118,7 +102,7 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             if isinstance(c, ast.ClassDef):
                 defs += [n for n in c.body if isinstance(n, (ast.FunctionDef,
                                                               ast.AsyncFunctionDef))]
-        self.functions_seen = {n.name for n in defs} | set(nested_keys(defs))
+        self.functions_seen = {n.name for n in defs}  # and outer.inner, as they are walked
         self.block(tree.body)
         self.finish_defs(self.frame)
         self.resolve()

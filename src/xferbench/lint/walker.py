@@ -243,12 +243,16 @@ class Walker(Names):
         if outer.kind == "function" and outer.name:  # two functions' `closure`s are two
             outer.nested.add(node.name)
             key = f"{outer.name}.{node.name}"
+            self.functions_seen.add(key)  # the module's own: its returns, hints, syncs
         self.hinted(key, positional[1:] if method else positional, param_vals)
         frame = self.push("function", key)
         frame.env.update(param_vals)
         frame.node = node
-        if self.scan_backward:
-            lossy = lossy_names(node.body)
+        if self.scan_backward and self.mentions_backward(node):
+            lossy = getattr(node, "xb_lossy", None)  # the same tree is walked again: once
+            if lossy is None:
+                lossy = lossy_names(node.body)
+                node.xb_lossy = lossy  # type: ignore[union-attr]
             span = self.class_spans[-1] if self.class_spans else (node.lineno, node.end_lineno)
             frame.lossy = lossy if lossy and self.device_evidence(*span, named=True) else {}
         if method and positional[0].arg == "self":
