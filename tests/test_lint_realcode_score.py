@@ -19,23 +19,25 @@ import score_real as score  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-#: Each set: its file, and how much of it must be there (files, packages).
-SETS = {"tuned": (score.CORPUS, 40, 30), "heldout": (score.HELDOUT, 60, 38)}
+#: Each set: its file, how much of it must be there (files, packages), its name in the docs.
+SETS = {"tuned": (score.CORPUS, 40, 30, "tuned"),
+        "heldout": (score.HELDOUT, 60, 38, "held-out")}
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "lint.md"
 
 
 @pytest.fixture(scope="module", params=sorted(SETS))
 def scored(request):
-    corpus, files, packages = SETS[request.param]
+    corpus, files, packages, label = SETS[request.param]
     result = score.run(corpus)
     if result.files == 0 and result.skipped and all(
             "the package index cannot be reached" in s for s in result.skipped):
         pytest.skip(f"the package index cannot be reached: the real-code set "
                     f"({corpus.name}) could not be fetched")
-    return result, files, packages
+    return result, files, packages, label
 
 
 def test_the_set_is_whole_and_every_report_is_labelled(scored):
-    outcome, files, packages = scored
+    outcome, files, packages, _ = scored
     assert outcome.errors == []
     assert outcome.files >= files and len(outcome.packages) >= packages, outcome.skipped
 
@@ -53,3 +55,9 @@ def test_per_step_recall_of_reads_and_timers(scored):
     for code in ("XB101", "XB107"):
         s = outcome.scores[code]
         assert s.expected >= 5 and s.recall >= 0.60, f"{code}: " + "\n".join(outcome.misses)
+
+
+def test_the_docs_quote_the_set_s_score_as_it_is(scored):
+    outcome, label = scored[0], scored[3]
+    row = score.docs_row(label, outcome)
+    assert row in DOCS.read_text(encoding="utf-8").splitlines(), f"docs/lint.md lacks: {row}"

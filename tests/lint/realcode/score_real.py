@@ -313,6 +313,20 @@ def table(outcome: Outcome) -> list[str]:
     return lines
 
 
+def docs_row(label: str, outcome: Outcome) -> str:
+    """The set's row of docs/lint.md's after-fix table (a test checks the page quotes it)."""
+    s, total = outcome.scores, outcome.total
+    read, timer = s["XB101"], s["XB107"]
+    found = read.expected - read.missed
+    local = (f"; {pct(read.local_recall)} without reads in another module"
+             if read.elsewhere else "")
+    return (f"| {label} ({outcome.files} files) | {total.reports} | {total.true} | "
+            f"{total.false} | {total.missed} | {pct(total.precision)} | "
+            f"{pct(read.precision)} ({read.reports}) | {pct(read.recall)} "
+            f"({found}/{read.expected}{local}) | {pct(timer.recall)} "
+            f"({timer.expected - timer.missed}/{timer.expected}) |")
+
+
 def summary(outcome: Outcome) -> list[str]:
     s = outcome.scores
     out = [f"{outcome.files} files from {len(outcome.packages)} packages, {outcome.lines:,} "
