@@ -34,6 +34,9 @@ _PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpo
                       r"plot|visual|summar|dump")
 
 
+OPTIMISER = re.compile(r"optim|step\s*\(")
+
+
 def purpose(fn: str) -> bool:
     return bool(_PURPOSE.search(fn.lower()))
 
@@ -48,11 +51,16 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         self.walked: set[str] = set()  # functions walked so far
         self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
         self.forward_calls: set[str] = set()  # called before they were walked
+        self.prior_sync: frozenset[str] = frozenset()  # seen synchronising in the pass before
+        self.object_calls: set[str] = set()  # methods called on an object before walked
         self.sync_count = 0  # synchronisations seen, to tell a branch that synchronised
         self.clock_seen = False  # a clock was read in the module
         # backward() called on a name makes it a loss on the device; a file without the word
         # has none, and skips looking
         self.scan_backward = source is None or "backward" in source
+        # a module that never names an optimiser nor steps one does not train: its
+        # backward passes are for gradients as such (Grad-CAM, saliency, an attack)
+        self.may_optimise = source is None or OPTIMISER.search(source) is not None
         self.source = source
         self.source_lines = source.splitlines() if source and "backward" in source else []
         self.expr_dispatch = self.expr_handlers()
@@ -69,13 +77,15 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             more = frozenset(self.found_returns & self.functions_seen) | returns
             quiet = self.walked - self.sync_fns
             # helpers called before they were walked matter only to the timing rule
-            late = self.clock_seen and (self.forward_calls & quiet) - self.prior_quiet
+            late = self.clock_seen and ((self.forward_calls & quiet) - self.prior_quiet or (
+                self.object_calls & self.sync_fns) - self.prior_sync)
             if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()) \
                     and not late:
                 break
             hints, returns = {**hints, **found}, more
             again = Analyzer(hints, self.intended, self.source, returns)
             again.prior_quiet = frozenset(quiet)
+            again.prior_sync = frozenset(self.sync_fns)
             again.walk(tree)
             self.__dict__.update(again.__dict__)
             passes += 1
@@ -87,12 +97,12 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
             lossy = lossy_names(tree.body)  # module-level code: evidence before the backward
             first = min((lo or hi for spans in lossy.values() for lo, hi in spans), default=0)
             self.frame.lossy = lossy if lossy and self.device_evidence(1, first) else {}
-        self.functions_seen = {n.name for n in ast.iter_child_nodes(tree)
-                               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for c in tree.body:
             if isinstance(c, ast.ClassDef):
-                self.functions_seen |= {n.name for n in c.body if isinstance(
-                    n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                defs += [n for n in c.body if isinstance(n, (ast.FunctionDef,
+                                                              ast.AsyncFunctionDef))]
+        self.functions_seen = {n.name for n in defs}  # and outer.inner, as they are walked
         self.block(tree.body)
         self.finish_defs(self.frame)
         self.resolve()
@@ -104,24 +114,34 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
         self.out.append((node.lineno, node.col_offset, code, message,  # type: ignore[attr-defined]
                          severity or BY_CODE[code].severity, fix))
 
-    def candidate(self, code: str, node: ast.AST, message: str, extra: object = None) -> None:
+    def candidate(self, code: str, node: ast.AST, message: str, extra: object = None,
+                  later: str | None = None) -> None:
         frame = self.frame
-        self.candidates.append((code, node, message, tuple(frame.loops), tuple(frame.guards),
-                                extra, self.function_name()))
+        record = (code, node, message, tuple(frame.loops), tuple(frame.guards), extra,
+                  self.function_name())
+        if later is None:
+            self.candidates.append(record)
+            return
+        for loop in frame.loops:  # decided when the loop that binds it ends
+            if not loop.comprehension and later not in loop.assigned:
+                loop.carried.append((later, record))
+                return
 
-    def sync_read(self, node: ast.AST, what: str) -> None:
+    def sync_read(self, node: ast.AST, what: str, later: str | None = None) -> None:
         """XB101: ``what`` reads a device tensor here; a finding if it runs every training step
-        (in a training loop, or in a function that runs once per step)."""
+        (in a training loop, or in a function that runs once per step). ``later``: the name
+        read holds no device tensor yet, but the loop may bind one to it for the next turn."""
         frame = self.frame
         if frame.fresh_sync or self.acting or self.once or self.is_intended():
             return  # right after a synchronise it waits for nothing; acting needs the value
         if frame.loops or self.function_name() is not None:
-            self.candidate("XB101", node, what, self.target)
+            self.candidate("XB101", node, what, self.target, later)
 
     def is_intended(self) -> bool:
         if not self.intended:
             return False
-        names = [n for n in (self.function_name(), self.qualified_function()) if n]
+        fn = self.function_name()
+        names = [n for n in (fn, fn and fn.rsplit(".", 1)[-1], self.qualified_function()) if n]
         return any(fnmatchcase(n, p) for n in names for p in self.intended)
 
     # -- state of the sequential rules ---------------------------------------------------------

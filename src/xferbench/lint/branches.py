@@ -12,9 +12,10 @@ from .scopes import joined
 
 
 def ends_the_path(body: list[ast.stmt]) -> bool:
-    """Whether a branch ends by leaving: raise, return, break, sys.exit()."""
+    """Whether a branch ends by leaving: raise, return, break, sys.exit(), or by skipping the
+    step (continue: a batch whose loss is NaN, or empty)."""
     last = body[-1] if body else None
-    if isinstance(last, (ast.Raise, ast.Return, ast.Break)):
+    if isinstance(last, (ast.Raise, ast.Return, ast.Break, ast.Continue)):
         return True
     return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and (
         terminal(last.value.func) in ("exit", "_exit", "quit", "abort"))

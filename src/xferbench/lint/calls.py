@@ -15,6 +15,7 @@ from .facts import (
     HOST_OTHER,
     INERT_BUILTINS,
     INSTANCE,
+    LEGACY,
     LOADER,
     MODULE,
     NOT_OPS,
@@ -40,6 +41,7 @@ from .facts import (
     loss_name,
     mover_name,
     terminal,
+    to_host_name,
 )
 from .methods import Methods
 from .records import Fac, Pinned
@@ -53,6 +55,19 @@ HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "tim
                            "datetime", "gc", "operator", "statistics", "matplotlib", "PIL"})
 #: torch submodules whose functions are tensor ops.
 OP_MODULES = ("nn.functional.", "linalg.", "fft.", "special.", "nn.init.")
+
+
+def sizes(node: ast.Call) -> bool:
+    """Whether a legacy constructor's arguments are sizes, not data: two or more, a starred
+    shape, an int, or a tensor's ``.size()`` (a single ``.shape`` may be a tuple: data)."""
+    args = node.args
+    if len(args) >= 2 or any(isinstance(a, ast.Starred) for a in args):
+        return True
+    if len(args) != 1:
+        return False
+    a = args[0]
+    return isinstance(a, ast.Constant) and type(a.value) is int or isinstance(
+        a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "size"
 
 
 class Calls(Methods):
@@ -71,7 +86,9 @@ class Calls(Methods):
         func = node.func
         qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
         if isinstance(func, ast.Attribute) and qual is None:
-            return self.method_call(node, func, dropped)
+            v = self.method_call(node, func, dropped)
+            self.object_method(func)
+            return v
         fval = self.ev(func) if qual is None else NOTHING
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
@@ -94,7 +111,7 @@ class Calls(Methods):
         if not qual.startswith("torch."):
             return self.foreign_call(node, qual, [*args, *kws])
         short = qual[6:]
-        if short in FACTORIES:
+        if short in FACTORIES or short in LEGACY and sizes(node):
             return self.factory(node, short)
         if short in FROM_DATA:
             where = self.where_of(kwarg(node, "device"))
@@ -112,6 +129,10 @@ class Calls(Methods):
         head, last = qual.split(".", 1)[0], qual.rsplit(".", 1)[-1]
         if head == "math":
             return self.math_read(node, qual, values)
+        if qual == "wandb.log" and node.args and isinstance(node.args[0], ast.Dict):
+            self.host_read(node, values[0], "`wandb.log()`")  # each value read for the run
+        if to_host_name(node.func) and node.args:
+            return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
         if mover_name(node.func) and node.args:
             return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
         if "synchron" in last.lower():
@@ -123,6 +144,7 @@ class Calls(Methods):
         if last[:1].isupper() and not last.isupper():
             return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
         if head not in HOST_PACKAGES and any(v.tensorish for v in values):
+            self.device_work()
             return Val(UNKNOWN, ON_DEVICE)  # reduce_dict(loss_dict), training_losses(...)
         return NOTHING
 
@@ -212,6 +234,23 @@ class Calls(Methods):
             return Val(MODULE)
         return None
 
+    def object_method(self, func: ast.Attribute) -> None:
+        """``metrics.compute()``: a method of one of the module's classes, called on an object,
+        synchronises where that method does (walked, or seen doing so in the pass before)."""
+        name = func.attr
+        if name not in self.functions_seen or name in ("forward", "__call__") or (
+                isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+            return
+        if name in self.sync_fns or name in self.prior_sync:
+            self.synced()
+        elif name not in self.walked:
+            self.object_calls.add(name)
+
+    def copied_to_host(self, node: ast.Call, v: Val) -> Val:
+        """A helper that copies its tensor to the host (``to_numpy(t)``): a read, which waits."""
+        self.host_read(node, v, f"`{ast.unparse(node.func)}()`", strong=True)
+        return HOST_OTHER
+
     def sequence_of(self, v: Val) -> Val:
         part = self.element(v)
         return Val(SEQ, ON_DEVICE if part.tensorish else NOWHERE, elem=part)
@@ -223,6 +262,8 @@ class Calls(Methods):
         device = any(v.tensorish for v in (*args, *kws))
         if mover_name(func) and node.args:
             return Val(UNKNOWN, ON_DEVICE)  # batch_to_device(batch, device)
+        if to_host_name(func) and node.args and not isinstance(func, ast.Attribute):
+            return self.copied_to_host(node, args[0])  # to_numpy(loss), tensor2numpy(x)
         if self.module_like(func, fval):
             self.step_op()
             if device or fval.on_device:
@@ -239,14 +280,20 @@ class Calls(Methods):
         if BACKWARD.match(name) and node.args:
             self.step_op("backward")  # backwards(loss, opt): a helper (or its alias) for it
         if isinstance(func, ast.Name):
-            self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
-            if name in self.functions_seen:
-                self.maybe_synced(name)
-                if name in self.device_returns:
+            key = self.nested_key(name)
+            self.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            if key in self.functions_seen or key != name:
+                self.maybe_synced(key)
+                if key in self.device_returns:
                     return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
+                if key in self.host_returns:
+                    return HOST_OTHER  # what it returns is a host value, whatever it is given
         if "synchron" in name.lower():
             self.synced(explicit=True)  # synchronize_func(): a helper that synchronises
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)
-        return Val(UNKNOWN, ON_DEVICE) if device else NOTHING
+        if device:
+            self.device_work()  # a function handed device values computes with them there
+            return Val(UNKNOWN, ON_DEVICE)
+        return NOTHING

@@ -18,9 +18,16 @@ TRIGGERS = (b".to(", b".cuda(", b".cpu(", b"device=", b"device =", b"non_blockin
 SPACED = re.compile(rb"\.\s*(?:to|cuda|cpu|xpu|mps)\s+\(|\.\s+(?:to|cuda|cpu|xpu|mps)\s*\(")
 
 
+#: ... nor can a file without them, unless it runs a backward where something says a device
+#: is in use though the moves live in another module (accelerate's prepare, LAVIS's
+#: prepare_sample under torch.cuda.amp.autocast).
+ELSEWHERE = (b"torch.cuda", b"accelerator", b"autocast", b"GradScaler")
+
+
 def may_match(raw: bytes) -> bool:
     """Whether any rule could find something in a file of these bytes."""
-    return any(t in raw for t in TRIGGERS) or SPACED.search(raw) is not None
+    return any(t in raw for t in TRIGGERS) or SPACED.search(raw) is not None or (
+        b"backward" in raw and any(t in raw for t in ELSEWHERE))
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
                   re.IGNORECASE)
 #: Deeply nested generated code (long chains of +) needs more than Python's default depth.

@@ -145,8 +145,11 @@ class Exprs:
         if a.on_device or b.on_device:
             tensor = TENSOR in (a.kind, b.kind) or (a.kind, b.kind) == (UNKNOWN, UNKNOWN)
             return Val(TENSOR if tensor else UNKNOWN, ON_DEVICE)
-        if TENSOR in (a.kind, b.kind) and ON_HOST in (a.where, b.where):
-            return Val(TENSOR, ON_HOST, PAGEABLE)
+        tensors = [x for x in (a, b) if x.kind == TENSOR]
+        if tensors and all(x.where == ON_HOST for x in tensors):
+            return Val(TENSOR, ON_HOST, PAGEABLE)  # not grads * 0.5: its place is its own
+        if tensors:
+            return Val(TENSOR)
         if a.kind == OTHER and b.kind == OTHER:
             return HOST_OTHER
         if TIME in (a.kind, b.kind):
@@ -313,6 +316,8 @@ class Exprs:
             self.sync_read(at or node, what)
             self.synced()
             return
+        if isinstance(node, ast.Name) and self.frame.loops and v.kind != TIME:
+            self.sync_read(at or node, what, later=node.id)  # the last turn's loss, maybe
         self.d2h_read(node, v, "read")
         if strong and v.where != ON_HOST and v.kind in (UNKNOWN, TENSOR, SEQ):
             self.synced()
@@ -332,3 +337,6 @@ class Exprs:
         name = self.function_name()
         if name is not None and (self.hint_worthy(v) or v.kind == SEQ and v.on_device):
             self.found_returns.add(name)
+        if name is not None:
+            host = v.kind == OTHER and v.where == ON_HOST  # True, a float it read, None
+            self.returns_seen[name] = self.returns_seen.get(name, True) and host

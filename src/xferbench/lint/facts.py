@@ -60,6 +60,11 @@ def device_tensor(kind: int = TENSOR) -> Val:
 #: Factories that generate their data on the host unless given ``device=``.
 FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint",
                        "randperm", "arange", "linspace", "logspace", "eye"})
+#: The legacy constructors: given sizes (``torch.Tensor(n, m)``, ``torch.FloatTensor(*shape)``)
+#: they make an uninitialised host tensor, as torch.empty does (given data, they copy it).
+LEGACY = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+                    "LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor",
+                    "BoolTensor"})
 #: Their random ones: moved to ``device=`` they draw from the device's generator, so --fix
 #: leaves them (the numbers would change).
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm"})
@@ -131,6 +136,15 @@ def terminal(node: ast.expr) -> str | None:
 
 #: A helper that moves its argument to a device: batch_to_device, send_to_device, to_cuda.
 _MOVER = re.compile(r"(?:^|_)to_(?:device|cuda|gpu|accelerator)$")
+
+
+#: A helper that copies its argument to the host: to_numpy, tensor2numpy, to_cpu.
+_TO_HOST = re.compile(r"(?:^|_)to_?(?:numpy|np|cpu)$|^tensors?_?(?:2|to_?)(?:numpy|np)$")
+
+
+def to_host_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_TO_HOST.search(name.lower()))  # type: ignore[union-attr]
 
 
 def mover_name(node: ast.expr) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from .facts import (
+    DEVICE_VAL,
     HOST_OTHER,
     HOST_READS,
     META_METHODS,
@@ -58,6 +59,9 @@ class Methods:
                 self.discarded(node, func, recv)
             return self.to_host(node, func, recv, False)
         if self.module_like(func.value, recv):
+            if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and \
+                    name in self.functions_seen:  # a model's own helper: a call of it
+                return self.own_method(node, name, args, kws, recv)
             return self.module_method(name, [*args, *kws], recv)
         if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
             self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func), strong=True)
@@ -73,6 +77,15 @@ class Methods:
         if self.sink_call(node, func, recv, args, kws):
             return self.text() if name == "format" else NOTHING
         return self.other_method(node, func, recv, args, kws)
+
+    def own_method(self, node: ast.Call, name: str, args: list[Val], kws: list[Val],
+                   recv: Val) -> Val:
+        """``self.run_optimizer(loss)`` in a model's class (one with a forward or a
+        compute_loss): what it computes, and a call of that method of the module."""
+        self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+        self.maybe_synced(name)
+        out = self.module_method(name, [*args, *kws], recv)
+        return Val(UNKNOWN, ON_DEVICE) if name in self.device_returns else out
 
     def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
                      kws: list[Val]) -> Val:
@@ -103,6 +116,7 @@ class Methods:
         out = self.method_result(name, recv)
         if out is NOTHING and recv.where != ON_HOST and any(
                 v.tensorish for v in (*args, *kws)):
+            self.device_work()  # self.criterion(out, y): work queued on the device
             return Val(UNKNOWN, ON_DEVICE)  # diffusion.training_losses(model, x, t)
         return out
 
@@ -118,6 +132,8 @@ class Methods:
         return Val(SEQ, elem=Val(TENSOR, where))
 
     def method_result(self, name: str, recv: Val) -> Val:
+        if recv.kind == DEVICE_VAL:
+            return HOST_OTHER  # self.device.split(":"): a device (or its name), not a tensor
         if name in PARAMETERS and recv.where != ON_HOST and recv.kind not in (TENSOR, SEQ):
             return self.parameters_of(name, recv)  # self.modules.parameters()
         if name in ("items", "values", "keys"):
@@ -176,7 +192,7 @@ class Methods:
         if v.kind == MODULE:
             return True
         return v.kind == UNKNOWN and not v.on_device and v.where != ON_HOST and (
-            model_name(node))
+            model_name(node)) and not optim_name(node)  # optimizer_discriminator: an optimiser
 
 
 #: A module's methods that hand out its parameters.

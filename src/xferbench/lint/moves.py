@@ -49,7 +49,9 @@ SETTINGS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "h
 #: not batch, data or inputs, which may be a BatchEncoding or a graph that moves in place.
 TENSOR_NAME = re.compile(r"^(?:x|y|z|t|X|Y|img|imgs|image|images|label|labels|target|targets|"
                          r"mask|masks|input_ids|attention_mask|token_type_ids|logits|noise|"
-                         r"latents|feats|features|tensor|src|tgt|xb|yb|x_\w+|y_\w+)$")
+                         r"latents|feats|features|tensor|src|tgt|xb|yb|x_\w+|y_\w+|"
+                         r"\w+_(?:feats|features|embeds|embeddings|logits|imgs|images|labels|"
+                         r"targets|masks))$")
 #: Keywords of .to() / .cuda() that --fix can drop when the copy goes away.
 DROPPABLE = frozenset({"non_blocking", "copy"})
 
@@ -70,8 +72,11 @@ class Moves:
         kind = self.target_kind(node, func.attr)
         nb = is_true(kwarg(node, "non_blocking"))
         module = self.module_like(func.value, recv) or recv.tag is INSTANCE
-        if dropped and not module:
-            self.discarded(node, func, recv)
+        if dropped and not module and not self.discarded(node, func, recv) and \
+                kind == "device" and recv.kind == UNKNOWN:
+            key = dotted(func.value)  # ac.to(device): a module or a batch moved in place
+            if key is not None:
+                self.bind_key(key, Val(UNKNOWN, ON_DEVICE))
         if kind == "host":
             return self.to_host(node, func, recv, nb)
         if kind not in ("device", "maybe"):
@@ -202,12 +207,13 @@ class Moves:
 
     # -- the rules -------------------------------------------------------------------------------
 
-    def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
+    def discarded(self, node: ast.Call, func: ast.Attribute, recv: Val) -> bool:
+        """XB103 where the statement drops a tensor's move; whether it was reported."""
         named = isinstance(func.value, ast.Name) and recv.kind == UNKNOWN and \
             recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None and \
             func.value.id not in self.not_tensor_names
         if recv.kind != TENSOR and not named:  # a batch, a graph may move in place
-            return
+            return False
         call = ast.unparse(node)
         fix = None
         if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
@@ -215,6 +221,7 @@ class Moves:
         self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
                     "not moved in place (a module is); assign it"
                     + (f": `{fix}`" if fix else ""), fix=fix)
+        return True
 
     def module_move(self, node: ast.Call, func: ast.Attribute) -> None:
         key = dotted(func.value)
@@ -248,7 +255,10 @@ class Moves:
     def created_message(rec: Fac, func: ast.Attribute, fixable: bool) -> str:
         text = (f"`torch.{rec.factory}(...)` fills host memory and `.{func.attr}(...)` then "
                 "copies it to the device: pass `device=` to the factory and skip the copy")
-        if rec.factory in RANDOM_FACTORIES:
+        if rec.factory[:1].isupper():  # torch.Tensor(n, m): no device= in a legacy one
+            text = text.replace("pass `device=` to the factory", "make it with "
+                                "`torch.empty(..., device=...)`")
+        elif rec.factory in RANDOM_FACTORIES:
             text += (" (the device's generator then draws the numbers, so a seeded run's "
                      "values change: --fix leaves it to you)")
         elif not fixable:
@@ -260,7 +270,7 @@ class Moves:
         target = self.fix_target(move, func)
         factory = rec.node
         blocked = {"requires_grad", "pin_memory", "out", None}
-        if (target is None or rec.factory in RANDOM_FACTORIES
+        if (target is None or rec.factory in RANDOM_FACTORIES or rec.factory[:1].isupper()
                 or any(k.arg in blocked for k in factory.keywords)):
             return None
         fixed = copy.copy(factory)

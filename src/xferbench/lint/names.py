@@ -121,6 +121,14 @@ class Names:
                 or named and DEVICE_WORD.search(COMMENT.sub("", text)) is not None
         return self.evidence[key]
 
+    def mentions_backward(self, node: ast.AST) -> bool:
+        """Whether the function's lines hold the word (a backward needs it)."""
+        lines = self.source_lines
+        if not lines:
+            return True
+        first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        return any("backward" in line for line in lines[first - 1:last])
+
     def rebinding_keeps_scope(self, name: str) -> bool:
         """Whether ``name = ...`` here binds the name this scope already reads as ``name``
         (a module's global, or a function's local): then ``t.to(d)`` -> ``t = t.to(d)``

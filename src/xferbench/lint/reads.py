@@ -16,6 +16,9 @@ SINKS = {"set_postfix": "`set_postfix()`", "set_description": "`set_description(
 #: A logger's methods: their arguments after the message are formatted into it.
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log",
                          "exception"})
+#: A tracker's methods given a dict of values (wandb's run.log, accelerate's log): each value
+#: is read on the host (not a LightningModule's self.log_dict, which keeps them for later).
+DICT_LOGS = frozenset({"log", "log_dict", "log_metrics"})
 
 
 class Reads:
@@ -62,6 +65,10 @@ class Reads:
                                   if k.arg in ("scalar_value", "tag_scalar_dict")] if \
                 name.startswith("add_scalar") else [*args, *kws]
             values = [v.tag.value if isinstance(v.tag, DictOf) else v for v in values]
+        elif name in DICT_LOGS and node.args and isinstance(node.args[0], ast.Dict) and not (
+                isinstance(func.value, ast.Name) and func.value.id == "self"):
+            what = f"`{name}()`"  # wandb_run.log({"loss": loss}): the tracker reads each value
+            values = args[:1]
         elif name in LOG_METHODS and "log" in (terminal(func.value) or "").lower():
             what = f"`{name}()`"
             values = args[1:]

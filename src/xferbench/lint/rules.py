@@ -28,7 +28,8 @@ RULES: tuple[Rule, ...] = (
          "item_per_epoch"),
     Rule("XB102", "create-then-move", "warning",
          "a factory that fills host memory (torch.zeros, ones, full, empty, rand, randn, "
-         "randint, randperm, arange, linspace, logspace, eye), then moved to a device",
+         "randint, randperm, arange, linspace, logspace, eye, or a legacy constructor given "
+         "sizes: torch.Tensor(n, k)), then moved to a device",
          "create_on_device", fixable=True),
     Rule("XB103", "discarded-to", "error",
          "t.to(dev), t.cuda() or t.cpu() as a statement on a tensor: tensors are not moved "

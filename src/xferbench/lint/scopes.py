@@ -13,18 +13,21 @@ from .facts import NONE, NOTHING, ON_DEVICE, ON_HOST, TENSOR, UNKNOWN, Val
 
 class Loop:
     __slots__ = ("step", "train", "calls", "assigned", "comprehension", "synced", "env_args",
-                 "clocks", "data", "inner_train")
+                 "clocks", "data", "inner_train", "optimise", "carried")
 
     def __init__(self, comprehension: bool = False) -> None:
         self.comprehension = comprehension  # its steps count for the loop around it
         self.step = False  # runs a forward, backward or optimiser step itself
         self.train = False  # runs a backward or an optimiser step itself (a training loop)
+        self.optimise = False  # runs an optimiser step itself (not only a backward)
         self.calls: set[str] = set()  # names of the functions it calls
         self.assigned: set[str] = set()  # names bound in it
         self.synced = False  # something in it synchronises, on some path at least
         self.env_args: set[str] = set()  # names handed to an environment's step()
         self.data = False  # it iterates over data (a loader, batches), not epochs or steps
         self.inner_train = False  # a loop nested in it trains (micro-batches, turns)
+        self.carried: list[tuple[str, tuple]] = []  # reads of a name before the body binds
+        # it: the last iteration's value (a candidate if that is a device tensor)
         self.clocks: list[tuple[ast.AST, str]] = []  # clock reads ending intervals begun
         # before it (and the interval's start), decided when the loop ends
 
@@ -35,7 +38,7 @@ class Frame:
     __slots__ = ("env", "parent", "kind", "loops", "guards", "step", "calls", "d2h", "clock",
                  "work", "devicey", "defs", "module_class", "journals", "attrs", "name",
                  "backward", "optimise", "fresh_sync", "lossy", "node", "backward_any",
-                 "pending_clocks")
+                 "pending_clocks", "epoch_calls", "nested")
 
     def __init__(self, kind: str, parent: Frame | None, name: str | None = None) -> None:
         self.name = name  # the function's name (methods by their bare name)
@@ -57,10 +60,13 @@ class Frame:
         self.backward_any = False  # a backward anywhere in it, its loops too
         self.pending_clocks: dict[str, ast.AST] = {}  # t1 = clock() with work queued before
         self.optimise = False  # an optimiser step outside any loop
+        self.epoch_calls: set[str] | None = None  # a loop over data in it steps the optimiser
+        # (set(): itself; else the functions such a loop calls, one of which may step it)
         self.fresh_sync = False  # an explicit synchronise, nothing queued since
         self.lossy: dict[str, list[tuple[int, int]]] = {}  # the losses backward() is called
         # on, with the lines where binding them binds that loss
         self.node: ast.AST | None = None  # the function's def
+        self.nested: set[str] = set()  # the functions defined in it (keyed outer.inner)
 
 
 def joined(a: Val, b: Val) -> Val:

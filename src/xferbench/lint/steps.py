@@ -29,6 +29,8 @@ class Facts:
     returns_device: bool = False  # it returns a device value
     forward: bool = False
     calls: set[str] = field(default_factory=set)
+    epoch: bool = False  # a loop over data in it steps the optimiser: a call runs an epoch
+    epoch_calls: set[str] = field(default_factory=set)  # ... or calls these, which may
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,11 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                     assigns.append((first.id, node.value))
         if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
             # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
-            root = _root(node.args[0]) if node.args else (
-                _root(node.func.value) if isinstance(node.func, ast.Attribute) else None)
-            if root:
-                span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
-                    else (0, node.lineno)
+            target = node.args[0] if node.args else (
+                node.func.value if isinstance(node.func, ast.Attribute) else None)
+            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
+                else (0, node.lineno)
+            for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
     for _ in range(2):
         more = {n: spans[t] for t, value in assigns if t in spans for n in operands(value)
@@ -119,9 +121,12 @@ def data_like(expr: ast.expr) -> bool:
     ``tqdm(batches)``, ``islice(dataloader, n)``), as its names say."""
     for node in ast.walk(expr):
         name = terminal(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        if name and _DATA.search(name.lower()):
-            return True
+        if name and _DATA.search(name.lower()) and not _OPTIMS.search(name.lower()):
+            return True  # not an iterator of optimisers (multiscale_discr_optim_iter)
     return False
+
+
+_OPTIMS = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser|sched|scheduler)s?(?:$|_)")
 
 
 def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -151,11 +156,18 @@ def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return out - declared
 
 
-def _root(expr: ast.expr) -> str | None:
-    while True:
+def _roots(expr: ast.expr | None, first: bool = True) -> set[str]:
+    """The names a backward's target is computed from: ``loss``, ``(loss / n)``,
+    ``scaler.scale(a + b)``, ``loss.mean()``: a sum's every plain term, the first term's left
+    operand (not ``coef`` in ``a + coef * b``: a weight is no loss)."""
+    while expr is not None:
         if isinstance(expr, ast.Name):
-            return expr.id
+            return {expr.id}
         if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Add, ast.Sub)):
+                return _roots(expr.left, first) | _roots(expr.right, False)
+            if not first:
+                return set()
             expr = expr.left
         elif isinstance(expr, ast.Call) and expr.args and isinstance(expr.func, ast.Attribute) \
                 and expr.func.attr in ("scale", "mean", "sum", "float", "detach"):
@@ -163,7 +175,8 @@ def _root(expr: ast.expr) -> str | None:
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             expr = expr.func.value
         else:
-            return None
+            return set()
+    return set()
 
 
 class Steps:
@@ -175,15 +188,20 @@ class Steps:
         self.sites: list[Site] = []
         self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
         self.found_returns: set[str] = set()  # functions seen returning a device value
+        self.returns_seen: dict[str, bool] = {}  # function -> every value it returned is host
+        self.host_returns: set[str] = set()  # walked, and every return a host value (a bool)
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""
+        if kind == "backward" and not self.may_optimise:  # type: ignore[attr-defined]
+            kind = "forward"  # gradients no optimiser consumes: no training step
         frame = self.frame
         loop = self.step_loop(frame)
         frame.backward_any = frame.backward_any or kind == "backward"
         if loop is not None:
             loop.step = True
             loop.train = loop.train or kind != "forward"
+            loop.optimise = loop.optimise or kind == "optimise"
             return
         frame.step = True
         if kind == "backward":
@@ -211,6 +229,16 @@ class Steps:
         a container holding one among others (a state dict with counters)."""
         return v.tensorish and v.kind in (TENSOR, UNKNOWN)  # type: ignore[attr-defined]
 
+    def nested_key(self, name: str) -> str:
+        """The key of the function ``name`` a call here means: a function defined in an
+        enclosing function is ``outer.name`` (two functions may each define a `closure`)."""
+        frame: Frame | None = self.frame
+        while frame is not None:
+            if frame.kind == "function" and name in frame.nested:
+                return f"{frame.name}.{name}"
+            frame = frame.parent
+        return name
+
     def function_name(self) -> str | None:
         frame: Frame | None = self.frame
         while frame is not None and frame.kind != "function":
@@ -224,27 +252,42 @@ class Steps:
         facts.optimise |= frame.optimise
         facts.forward |= frame.step
         facts.calls |= frame.calls
+        if frame.epoch_calls is not None:
+            facts.epoch = facts.epoch or not frame.epoch_calls
+            facts.epoch_calls |= frame.epoch_calls
 
     # -- the end of the module -------------------------------------------------------------------
 
-    def closure(self, own: dict[str, bool]) -> set[str]:
-        """The functions for which ``own`` holds, or which call (outside loops) one that does."""
-        out = {n for n, yes in own.items() if yes}
+    def closure(self, own: dict[str, bool], epochs: set[str]) -> set[str]:
+        """The functions for which ``own`` holds, or which call (outside loops) one that does;
+        never ``epochs``."""
+        out = {n for n, yes in own.items() if yes and n not in epochs}
         changed = True
         while changed:
             changed = False
             for name, facts in self.facts.items():
-                if name not in out and facts.calls & out:
+                if name not in out and name not in epochs and facts.calls & out:
                     out.add(name)
                     changed = True
         return out
 
     def training(self) -> tuple[set[str], set[str]]:
         """(functions that train: a call of one runs a backward or an optimiser step;
-        functions that run one whole step: a backward and an optimiser step)."""
-        backward = self.closure({n: f.backward for n, f in self.facts.items()})
-        optimise = self.closure({n: f.optimise for n, f in self.facts.items()})
-        anywhere = self.closure({n: f.backward_any for n, f in self.facts.items()})
+        functions that run one whole step: a backward and an optimiser step). A function
+        whose loop over data steps the optimiser (itself, or through a function it calls
+        there) runs an epoch: a loop calling it is an epoch loop, whatever else it calls
+        outside that loop (mace's train_one_epoch, an L-BFGS step on one of its paths)."""
+        facts = self.facts
+        epochs: set[str] = set()
+        for _ in range(3):
+            optimise = self.closure({n: f.optimise for n, f in facts.items()}, epochs)
+            more = {n for n, f in facts.items() if f.epoch or f.epoch_calls & optimise}
+            if more <= epochs:
+                break
+            epochs |= more
+        backward = self.closure({n: f.backward for n, f in facts.items()}, epochs)
+        optimise = self.closure({n: f.optimise for n, f in facts.items()}, epochs)
+        anywhere = self.closure({n: f.backward_any for n, f in facts.items()}, epochs)
         return backward | optimise, optimise & (backward | anywhere)
 
     def per_step(self, trains: set[str], whole: set[str]) -> dict[str, str]:

@@ -109,9 +109,17 @@ class Walker(Names):
             loops.pop()
         if loop.comprehension:
             return
+        for name, record in loop.carried:  # `f"{loss}"` before `loss = step(...)` binds it
+            v = frame.env.get(name)
+            if v is not None and v.tensorish and name in loop.assigned:
+                self.candidates.append(record)
         if loop.train or loop.inner_train:
             for outer in loops:
                 outer.inner_train = True
+        if loop.data and (loop.optimise or loop.calls):  # an epoch, if it steps the optimiser
+            known = frame.epoch_calls
+            frame.epoch_calls = set() if loop.optimise or known == set() else (
+                (known or set()) | loop.calls)
         for node, start in loop.clocks:  # intervals begun before the loop, ended inside it
             if start in loop.assigned or not loop.synced:
                 self.report_clock(node)
@@ -231,18 +239,26 @@ class Walker(Names):
                       for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg] if a}
         method = bool(positional) and positional[0].arg in ("self", "cls") and \
             outer.kind == "class"
-        self.hinted(node.name, positional[1:] if method else positional, param_vals)
-        frame = self.push("function", node.name)
+        key = node.name
+        if outer.kind == "function" and outer.name:  # two functions' `closure`s are two
+            outer.nested.add(node.name)
+            key = f"{outer.name}.{node.name}"
+            self.functions_seen.add(key)  # the module's own: its returns, hints, syncs
+        self.hinted(key, positional[1:] if method else positional, param_vals)
+        frame = self.push("function", key)
         frame.env.update(param_vals)
         frame.node = node
-        if self.scan_backward:
-            lossy = lossy_names(node.body)
+        if self.scan_backward and self.mentions_backward(node):
+            lossy = getattr(node, "xb_lossy", None)  # the same tree is walked again: once
+            if lossy is None:
+                lossy = lossy_names(node.body)
+                node.xb_lossy = lossy  # type: ignore[union-attr]
             span = self.class_spans[-1] if self.class_spans else (node.lineno, node.end_lineno)
             frame.lossy = lossy if lossy and self.device_evidence(*span, named=True) else {}
         if method and positional[0].arg == "self":
             frame.env["self"] = self_val
         self.block(node.body)
-        self.finish_frame(frame, node.name, outer)
+        self.finish_frame(frame, key, outer)
 
     def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> None:
         """A previous pass saw ``name`` called with device values for these parameters."""
@@ -259,6 +275,8 @@ class Walker(Names):
         if name is not None:
             self.record_function(frame, name)
             self.walked.add(name)
+            if self.returns_seen.get(name):
+                self.host_returns.add(name)  # compare_dict_tensors: `return is_allclose`
         self.frame = outer
 
     def s_class(self, node: ast.ClassDef) -> None:
