@@ -349,11 +349,12 @@ def test_commit_links_lead_to_the_clones_own_remote_or_nowhere(remote, url):
 @pytest.mark.parametrize(("remote", "linked"), [(REMOTE, True), ("/some/local/clone", False)])
 def test_the_asv_configuration_links_commits_only_to_a_web_remote(tmp_path, monkeypatch,
                                                                    remote, linked):
-    from xferbench.results.repo import find_repo, write_asv_config
+    from xferbench.results.repo import write_asv_config
+    from xferbench.results.suite import find_suite
 
     for key, value in {**REMOTE_ENV, "GIT_CONFIG_VALUE_0": remote}.items():
         monkeypatch.setenv(key, value)
-    conf = json.loads(Path(write_asv_config(find_repo(), str(tmp_path), str(tmp_path)))
+    conf = json.loads(Path(write_asv_config(find_suite(), str(tmp_path), str(tmp_path)))
                       .read_text())
     expected = "https://github.com/example-owner/xferbench/commit/" if linked else None
     assert conf.get("show_commit_url") == expected

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
 from ..units import gbps, parse_size
-from .asvfiles import ASV_FORMAT_VERSION, iter_result_files, load_benchmarks
+from .asvfiles import ASV_FORMAT_VERSION, MEASURE_FIRST, iter_result_files, load_benchmarks
 from .safefiles import load_json
 from .sidecar import Sidecar, load_sidecar
 
@@ -354,5 +354,5 @@ def load(root: str = "results") -> ResultSet:
         if side:
             sidecars[path] = side
     if not results:
-        raise XferbenchError(f"no results in {root}: run 'xferbench run' first")
+        raise XferbenchError(f"no results in {root}: {MEASURE_FIRST}")
     return ResultSet(results, benchmarks, root, sidecars)

@@ -31,7 +31,8 @@ from .safefiles import load_json, write_json_atomic
 #:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
 #:      records updated "run" alone), "run" wins.
 #:      Fields added within 2 (absent means not recorded; older readers ignore them):
-#:      run.budget_s (`xferbench run --budget`).
+#:      run.budget_s (`xferbench run --budget`); run.suite ("clone", or "package 0.1.0": the
+#:      suite an installed package carries, results/suite.py).
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)
 SUFFIX = ".metadata"

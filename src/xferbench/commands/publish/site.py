@@ -33,7 +33,8 @@ from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
-from ...results.repo import find_repo, git_branches, write_asv_config
+from ...results.repo import git_branches, write_asv_config
+from ...results.suite import CLONE, Suite, find_suite
 from ...results.safefiles import alive, check_output_folder
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
@@ -50,16 +51,17 @@ WROTE = "wrote: "
 ASV_DATA = ("index.json", "info.json", "graphs", "regressions.json", "regressions.xml")
 
 
-def run_asv_publish(repo: str, results_dir: str, html_dir: str, work: str) -> None:
-    conf_path = write_asv_config(repo, results_dir, work)
+def run_asv_publish(suite: Suite, results_dir: str, html_dir: str, work: str) -> None:
+    conf_path = write_asv_config(suite, results_dir, work)
     with open(conf_path) as fh:
         conf = json.load(fh)
     conf["html_dir"] = html_dir
-    conf["branches"] = git_branches(repo, list(conf.get("branches") or ["main"]))
+    if suite.source == CLONE:  # the package's listing has the one branch
+        conf["branches"] = git_branches(suite.root, list(conf.get("branches") or ["main"]))
     with open(conf_path, "w") as fh:
         json.dump(conf, fh)
     proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", conf_path],
-                          cwd=repo, capture_output=True, text=True,
+                          cwd=suite.root, capture_output=True, text=True,
                           env={**os.environ, "HOME": work})
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -183,14 +185,14 @@ def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
     bundle["all_benchmarks"] = sorted(cat.rs.benchmarks)
 
 
-def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
+def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
           alpha: float = ALPHA) -> Site:
     """Write the site into ``out_dir`` (which must not exist yet)."""
     site = Site(out_dir)
     os.makedirs(out_dir)
     with tempfile.TemporaryDirectory(prefix="xferbench-publish-") as work:
         asv_dir = os.path.join(out_dir, "asv")
-        run_asv_publish(repo, rs.root, asv_dir, work)
+        run_asv_publish(suite, rs.root, asv_dir, work)
     bundle = asv_bundle(asv_dir)
     with open(os.path.join(asv_dir, "index.json"), encoding="utf-8") as fh:
         link = commit_url(json.load(fh))
@@ -255,12 +257,12 @@ def _write_marker(out_dir: str) -> None:
 
 
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
-            alpha: float = ALPHA, repo: str | None = None) -> Site:
+            alpha: float = ALPHA, suite: Suite | None = None) -> Site:
     """Build the site next to ``out`` and swap it in: on any error nothing is written."""
     rs = load(results)  # bad input stops here, before anything is written
     out = os.path.abspath(out)
     _check_out(out)
-    repo = repo or find_repo()
+    suite = suite or find_suite()
     parent = os.path.dirname(out)
     made = _missing_parents(parent)
     os.makedirs(parent, exist_ok=True)
@@ -268,7 +270,7 @@ def publish(results: str = "results", out: str = "site", *, threshold: float | N
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}-new-{os.getpid()}-",
                                dir=parent)
     try:
-        site = build(rs, os.path.join(staging, "site"), repo=repo,
+        site = build(rs, os.path.join(staging, "site"), suite=suite,
                      threshold=THRESHOLD if threshold is None else threshold, alpha=alpha)
         if os.path.exists(out):  # an earlier site (it holds SITE_MARKER): goes with staging
             os.replace(out, os.path.join(staging, "old"))

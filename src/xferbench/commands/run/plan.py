@@ -20,7 +20,8 @@ from ...metadata import MachineMetadata, collect
 from ...practices import parse_sweep
 from ...results import check_folder
 from ...results.machines import check_machine_name, default_machine_name, torch_label
-from ...results.repo import find_repo, git_head
+from ...results.repo import suite_commit
+from ...results.suite import CLONE, Suite, find_suite
 from ...results.safefiles import check_output_folder
 from ..options import bench_pattern
 from .budget import check_budget, estimate_s
@@ -116,7 +117,7 @@ class RunPlan:
 
     options: Options
     device: Device
-    repo: str
+    suite: Suite  # a clone's, or the package's (results/suite.py)
     commit: str
     meta: MachineMetadata  # torch_threads: the benchmark processes'
     machine: str
@@ -125,6 +126,11 @@ class RunPlan:
     threads: int | None  # OMP_NUM_THREADS of the benchmark processes; None: torch's default
     groups: tuple[Group, ...]
     classes: tuple[SuiteClass, ...]
+
+    @property
+    def repo(self) -> str:
+        """The suite's folder: asv.conf.json and benchmarks/."""
+        return self.suite.root
 
     @property
     def total(self) -> int:
@@ -186,12 +192,12 @@ class RunPlan:
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
     check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
+    suite = find_suite()  # before torch: a run without a suite says so at once
+    commit = suite_commit(suite)
     dev = resolve_device(opts.device)
-    repo = find_repo()
-    commit = git_head(repo)
     meta = collect(dev, under_load=True)  # the link and clock as the suite will meet them
-    if meta.emulated and os.path.realpath(opts.results_dir) == os.path.realpath(
-            os.path.join(repo, "results")):
+    if meta.emulated and suite.source == CLONE and os.path.realpath(
+            opts.results_dir) == os.path.realpath(os.path.join(suite.root, "results")):
         raise XferbenchError(
             f"device {dev} is emulated: its times are not measurements, so they do not go "
             f"into {opts.results_given}/; give --results DIR")
@@ -201,8 +207,8 @@ def make_plan(opts: Options) -> RunPlan:
     threads = opts.threads or (None if dev.is_accelerator else 1)
     if threads:
         meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
-    plan = RunPlan(opts, dev, repo, commit, meta, opts.machine or default_machine_name(meta),
+    plan = RunPlan(opts, dev, suite, commit, meta, opts.machine or default_machine_name(meta),
                    torch_version, cuda, threads, (), ())
-    classes = describe_suite(repo, plan.env())
+    classes = describe_suite(suite.root, plan.env())
     return replace(plan, classes=tuple(classes),
                    groups=tuple(group_classes(classes, opts.bench)))
