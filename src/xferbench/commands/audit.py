@@ -80,7 +80,7 @@ def register_cli(sub: Any) -> None:
     p.add_argument("script", metavar="SCRIPT", help="the Python file to run")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="the script's arguments")
-    p.set_defaults(func=cmd_audit)
+    p.set_defaults(func=cmd_audit, needs_torch=True)
 
 
 def split_trailing(rest: list[str]) -> tuple[list[str], list[str]]:
