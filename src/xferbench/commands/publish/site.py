@@ -34,8 +34,8 @@ from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
 from ...results.repo import git_branches, write_asv_config
-from ...results.suite import CLONE, Suite, find_suite
 from ...results.safefiles import alive, check_output_folder
+from ...results.suite import CLONE, Suite, find_suite
 from .figures import draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page

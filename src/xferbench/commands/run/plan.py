@@ -21,8 +21,8 @@ from ...practices import parse_sweep
 from ...results import check_folder
 from ...results.machines import check_machine_name, default_machine_name, torch_label
 from ...results.repo import suite_commit
-from ...results.suite import CLONE, Suite, find_suite
 from ...results.safefiles import check_output_folder
+from ...results.suite import CLONE, Suite, find_suite
 from ..options import bench_pattern
 from .budget import check_budget, estimate_s
 from .devices import parse_devices
