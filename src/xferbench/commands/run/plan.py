@@ -133,6 +133,14 @@ class RunPlan:
         return self.suite.root
 
     @property
+    def ran(self) -> frozenset[str] | None:
+        """The benchmarks ``--bench`` chose, None for the whole suite."""
+        if self.options.bench is None:
+            return None
+        return frozenset(b for c in self.classes for b in c.benchmarks()
+                         if re.search(self.options.bench, b))
+
+    @property
     def total(self) -> int:
         """The combinations to measure, in every call."""
         return sum(c.measured for g in self.groups for c in g.classes)
