@@ -5,6 +5,7 @@ command that measures makes before anything else: that PyTorch is there at all."
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import re
 import sys
@@ -51,7 +52,11 @@ TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
 
 
 def torch_installed() -> bool:
-    """This interpreter can import torch (found, not imported: ``--help`` stays instant)."""
+    """This interpreter can import torch (found, not imported: ``--help`` stays instant). The
+    path's finder first: an import hook waiting for torch on ``sys.meta_path`` (the emulated
+    device's autoload) must see the real import, not this look-up."""
+    if importlib.machinery.PathFinder.find_spec("torch") is not None:
+        return True
     return importlib.util.find_spec("torch") is not None
 
 
