@@ -14,7 +14,7 @@ from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..units import format_value
-from .provenance import link_caution, series_provenance
+from .provenance import link_caution, repeats, series_provenance
 from .sitemap import figure_path
 
 
@@ -171,7 +171,9 @@ def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
     ``params`` (narrowed by ``torch`` and ``machine``), its figure under ``site``."""
     r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
                        allow_quick=allow_quick)
-    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
+    # the chart that draws this machine (with its repeats: provenance.repeats)
+    chart = repeats(rs).get(r.machine, r.machine)
+    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, chart))
     return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
                     figure_exists=os.path.isfile(figure),
                     others=sorted({f"torch {o.torch} on {o.machine}" for o in others}))

@@ -178,3 +178,31 @@ def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
               ("OS", a.os, b.os), ("suite commit", a.commit[:8], b.commit[:8]),
               ("run", "quick" if a.quick else "full", "quick" if b.quick else "full")]
     return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]
+
+
+def _host(meta: MachineMetadata) -> tuple[Any, ...] | None:
+    """What names one host in a run's metadata (None without a host name): its name, CPU,
+    core count, GPU and OS, as recorded."""
+    if not meta.hostname or meta.hostname == "unknown":
+        return None
+    return (meta.hostname, meta.cpu_model, meta.cpu_count, meta.gpu_name, meta.os)
+
+
+def repeats(rs: ResultSet) -> dict[str, str]:
+    """{machine name: the machine whose charts draw it}: names whose runs' metadata name one
+    host (a second sweep of one VM filed as ``cpu-2core-vm-rerun``) share the charts of the
+    first of them by name, each drawn as a line of its own, so that run-to-run noise is seen
+    beside a release's change; every other machine maps to itself. Machines without metadata
+    are never joined."""
+    hosts: dict[str, set[tuple[Any, ...] | None]] = {}
+    machine_of = {r.path: r.machine for r in rs}
+    for path, side in rs.sidecars.items():
+        if side.metadata is not None and path in machine_of:
+            hosts.setdefault(machine_of[path], set()).add(_host(side.metadata))
+    first: dict[tuple[Any, ...], str] = {}
+    out = {}
+    for machine in rs.machines():
+        seen = hosts.get(machine, set())
+        key = next(iter(seen)) if len(seen) == 1 else None  # one host, recorded: joinable
+        out[machine] = machine if key is None else first.setdefault(key, machine)
+    return out

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...analysis.citation import Citation, citation
-from ...analysis.provenance import Provenance, series_provenance
+from ...analysis.provenance import Provenance, repeats, series_provenance
 from ...analysis.sitemap import figure_path
 from ...results import Result, ResultSet
 from .unmeasured import Unmeasured, unmeasured
@@ -46,6 +46,9 @@ class Catalog:
     declared: dict[str, dict[str, list[Any]]]  # benchmark -> its parameters' declared values
     missing: tuple[Unmeasured, ...]  # every combination without a number
     versions: tuple[str, ...]  # every PyTorch release, in order
+    #: machine -> the machine whose trend charts draw it (itself, or the first name of the
+    #: host it repeats: provenance.repeats)
+    charts: dict[str, str] = field(default_factory=dict)
     _orders: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict, repr=False)
 
     def order(self, benchmark: str) -> dict[tuple[str, str], int]:
@@ -65,9 +68,10 @@ class Catalog:
 def catalog(rs: ResultSet) -> Catalog:
     return Catalog(rs, tuple(series(rs)),
                    {name: rs.declared_params(name) for name in rs.benchmarks},
-                   tuple(unmeasured(rs)), tuple(rs.torch_versions()))
+                   tuple(unmeasured(rs)), tuple(rs.torch_versions()), repeats(rs))
 
 
 def cite_of(cat: Catalog, r: Result) -> Citation:
     """The citation ``xferbench cite`` prints for ``r``, with its figure as the site has it."""
-    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict, r.machine))
+    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict,
+                                                  cat.charts.get(r.machine, r.machine)))

@@ -36,7 +36,7 @@ from ...results import ResultSet, load, version_key
 from ...results.repo import git_branches, write_asv_config
 from ...results.safefiles import alive, check_output_folder
 from ...results.suite import CLONE, Suite, find_suite
-from .figures import draw, plot_bandwidth, plot_headline, plot_trend
+from .figures import WIDE, WIDTH, draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page
 from .views import Catalog, PageViews, page_views
@@ -234,10 +234,12 @@ def draw_figures(views: PageViews, out_dir: str) -> list[str]:
     panels, each benchmark's trends; their paths, as the page names them."""
     paths = []
     for row in views.headlines:
-        if row.measured:
-            path = headline_figure_path(row.key)
-            draw(plot_headline, row, list(views.catalog.versions), os.path.join(out_dir, path))
-            paths.append(path)
+        if row.measured:  # wide for a wide screen, narrow for a phone (the page picks)
+            for path, width in ((headline_figure_path(row.key), WIDE),
+                                (headline_figure_path(row.key, narrow=True), WIDTH)):
+                draw(plot_headline, row, list(views.catalog.versions),
+                     os.path.join(out_dir, path), width)
+                paths.append(path)
     for panel in views.bandwidth:
         draw(plot_bandwidth, panel, os.path.join(out_dir, panel.path))
         paths.append(panel.path)
