@@ -138,6 +138,12 @@ def test_pip_install_then_run_publish_list_cite_export_in_an_empty_folder(dist, 
     assert (work / "site" / "index.html").is_file()
     bmf = json.loads(proc.stdout)
     assert len(bmf) == 3 and all(name.endswith(" [quick]") for name in bmf)
+    # the clone's committed results and this run's, read together by the package's compare
+    theirs = sorted((REPO / "results" / "cpu-2core-vm").glob("*torch2.13.0*.json"))[0]
+    compared = _run([xb, "compare", str(theirs), str(results_file), "--bench",
+                     "CreatedInForward"], work)
+    assert compared.returncode in (0, 1), compared.stderr[-2000:]  # 1: a regression found
+    assert "CreatedInForward.track_forward_s" in compared.stdout
 
 
 def test_without_torch_lint_and_flake8_run_and_measuring_says_what_is_missing(dist, tmp_path):
