@@ -2,10 +2,13 @@
 request for another host is refused and counted, and any failed request or console error
 fails the test. Both PyTorch versions must show as series and every figure must load; no
 page scrolls sideways at 390 or 1400 px; asv.html's # follows the chosen benchmark and opens
-it; a headline row shows its samples, interval and citation; the banner says the committed
-data is not for citation; the generated twenty-version site renders within its bounds,
-its figure text at least 9 px on a 390 px phone; and the claims section opens the page,
-fits both widths and links every verdict to evidence the site holds."""
+it; a headline row shows its samples, interval and citation (behind its table's one control,
+reached by the row's link); the banner says the committed data is not for citation; the
+first headline chart stands near the top at both widths, drawn for the width (a phone's
+drawing on a phone, a wide one on a wide screen); the generated twenty-version site
+renders within its bounds, its figure text at least 9 px at 390 and 1400 px; and the claims
+section opens the page, fits both widths and links every verdict to evidence the site
+holds."""
 
 from __future__ import annotations
 
@@ -232,19 +235,26 @@ def test_headline_row_shows_samples_interval_and_its_citation(browser, served_si
     assert re.fullmatch(r"\d+ / \d+", cell["samples practice / baseline"]), cell
     assert re.search(r"\d\.\d+x to \d\.\d+x \(95%\)|unbounded", cell["interval"]), cell
     assert cell["verdict"] in ("faster", "slower", "no detectable difference")
-    # the row is an anchor, and its citation is the sentence `xferbench cite` prints
+    # the row is an anchor, and its citation, behind the table's one control and reached by
+    # the row's cite link, is the sentence `xferbench cite` prints
     page.goto(served_site + f"index.html#{ident}", wait_until="load")
-    cite = page.locator(f"tr[id='{ident}'] + tr.cite-row details.cite")
-    cite.locator("summary").click()
+    assert page.locator("tr.cite-row").count() == 0  # no row of its own per citation
+    cite = page.locator(f"div.cite[id='cite-{ident}']")
+    assert not cite.is_visible()  # closed until asked for
+    row.locator("a.cite-link").click()
+    assert cite.is_visible()
     sentence = cite.locator("p.sentence").first.inner_text()
     assert "measured a median of" in sentence and "samples" in sentence
     assert cite.locator("pre code").first.inner_text().startswith("xferbench cite ")
     figure = cite.locator("p.figure-link a").first.get_attribute("href")
     assert figure.startswith("figures/trend/") and figure in sentence
-    # the row is in view (a fragment scroll may leave it a fraction of a pixel above the top)
-    assert page.evaluate("id => { const r = document.getElementById(id)"
-                         ".getBoundingClientRect(); return r.top > -1 && r.top < innerHeight; }",
-                         ident)
+    page.wait_for_function("id => { const r = document.getElementById(id)"
+                           ".getBoundingClientRect(); return r.top > -1 && r.top < innerHeight; }",
+                           arg=f"cite-{ident}", timeout=5000)  # scrolled to it
+    # a link to a citation opens its control by itself (site.js)
+    page.goto(served_site + "index.html", wait_until="load")
+    page.goto(served_site + f"index.html#cite-{ident}", wait_until="load")
+    assert page.locator(f"div.cite[id='cite-{ident}']").is_visible()
     page.close()
     assert guard.problems() == []
 
@@ -266,21 +276,44 @@ def figure_text_px(page) -> list[tuple[str, float]]:
         const out = [];
         for (const img of document.images) {
             if (!img.offsetParent || !img.clientWidth) continue;
-            const svg = await (await fetch(img.src)).text();
+            const shown = img.currentSrc || img.src;  // a <picture>'s: what this width shows
+            const svg = await (await fetch(shown)).text();
             const box = +/viewBox="0 0 ([\\d.]+)/.exec(svg)[1];
             const sizes = [...svg.matchAll(/font-size: ([\\d.]+)px/g)].map(m => +m[1]);
-            out.push([img.getAttribute('src'), Math.min(...sizes) * img.clientWidth / box]);
+            out.push([shown.split('/').pop(), Math.min(...sizes) * img.clientWidth / box,
+                      img.clientWidth]);
         }
         return out;
     }""")
 
 
 @pytest.mark.parametrize("which", ["committed", "twenty versions"])
-def test_figure_text_is_at_least_9px_on_a_phone(browser, served_site, served_many, which):
+@pytest.mark.parametrize("width", [390, 1400])
+def test_figure_text_is_at_least_9px_at_both_widths(browser, served_site, served_many, which,
+                                                    width):
     url = served_site if which == "committed" else served_many
-    page, guard = load(browser, url + "index.html", 390)
+    page, guard = load(browser, url + "index.html", width)
     sizes = figure_text_px(page)
-    assert sizes and min(px for _, px in sizes) >= 9.0, min(sizes, key=lambda s: s[1])
+    assert sizes and min(px for _, px, _ in sizes) >= 9.0, min(sizes, key=lambda s: s[1])
+    headlines = [(name, px, shown) for name, px, shown in sizes if name.startswith("headline-")]
+    assert headlines
+    for name, _px, shown in headlines:  # a phone's drawing on a phone, a wide one wide
+        assert name.endswith("-narrow.svg") == (width == 390), name
+        assert shown >= (330 if width == 390 else 640), (name, shown)
+    page.close()
+    assert guard.problems() == []
+
+
+@pytest.mark.parametrize(("width", "within"), [(390, 1500), (1400, 900)])
+def test_the_first_headline_is_near_the_top(browser, served_site, width, within):
+    """At 390 px the series' provenance used to stand before the headlines, 3,500 px of it:
+    the first headline chart now comes within a screen or two of the top."""
+    page, guard = load(browser, served_site + "index.html", width)
+    top = page.evaluate("() => document.querySelector('section.headline figure')"
+                        ".getBoundingClientRect().top + scrollY")
+    assert top < within, f"the first headline figure is {top:.0f} px down at {width} px"
+    order = page.eval_on_selector_all("body > section", "els => els.map(e => e.id)")
+    assert order.index("headlines") < order.index("series") < order.index("copies")
     page.close()
     assert guard.problems() == []
 

@@ -140,7 +140,7 @@ def test_no_subcommand_exits_2_naming_the_commands(capsys):
     assert out == ""
     assert err.count("\n") == 1, err
     assert ("a command is required: env, run, fleet, list, publish, compare, cite, claims, table, "
-            "lint or audit"
+            "export, lint or audit"
             in err)
 
 
@@ -171,3 +171,34 @@ def test_every_command_has_a_description_and_the_exit_codes_are_in_help(capsys):
         usage, _, rest = out.partition("\n\n")
         assert code == 0 and rest.strip() and not rest.lstrip().startswith("positional") \
             and not rest.lstrip().startswith("options"), f"{command} has no description"
+
+
+def test_a_measuring_command_without_torch_is_one_sentence_and_exit_2(monkeypatch, capsys,
+                                                                      tmp_path):
+    from xferbench.commands import options
+
+    monkeypatch.setattr(options, "torch_installed", lambda: False)
+    monkeypatch.chdir(tmp_path)
+    for argv in (["run", "--quick"], ["env"], ["audit", "train.py"]):
+        code, out, err = _exit_code(argv, capsys)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1, err
+        assert f"xferbench {argv[0]} measures with PyTorch, which is not installed for" in err
+        assert "https://pytorch.org/get-started/locally/" in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    assert _exit_code(["lint", "ok.py"], capsys)[0] == 0  # lint needs none
+
+
+def test_help_says_which_commands_need_torch(monkeypatch, capsys):
+    from xferbench import cli
+
+    for installed, says in ((True, "PyTorch is installed here"),
+                            (False, "PyTorch is NOT installed for this interpreter")):
+        monkeypatch.setattr(cli, "torch_installed", lambda installed=installed: installed)
+        code, out, _ = _exit_code(["--help"], capsys)
+        text = " ".join(out.split())
+        assert code == 0 and says in text
+        assert "env, run, fleet (the runs it submits), audit measure with PyTorch, which " \
+               "xferbench does not install" in text
+        assert "list, publish, compare, cite, table, export, lint need no PyTorch" in text

@@ -69,6 +69,16 @@ def test_fail_on_sets_the_exit_status(project, monkeypatch, capsys):
     assert lint(project, monkeypatch, capsys, "create.py", "--fail-on", "info")[0] == 1
 
 
+def test_fail_on_error_says_what_it_does_not_fail_on(project, monkeypatch, capsys):
+    code, out, err = lint(project, monkeypatch, capsys, "create.py", "--fail-on", "error")
+    assert code == 0 and "XB102" in out
+    assert err == ("xferbench lint: 1 finding (1 warning) below --fail-on error: reported, not "
+                   "failing the run\n")
+    code, _, err = lint(project, monkeypatch, capsys, ".", "--fail-on", "never")
+    assert code == 0 and "3 findings (1 error, 2 warning) below --fail-on never" in err
+    assert lint(project, monkeypatch, capsys, ".", "--fail-on", "warning")[2] == ""
+
+
 def test_json_lists_objects_with_every_field(project, monkeypatch, capsys):
     code, out, _ = lint(project, monkeypatch, capsys, ".", "--format", "json")
     rows = json.loads(out)
@@ -278,5 +288,6 @@ def test_pre_commit_hook_runs_the_command_on_the_files_it_is_given(project, monk
     hook = next(h for h in hooks if h["id"] == "xferbench-lint")
     assert hook["language"] == "python" and hook["types"] == ["python"]
     assert hook["entry"].split() == ["xferbench", "lint"]  # the console script it installs
+    assert any(d.startswith("libcst") for d in hook["additional_dependencies"])  # for --fix
     code, out, _ = lint(project, monkeypatch, capsys, "create.py", "discard.py")
     assert code == 1 and "XB102" in out and "XB103" in out

@@ -281,6 +281,10 @@ def test_quick_suite_runs_from_any_folder_and_skips_what_needs_an_accelerator(py
         "DataLoader pipeline, 2 workers, small model",
     }
     assert {b["extra_info"]["clock"] for b in bench} == {"host"}
+    # a CPU's copy group names the host clock it was read on, never "device time"
+    assert "pinned vs pageable: one 16MiB tensor, h2d, host clock (no device)" in {
+        b["group"] for b in bench}
+    assert not any("device time" in b["group"] or "{clock}" in b["group"] for b in bench)
 
 
 def _measurement(**kw) -> Measurement:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import committed_results
 
-from xferbench.analysis.provenance import provenance
+from xferbench.analysis.provenance import provenance, repeats
 from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
 from xferbench.commands.publish.sections import banner_html
@@ -131,10 +131,30 @@ def test_figures_are_svg_and_each_measured_value_has_one(site: Path):
     assert figures
     for f in figures:
         assert ET.parse(f).getroot().tag == "{http://www.w3.org/2000/svg}svg"
-    for r in load(str(RESULTS)).newest():
+    rs = load(str(RESULTS))
+    chart = repeats(rs)  # a host's second name is drawn in its first name's charts
+    for r in rs.newest():
         if r.ok:
-            path = figure_path(r.benchmark, r.param_dict, r.machine)
+            path = figure_path(r.benchmark, r.param_dict, chart[r.machine])
             assert (site / path).is_file(), f"{r.label()} on {r.machine}: no {path}"
+
+
+def test_the_repeats_of_one_host_are_drawn_in_one_chart_and_cited_there(site: Path, capsys):
+    """cpu-2core-vm-rerun is a second sweep of cpu-2core-vm's VM (one host in the metadata):
+    each trend chart draws both, a line each, so run-to-run noise sits beside a release's
+    change; cite quotes that chart for either."""
+    rs = load(str(RESULTS))
+    assert repeats(rs) == {"cpu-2core-vm": "cpu-2core-vm", "cpu-2core-vm-rerun": "cpu-2core-vm"}
+    assert sorted(p.name for p in (site / "figures" / "trend").iterdir()) == ["cpu-2core-vm"]
+    chart = site / figure_path("bench_sync.Loop.track_step_s",
+                               {"read": "item_every_batch", "width": "256"}, "cpu-2core-vm")
+    svg = chart.read_text(encoding="utf-8")
+    assert ">cpu-2core-vm<" in svg and ">cpu-2core-vm-rerun<" in svg  # the legend names both
+    assert main(["cite", "Loop.track_step_s", "--params", "read=item_every_batch,width=256",
+                 "--machine", "cpu-2core-vm-rerun", "--torch", "2.13.0", "--results",
+                 str(RESULTS), "--site", str(site)]) == 0
+    out = capsys.readouterr().out
+    assert str(chart.relative_to(site)) in out and "figure not published" not in out
 
 
 def test_asv_data_holds_every_series(site: Path):
@@ -302,7 +322,7 @@ def test_banner_says_the_committed_data_is_not_for_citation(site: Path):
 
 def test_each_series_has_its_provenance(site: Path):
     text = page_text(site)
-    section = text[text.index('<section id="series">'):text.index('<section id="headlines">')]
+    section = text[text.index('<section id="series">'):text.index('<section id="copies">')]
     for p in provenance(load(str(RESULTS))):
         row = section[section.index(f'id="series-{p.machine}-{p.torch.replace("+", "-")}'):]
         row = html.unescape(re.sub(r"<[^>]+>", " ", row[:row.index("</tr>")]))
@@ -313,10 +333,16 @@ def test_each_series_has_its_provenance(site: Path):
 
 def test_headline_rows_show_samples_interval_verdict_and_the_cli_citation(site: Path, capsys):
     text = page_text(site)
-    section = text[text.index('<section id="headlines">'):text.index('<section id="copies">')]
-    rows = re.findall(r'<tr id="(headline-[^"]+)"[^>]*>(.*?)</tr>\s*<tr class="cite-row">'
-                      r"(.*?)</tr>", section, flags=re.S)
+    section = text[text.index('<section id="headlines">'):text.index('<section id="series">')]
+    # each measured row links to its citation, in the table's one control (no row each)
+    assert 'class="cite-row"' not in section
+    cited = dict(re.findall(r'<div class="cite" id="cite-(headline-[^"]+)">(.*?)</div>',
+                            section, flags=re.S))
+    rows = [(ident, cells, cited[ident]) for ident, cells in re.findall(
+        r'<tr id="(headline-[^"]+)"[^>]*>(.*?)</tr>', section, flags=re.S)
+        if f'href="#cite-{ident}"' in cells]
     assert rows, "no measured headline row"
+    assert len(rows) == len(cited)
     for ident, cells, cite in rows:
         found = dict(re.findall(r'data-label="([^"]+)">(.*?)</td>', cells))
         assert re.fullmatch(r"\d+ / \d+", found["samples practice / baseline"]), ident
@@ -368,11 +394,12 @@ def test_commit_links_lead_to_the_clones_own_remote_or_nowhere(remote, url):
 @pytest.mark.parametrize(("remote", "linked"), [(REMOTE, True), ("/some/local/clone", False)])
 def test_the_asv_configuration_links_commits_only_to_a_web_remote(tmp_path, monkeypatch,
                                                                    remote, linked):
-    from xferbench.results.repo import find_repo, write_asv_config
+    from xferbench.results.repo import write_asv_config
+    from xferbench.results.suite import find_suite
 
     for key, value in {**REMOTE_ENV, "GIT_CONFIG_VALUE_0": remote}.items():
         monkeypatch.setenv(key, value)
-    conf = json.loads(Path(write_asv_config(find_repo(), str(tmp_path), str(tmp_path)))
+    conf = json.loads(Path(write_asv_config(find_suite(), str(tmp_path), str(tmp_path)))
                       .read_text())
     expected = "https://github.com/example-owner/xferbench/commit/" if linked else None
     assert conf.get("show_commit_url") == expected

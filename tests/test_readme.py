@@ -27,6 +27,37 @@ README = REPO / "README.md"
 #: docs/compare-and-cite.md to make room).
 MAX_README_LINES = 200
 
+
+def repository_url() -> str:
+    """``[project.urls] Repository`` of pyproject.toml: the README's links lead there."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        return tomllib.load(fh)["project"]["urls"]["Repository"].rstrip("/")
+
+
+#: The branch the README's absolute links name (asv.conf.json's).
+BRANCH = "main"
+
+
+def repo_prefixes(url: str) -> tuple[str, ...]:
+    """The addresses of a file of the repository on the forge: its page (blob), a folder's
+    (tree), and for an image its raw bytes."""
+    owner_repo = url.split("://", 1)[-1].split("/", 1)[-1]
+    return (f"{url}/blob/{BRANCH}/", f"{url}/tree/{BRANCH}/",
+            f"https://raw.githubusercontent.com/{owner_repo}/{BRANCH}/")
+
+
+def local_target(target: str, url: str) -> str | None:
+    """The repository path an absolute link to the repository names ("docs/lint.md#x"), or
+    None for a link elsewhere."""
+    for prefix in repo_prefixes(url):
+        if target.startswith(prefix):
+            return target[len(prefix):]
+    return None
+
 FENCE = re.compile(r"^```(\w*)\s*$")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
@@ -65,16 +96,22 @@ def anchors(path: Path) -> set[str]:
     return out
 
 
-def link_problems(path: Path, root: Path = REPO) -> list[str]:
+def link_problems(path: Path, root: Path = REPO, url: str | None = None) -> list[str]:
+    """Every link of ``path`` that leads to no file of ``root`` (or to no heading of it): a
+    relative one, or an absolute one to the repository at ``url`` (the README's, which must
+    work on the package index too); links to other hosts are not followed."""
+    url = url or repository_url()
     problems = []
     for n, line, lang in _prose(path.read_text(encoding="utf-8")):
         if lang:
             continue
         for target in LINK.findall(line):
-            if re.match(r"^[a-z]+:", target):  # another host: not followed here
+            local = local_target(target, url)
+            if local is None and re.match(r"^[a-z]+:", target):  # another host
                 continue
-            file, _, anchor = target.partition("#")
-            dest = (path.parent / file).resolve() if file else path
+            file, _, anchor = (local or target).partition("#")
+            base = root if local is not None else path.parent
+            dest = (base / file).resolve() if file else path
             where = f"{path.relative_to(root).as_posix()}:{n}"
             if not dest.exists():
                 problems.append(f"{where}: {target} leads to no file")
@@ -181,8 +218,26 @@ def test_every_command_the_readme_shows_still_works():
     assert [f"README.md:{n}: {c}: {p}" for n, c in shown if (p := command_problem(c))] == []
 
 
+def relative_links(path: Path) -> list[str]:
+    """Links of ``path`` to a file by a relative path, which the package index (PyPI shows
+    the README as the project's description) cannot follow."""
+    return [f"{path.name}:{n}: {t}" for n, line, lang in _prose(path.read_text(encoding="utf-8"))
+            if not lang for t in LINK.findall(line)
+            if not re.match(r"^[a-z]+:", t) and not t.startswith("#")]
+
+
+def test_the_readme_links_work_on_the_package_index_too():
+    """The README is the package's description on PyPI, where docs/x.md leads nowhere: every
+    link to a file of the repository is absolute, to pyproject's Repository address."""
+    assert relative_links(README) == []
+    url = repository_url()
+    links = LINK.findall(README.read_text(encoding="utf-8"))
+    assert sum(local_target(t, url) is not None for t in links) >= 10
+
+
 def test_every_page_of_docs_is_linked_from_the_readme():
-    linked = {(README.parent / t.partition("#")[0]).resolve()
+    url = repository_url()
+    linked = {(REPO / (local_target(t, url) or t).partition("#")[0]).resolve()
               for t in LINK.findall(README.read_text(encoding="utf-8"))}
     assert [p.name for p in sorted((REPO / "docs").glob("*.md")) if p not in linked] == []
 
@@ -199,14 +254,19 @@ def test_planted_problems_are_found(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(
         "# Title\n\n[ok](docs/a.md#its-part) [self](#title) [gone](docs/b.md)\n"
-        "[bad anchor](docs/a.md#nowhere) [web](https://example.org/x)\n\n"
+        "[bad anchor](docs/a.md#nowhere) [web](https://example.org/x)\n"
+        "[abs](https://forge.example/o/x/blob/main/docs/a.md#its-part) "
+        "[abs gone](https://forge.example/o/x/blob/main/docs/c.md)\n\n"
         "```sh\nscripts/setup && .venv/bin/xferbench run --quik\n"
         ".venv/bin/xferbench cite Copy.track_device_s \\\n    --params size=64MiB\n"
         "xferbench list --format json > out.json 2>&1 | head && scripts/nowhere\n```\n"
         "`xferbench frobnicate now` and `python -m xferbench.nothing` and `scripts/nope`\n")
-    assert link_problems(readme, tmp_path) == [
+    assert link_problems(readme, tmp_path, "https://forge.example/o/x") == [
         "README.md:3: docs/b.md leads to no file",
-        "README.md:4: docs/a.md#nowhere: a.md has no heading #nowhere"]
+        "README.md:4: docs/a.md#nowhere: a.md has no heading #nowhere",
+        "README.md:5: https://forge.example/o/x/blob/main/docs/c.md leads to no file"]
+    assert relative_links(readme) == ["README.md:3: docs/a.md#its-part",
+                                      "README.md:3: docs/b.md", "README.md:4: docs/a.md#nowhere"]
     shown = shown_commands(readme)
     assert [c for _n, c in shown] == [
         "scripts/setup && .venv/bin/xferbench run --quik",

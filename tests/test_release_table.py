@@ -37,3 +37,20 @@ def test_a_figure_one_release_lacks_reads_n_a_in_its_column_only():
     row = next(line for line in lines if line.startswith("| loss read once per epoch"))
     older, newer = (cell.strip() for cell in row.strip("|").split("|")[1:])
     assert older == "n/a" and newer.endswith("%") and "x ±" in newer
+
+
+def test_a_runs_end_tables_leave_out_what_its_bench_did_not_measure():
+    """``xferbench run --bench Loop`` ends with the loop's headline, not with a copy table or
+    a hazards table of n/a it never measured; the whole suite gets all three."""
+    from xferbench.analysis.headline import HAZARD_BENCHMARK, series_tables
+
+    rs = load(str(committed_results())).filter(machine="cpu-2core-vm", torch="2.13.0+cu130")
+    loop = "\n".join(series_tables(rs, frozenset({"bench_sync.Loop.track_step_s",
+                                                  "bench_sync.Loop.track_syncs_per_step"})))
+    assert "loss read once per epoch vs .item() every batch" in loop
+    assert "non_blocking hazards" not in loop and "| direction |" not in loop
+    assert "pinned vs pageable H2D" not in loop  # a copy headline: not measured by Loop
+    everything = "\n".join(series_tables(rs))
+    assert "non_blocking hazards" in everything and "pinned vs pageable H2D" in everything
+    assert series_tables(rs, frozenset({"bench_creation.CreatedInForward.track_forward_s"})) == []
+    assert "non_blocking hazards" in "\n".join(series_tables(rs, frozenset({HAZARD_BENCHMARK})))

@@ -190,6 +190,7 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
     from types import SimpleNamespace
 
     from xferbench.commands.run.transaction import announce
+    from xferbench.results.suite import CLONE, Suite
 
     def said(**link):
         meta = MachineMetadata.from_dict({"machine": "m", "pcie_gen_max": 5,
@@ -198,7 +199,8 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
                                                                   budget=None),
                                torch_version="2.11.0", cuda="13.0",
                                device=SimpleNamespace(name="cuda:0"), machine="m",
-                               commit="c" * 40, total=3, groups=(), threads=None)
+                               commit="c" * 40, total=3, groups=(), threads=None,
+                               suite=Suite("/clone", CLONE))
         out = io.StringIO()
         announce(plan, out)
         return out.getvalue()

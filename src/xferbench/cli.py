@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .commands import COMMANDS
+from .commands.options import require_torch, torch_installed
 from .errors import ExitCode, XferbenchError
 from .results.filesystem import shown_file, why_failed
 
@@ -43,7 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in COMMANDS:
         command.register_cli(sub)
+    parser.epilog = f"{torch_line(sub.choices)}. {parser.epilog}"
     return parser
+
+
+def torch_line(commands: dict[str, argparse.ArgumentParser]) -> str:
+    """Which commands measure, and so need PyTorch, which xferbench does not install."""
+    needs = {n: p.get_default("needs_torch") for n, p in commands.items()}
+    measuring = [n if v is True else f"{n} ({v})" for n, v in needs.items() if v]
+    rest = [n for n, v in needs.items() if not v]
+    here = "installed here" if torch_installed() else "NOT installed for this interpreter"
+    return (f"{', '.join(measuring)} measure with PyTorch, which xferbench does not install "
+            f"(install the build to measure first; PyTorch is {here}); "
+            f"{', '.join(rest)} need no PyTorch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     try:
+        if getattr(args, "needs_torch", None) is True:
+            require_torch(args.command)
         return int(args.func(args) or ExitCode.OK)
     except XferbenchError as exc:
         print(f"xferbench: {exc}", file=sys.stderr)

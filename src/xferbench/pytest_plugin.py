@@ -62,6 +62,15 @@ CLOCK_TEXT = {
     HOST_CLOCK: "host clock (time.perf_counter_ns) over blocks of calls",
 }
 
+#: How a group's ``{clock}`` reads (``@pytest.mark.benchmark(group="... {clock}")``): the
+#: clock the samples were read on, so that a CPU's group never says "device time".
+CLOCK_IN_GROUP = {
+    "device_events": "device time",
+    "host_completion": "host clock until done",
+    "host_enqueue": "host clock until the call returns",
+    HOST_CLOCK: "host clock (no device)",
+}
+
 
 def _seconds(text: str) -> float:
     """argparse type of the budget options: a positive number of seconds."""
@@ -324,6 +333,8 @@ class XferBenchmark:
         bench = self._benchmark
         info = result_info(m, self._settings.software())
         bench.extra_info.update(info)
+        if bench.group and "{clock}" in bench.group:  # the group says what it was read on
+            bench.group = bench.group.replace("{clock}", CLOCK_IN_GROUP[info["clock"]])
         options = result_options(m)
         meta = Metadata(bench, iterations=m.calls_per_sample, options=options)
         for seconds in m.samples():

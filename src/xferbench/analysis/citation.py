@@ -16,6 +16,7 @@ from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
 from ..units import format_value
 from .provenance import link_caution, series_provenance
+from .repeats import chart_lane, chart_machines
 from .sitemap import figure_path
 
 
@@ -199,7 +200,9 @@ def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
     ``params`` (narrowed by ``torch``, ``machine`` and ``mode``), its figure under ``site``."""
     r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
                        allow_quick=allow_quick, mode=mode)
-    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.series.lane))
+    # the chart that draws this series (with the machine's repeats: repeats.chart_machines)
+    chart = chart_lane(chart_machines(rs), r.series)
+    figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, chart))
     return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
                     figure_exists=os.path.isfile(figure),
                     others=sorted({o.series.label for o in others}))

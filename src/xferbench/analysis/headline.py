@@ -270,10 +270,19 @@ def hazard_table(rs: ResultSet) -> list[str]:
     return out
 
 
-def series_tables(rs: ResultSet) -> list[str]:
+def series_tables(rs: ResultSet, ran: frozenset[str] | None = None) -> list[str]:
     """The copy table, the headlines and the hazards of one series, a blank line between:
-    what ``xferbench run`` prints at its end and this module's command line for each series."""
-    blocks = (format_copy_rows(copy_rows(rs)), format_headlines(headlines(rs)), hazard_table(rs))
+    what ``xferbench run`` prints at its end and this module's command line for each series.
+    ``ran``: the benchmarks a run measured (its ``--bench``); a table none of whose figures
+    it measured is left out, so that ``--bench Loop`` prints no hazards (None: every table)."""
+    def measured(name: str) -> bool:
+        return ran is None or name in ran
+
+    chosen = [v for v in headlines(rs) if measured(v.headline.benchmark)]
+    blocks = [block for block, wanted in (
+        (format_copy_rows(copy_rows(rs)), any(map(measured, BANDWIDTH_BENCHMARKS.values()))),
+        (format_headlines(chosen), bool(chosen)),
+        (hazard_table(rs), measured(HAZARD_BENCHMARK))) if wanted]
     out: list[str] = []
     for block in blocks:
         out += ["", "\n".join(block)]  # an empty block is an empty line

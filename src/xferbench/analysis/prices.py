@@ -316,7 +316,8 @@ class PriceBook:
         if table.get("schema_version") != TABLE_VERSION:
             raise XferbenchError(
                 f"price table {source} has version {table.get('schema_version')!r}: this "
-                f"xferbench reads version {TABLE_VERSION} (regenerate it: scripts/make-prices)")
+                f"xferbench reads version {TABLE_VERSION} (reinstall xferbench; in a clone, "
+                "scripts/make-prices regenerates it)")
         try:
             prices = tuple(Price(**{**p, "series": _series_from(p["series"])})
                            for p in table["prices"])
@@ -324,8 +325,9 @@ class PriceBook:
                           for r in table["rates"])
             series = tuple(dict(s) for s in table["series"])
         except (KeyError, TypeError) as exc:
-            raise XferbenchError(f"price table {source} is malformed ({exc}): regenerate "
-                                 "it with scripts/make-prices") from None
+            raise XferbenchError(f"price table {source} is malformed ({exc}): reinstall "
+                                 "xferbench, or in a clone regenerate it with "
+                                 "scripts/make-prices") from None
         return cls(source, prices, rates, series)
 
     def get(self, key: str, *, allow_cpu: bool = False) -> Price | None:

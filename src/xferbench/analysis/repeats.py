@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import ResultSet
+from ..results import Result, ResultSet
 from ..results.series import SeriesKey
 from .comparison import BETTER, WORSE, Row, compare_results
 
@@ -46,14 +46,46 @@ def identities(rs: ResultSet) -> Identities:
             newest[r.series] = r
     out: Identities = {}
     for key, r in newest.items():
-        meta = rs.metadata_for(r)
-        if not meta.hostname or meta.hostname == "unknown":
-            out[key] = None
-            continue
-        gpu = rs.gpu_for(r)
-        hardware = (gpu, meta.pci_bus_id) if gpu else (None, meta.cpu_model)
-        out[key] = (meta.hostname, hardware, r.device, key.torch, meta.torch_git, key.mode)
+        host = host_of(rs, r)
+        out[key] = None if host is None else (
+            *host, r.device, key.torch, rs.metadata_for(r).torch_git, key.mode)
     return out
+
+
+def host_of(rs: ResultSet, r: Result) -> tuple[Any, ...] | None:
+    """The host that measured ``r``, as its sidecar records it: its name and the hardware
+    that measured (the GPU and its PCI bus, or the CPU model for a CPU run); None where the
+    host is not recorded. The one rule of "the same host" for the page's charts and for
+    repeats alike."""
+    meta = rs.metadata_for(r)
+    if not meta.hostname or meta.hostname == "unknown":
+        return None
+    gpu = rs.gpu_for(r)
+    return (meta.hostname, (gpu, meta.pci_bus_id) if gpu else (None, meta.cpu_model))
+
+
+def chart_machines(rs: ResultSet) -> dict[str, str]:
+    """{machine name: the machine whose charts draw it}: names whose every run was measured
+    on one host (``host_of``: a second sweep of one VM filed as ``cpu-2core-vm-rerun``) share
+    the charts of the first of them by name, each drawn as a line of its own, so that
+    run-to-run noise is seen beside a release's change; every other machine maps to itself.
+    Machines without metadata are never joined."""
+    hosts: dict[str, set[tuple[Any, ...] | None]] = {}
+    for r in rs:
+        hosts.setdefault(r.machine, set()).add(host_of(rs, r))
+    first: dict[tuple[Any, ...], str] = {}
+    out = {}
+    for machine in rs.machines():
+        seen = hosts.get(machine, set())
+        key = next(iter(seen)) if len(seen) == 1 else None  # one host, recorded: joinable
+        out[machine] = machine if key is None else first.setdefault(key, machine)
+    return out
+
+
+def chart_lane(charts: dict[str, str], key: SeriesKey) -> str:
+    """The lane a series is drawn in: its chart's machine (``chart_machines``), with how it
+    was measured where not the default (a quick run never joins a full run's chart)."""
+    return SeriesKey(charts.get(key.machine, key.machine), key.torch, key.mode).lane
 
 
 def repeats_of(rs: ResultSet, key: SeriesKey,

@@ -48,5 +48,6 @@ def bandwidth_figure_path(machine: str, direction: str, layout: str,
             f"{slug(clock)}.svg")
 
 
-def headline_figure_path(key: str) -> str:
-    return f"figures/headline-{slug(key)}.svg"
+def headline_figure_path(key: str, narrow: bool = False) -> str:
+    """A headline's figure: drawn for a wide screen, and ``narrow`` for a phone."""
+    return f"figures/headline-{slug(key)}{'-narrow' if narrow else ''}.svg"

@@ -92,7 +92,7 @@ def register_cli(sub: Any) -> None:
     # positional SCRIPT before it, it would drop the `--` that follows the script)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS ...]",
                    help="the Python file to run, then the script's arguments")
-    p.set_defaults(func=cmd_audit)
+    p.set_defaults(func=cmd_audit, needs_torch=True)
 
 
 def split_trailing(rest: list[str]) -> tuple[list[str], list[str]]:

@@ -31,7 +31,7 @@ def register_cli(sub: Any) -> None:
     add_format(env, help="a table (default) or JSON")
     env.add_argument("--json", dest="format", action="store_const", const="json",
                      help="the same as --format json")
-    env.set_defaults(func=cmd_env)
+    env.set_defaults(func=cmd_env, needs_torch=True)
 
 
 def cmd_env(args: argparse.Namespace) -> ExitCode:

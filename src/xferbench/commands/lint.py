@@ -106,7 +106,26 @@ def cmd_lint(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return ExitCode.BAD_INPUT
     failing = at_or_above(fail_on)
+    below = below_line(findings, failing, fail_on)
+    if below:
+        print(f"xferbench lint: {below}", file=sys.stderr)
     return ExitCode.REGRESSION if any(f.severity in failing for f in findings) else ExitCode.OK
+
+
+def below_line(findings: list[Any], failing: tuple[str, ...], fail_on: str) -> str:
+    """What the exit status leaves out: the findings below ``--fail-on``, counted by
+    severity ("" where there are none), so a hook that fails on errors alone still says that
+    warnings were found."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        if f.severity not in failing:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    each = ", ".join(f"{counts[s]} {s}" for s in reversed(SEVERITIES) if s in counts)
+    return (f"{total} finding{'s' * (total != 1)} ({each}) below --fail-on {fail_on}: "
+            f"reported, not failing the run")
 
 
 def _summary(args: argparse.Namespace, outcome: LintRun, elapsed: float) -> None:

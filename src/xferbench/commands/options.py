@@ -1,10 +1,15 @@
 """The command-line options several commands share, declared once (as asv's
 ``commands/common_args.py``): the results folder, the output format, the benchmark regex and
-the device, the series' mode. A command adds them to its parser; their checks live here too."""
+the device, the series' mode. A command adds them to its parser; their checks live here too,
+and the one a command that measures makes before anything else: that PyTorch is there at
+all."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import re
+import sys
 from typing import Any
 
 from ..errors import XferbenchError
@@ -56,3 +61,29 @@ def bench_pattern(bench: str | None) -> re.Pattern[str] | None:
         return re.compile(bench)
     except re.error as exc:
         raise XferbenchError(f"--bench {bench!r} is not a regular expression: {exc}") from None
+
+
+#: Where a user picks the PyTorch build for their machine.
+TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
+
+
+def torch_installed() -> bool:
+    """This interpreter can import torch (found, not imported: ``--help`` stays instant). The
+    path's finder first: an import hook waiting for torch on ``sys.meta_path`` (the emulated
+    device's autoload) must see the real import, not this look-up."""
+    if importlib.machinery.PathFinder.find_spec("torch") is not None:
+        return True
+    return importlib.util.find_spec("torch") is not None
+
+
+def require_torch(command: str) -> None:
+    """One sentence, before anything is written, where ``command`` would measure without
+    PyTorch. xferbench does not depend on torch: the build under test (CUDA, ROCm, XPU, CPU)
+    is the user's choice, and a requirement would pull PyPI's default CUDA build into every
+    environment without one, a lint hook's included."""
+    if not torch_installed():
+        raise XferbenchError(
+            f"xferbench {command} measures with PyTorch, which is not installed for "
+            f"{sys.executable}: install the build to measure first (pip install torch, or the "
+            f"command {TORCH_INSTALL} gives for your CUDA, ROCm or XPU); xferbench does not "
+            "install one itself")

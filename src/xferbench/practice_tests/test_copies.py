@@ -23,14 +23,14 @@ def _time_copy(xfer_benchmark, case: CopyCase) -> None:
     time_workload(xfer_benchmark, work, nbytes=case.nbytes)
 
 
-@pytest.mark.benchmark(group="pinned vs pageable: one 16MiB tensor, h2d, device time")
+@pytest.mark.benchmark(group="pinned vs pageable: one 16MiB tensor, h2d, {clock}")
 @pytest.mark.parametrize("host_memory", ["pageable", "pinned"])
 def test_pinned_vs_pageable(xfer_benchmark, host_memory):
     _time_copy(xfer_benchmark, CopyCase("h2d", host_memory, "blocking", "one", QUICK_NBYTES))
 
 
 @pytest.mark.benchmark(
-    group="non_blocking vs blocking: 1,000 pinned tensors, 16MiB in all, h2d, device time")
+    group="non_blocking vs blocking: 1,000 pinned tensors, 16MiB in all, h2d, {clock}")
 @pytest.mark.parametrize("sync", ["blocking", "non_blocking"])
 def test_non_blocking_vs_blocking(xfer_benchmark, sync):
     _time_copy(xfer_benchmark, CopyCase("h2d", "pinned", sync, "many", QUICK_NBYTES))

@@ -24,6 +24,10 @@ from .sidecar import relabel_sidecar
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
 
+#: What a command over an empty results folder says to do: the suite runs from any folder,
+#: a clone's or the installed package's (suite.py).
+MEASURE_FIRST = ("measure some with 'xferbench run' (from any folder: it writes ./results, or "
+                 "--results DIR), or point --results at a folder that holds results")
 #: The "version" of asv 0.6's results files and benchmarks.json.
 ASV_FORMAT_VERSION = 2
 #: How asv names a results file: the suite commit's first 8 hex digits, then the environment.
@@ -33,9 +37,7 @@ RESULTS_NAME = re.compile(r"[0-9a-f]{8}-.+\.json")
 def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
     path = os.path.join(root, "benchmarks.json")
     if not os.path.exists(path):
-        raise XferbenchError(
-            f"no results in {root}: {path} is missing (run 'xferbench run' first)"
-        )
+        raise XferbenchError(f"no results in {root} ({path} is missing): {MEASURE_FIRST}")
     data = load_json(path, "benchmark list")
     if not isinstance(data, dict):
         raise XferbenchError(f"benchmark list {path} is not an asv benchmarks.json")

@@ -21,8 +21,8 @@ from typing import Any
 
 from ..devices import Capabilities
 from ..errors import XferbenchError
-from .repo import find_repo
 from .resultset import ResultSet
+from .suite import find_suite
 
 #: The probe a table is checked under when no series recorded one: a CPU's.
 CPU_CAPABILITIES = Capabilities("cpu", False, False, False,
@@ -47,9 +47,10 @@ class Declared:
 
 
 def suite_repo() -> str | None:
-    """The suite's repository (asv.conf.json and benchmarks/), or None where there is none."""
+    """The suite's folder (asv.conf.json and benchmarks/: a clone's, else the one the package
+    carries), or None where there is none."""
     try:
-        return find_repo()
+        return find_suite().root
     except XferbenchError:
         return None
 

@@ -1,5 +1,6 @@
-"""The suite's repository: where it is (asv.conf.json and benchmarks/), its git state, its
-own remote's commit pages, and the asv configuration a command runs with.
+"""The suite's repository: a clone's git state and its own remote's commit pages, and the asv
+configuration a command runs with, for a clone (git) or the package's suite (no git: asv
+reads the commits from a listing, ``listedrepo.py``). Where the suite is: ``suite.py``.
 
 Shared by ``run`` and ``publish``; no command imports another for these.
 """
@@ -9,39 +10,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 from ..errors import XferbenchError
-from .safefiles import write_json_safely
+from .asvfiles import iter_result_files
+from .safefiles import load_json, write_json_safely
+from .suite import CLONE, Suite, repository_url
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
-
-
-def find_repo(start: str | None = None) -> str:
-    """The folder holding asv.conf.json and benchmarks/, searched upwards from ``start``."""
-    here = os.path.abspath(start or os.getcwd())
-    candidates = [here, *_parents(here)]
-    pkg_root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-    candidates.append(pkg_root)  # an editable install points back at its clone
-    for folder in candidates:
-        if os.path.isfile(os.path.join(folder, "asv.conf.json")) and os.path.isdir(
-            os.path.join(folder, "benchmarks")
-        ):
-            return folder
-    raise XferbenchError(
-        "xferbench run needs the suite (asv.conf.json and benchmarks/): "
-        "run it inside a clone of the xferbench repository"
-    )
-
-
-def _parents(path: str) -> Iterator[str]:
-    while True:
-        parent = os.path.dirname(path)
-        if parent == path:
-            return
-        yield parent
-        path = parent
 
 
 def git_head(repo: str) -> str:
@@ -53,6 +29,14 @@ def git_head(repo: str) -> str:
             f"{repo} is not a git checkout with a commit: asv labels results by suite commit"
         ) from None
     return out.stdout.strip()
+
+
+def suite_commit(suite: Suite) -> str:
+    """The commit ``suite``'s results are filed under: a clone's HEAD, or the commit the
+    package was built from."""
+    if suite.source == CLONE or suite.identity is None:
+        return git_head(suite.root)
+    return suite.identity.commit
 
 
 def current_branch(repo: str) -> str | None:
@@ -137,25 +121,56 @@ def load_asv_config(repo: str) -> dict[str, Any]:
     return conf
 
 
-def write_asv_config(repo: str, results_dir: str, workdir: str) -> str:
-    """asv.conf.json of ``repo`` with absolute paths, the results folder and a private
+#: asv's name for the listing repository (``listedrepo.ListedCommits``), and the plugin asv
+#: imports for it: the leading dot makes asv import it by name, not from asv.plugins.
+LISTED_DVCS = "xferbench-listed"
+LISTED_PLUGIN = ".xferbench.results.listedrepo"
+
+
+def result_commits(results_dir: str) -> dict[str, int]:
+    """{commit: its date (ms)} of every results file under ``results_dir``, as asv saved them."""
+    out: dict[str, int] = {}
+    if not os.path.isdir(results_dir):
+        return out
+    for _machine, path in iter_result_files(results_dir):
+        data = load_json(path, "results file")
+        commit, date = data.get("commit_hash"), data.get("date")
+        if isinstance(commit, str) and isinstance(date, int):
+            out.setdefault(commit, date)
+    return out
+
+
+def write_asv_config(suite: Suite, results_dir: str, workdir: str) -> str:
+    """asv.conf.json of ``suite`` with absolute paths, the results folder and a private
     work folder (environments, html) filled in; written into ``workdir``; returns its path.
 
+    A clone's commits are its git history. The package's suite has no git: asv reads a
+    listing instead (``listedrepo``), of the suite's commit and every commit the results
+    folder holds, each with its date, so that publish orders them as a clone would.
+
     The commit links (asv's ``show_commit_url``) come from the repository's own remote where
-    asv.conf.json names none: a clone's links lead to its own commits, and one with no web
-    remote has none."""
+    asv.conf.json names none (a clone's links lead to its own commits, and one with no web
+    remote has none), and for the package from its metadata's repository address."""
+    repo = suite.root
     conf = load_asv_config(repo)
-    branch = current_branch(repo)
-    if branch:  # asv refuses a commit on a branch its configuration does not name
-        conf["branches"] = [branch]
-    if not conf.get("show_commit_url"):
+    conf.pop("plugins", None)  # stock asv's labels (_asvplugin): xferbench labels its own files
+    if suite.source == CLONE:
+        branch = current_branch(repo)
+        if branch:  # asv refuses a commit on a branch its configuration does not name
+            conf["branches"] = [branch]
+        conf["repo"] = repo
         url = web_commit_url(own_remote(repo))
-        if url:
-            conf["show_commit_url"] = url
-    conf.pop("plugins", None)  # stock asv's labels: xferbench labels its own files
+    else:
+        assert suite.identity is not None
+        listing = os.path.join(workdir, "commits.json")
+        commits = {**result_commits(results_dir), suite.identity.commit: suite.identity.date_ms}
+        write_json_safely(listing, {"head": suite.identity.commit, "commits": commits})
+        conf.update({"repo": listing, "dvcs": LISTED_DVCS, "plugins": [LISTED_PLUGIN]})
+        url = web_commit_url(repository_url()) if suite.identity.commit_known else None
+    if not conf.get("show_commit_url") and url:
+        conf["show_commit_url"] = url
     conf.update({
-        "repo": repo,
-        "benchmark_dir": os.path.join(repo, "benchmarks"),
+        "benchmark_dir": suite.benchmark_dir,
         "results_dir": results_dir,
         "html_dir": os.path.join(workdir, "html"),
         "env_dir": os.path.join(workdir, "env"),

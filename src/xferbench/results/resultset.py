@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
-from .asvfiles import iter_result_files, load_benchmarks
+from .asvfiles import MEASURE_FIRST, iter_result_files, load_benchmarks
 from .reading import literal, parse_results_file
 from .result import Result, nbytes_of
 from .safefiles import load_json
@@ -219,5 +219,5 @@ def load(root: str = "results") -> ResultSet:
         if side:
             sidecars[path] = side
     if not results:
-        raise XferbenchError(f"no results in {root}: run 'xferbench run' first")
+        raise XferbenchError(f"no results in {root}: {MEASURE_FIRST}")
     return ResultSet(results, benchmarks, root, sidecars)

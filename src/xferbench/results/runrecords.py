@@ -103,6 +103,8 @@ class RunRecord:
     finished_at: str | None = None  # set once the run is over, if it saved anything
     snapshot_commit: str | None = None  # set by relabel: the commit the run was filed under
     budget_s: float | None = None  # --budget, where the run had one
+    #: the suite it ran: "clone", or "package 0.1.0" (the installed package's, suite.py)
+    suite: str | None = None
 
     def with_call(self, call: AsvCall) -> RunRecord:
         return replace(self, files=(*self.files, call))
@@ -113,7 +115,7 @@ class RunRecord:
             "sweep": self.sweep, "quick": self.quick, "bench": self.bench,
             "started_at": self.started_at, "complete": self.complete,
             "files": [f.to_dict() for f in self.files]}
-        for key in ("finished_at", "snapshot_commit", "budget_s"):  # written only when known
+        for key in ("finished_at", "snapshot_commit", "budget_s", "suite"):  # only when known
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
@@ -131,7 +133,8 @@ class RunRecord:
                         if isinstance(f, dict)),
             finished_at=_str_or_none(data.get("finished_at")),
             snapshot_commit=_str_or_none(data.get("snapshot_commit")),
-            budget_s=_float_or_none(data.get("budget_s")))
+            budget_s=_float_or_none(data.get("budget_s")),
+            suite=_str_or_none(data.get("suite")))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from .safefiles import load_json, remove_file, write_json_atomic
 #:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
 #:      records updated "run" alone), "run" wins.
 #:      Fields added within 2 (absent means not recorded; older readers ignore them):
-#:      run.budget_s (`xferbench run --budget`).
+#:      run.budget_s (`xferbench run --budget`); run.suite ("clone", or "package 0.1.0": the
+#:      suite an installed package carries, results/suite.py).
 #:   3: + "param_names" (per benchmark, its parameter names when the run measured it: a
 #:      suite that later gains, drops or renames a parameter rewrites benchmarks.json, and
 #:      the file's own names keep its values from being read under the new ones). Files of

@@ -58,7 +58,8 @@ def register_cli(sub: Any) -> None:
     mg.add_argument("--results", default="results", metavar="DIR",
                     help="the results folder to merge into (default: results)")
     mg.set_defaults(func=cmd_merge)
-    p.set_defaults(func=lambda args: p.error("a verb is required: run, status or merge"))
+    p.set_defaults(func=lambda args: p.error("a verb is required: run, status or merge"),
+                   needs_torch="the runs it submits")
 
 
 def _run_parser(verbs: Any) -> None:

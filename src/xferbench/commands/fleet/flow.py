@@ -13,8 +13,9 @@ from typing import Any
 from ...errors import XferbenchError
 from ...results import load
 from ...results.merging import Merged, Source, merge, open_source, place
-from ...results.repo import find_repo, git_head, load_asv_config
+from ...results.repo import git_head, load_asv_config
 from ...results.safefiles import remove_file, remove_tree
+from ...results.suite import find_clone, find_clone_or_refuse
 from .executors import executor, log_path, states, submit
 from .job import (
     DONE,
@@ -58,7 +59,7 @@ class Request:
 
 
 def start(req: Request) -> int:
-    repo = find_repo()
+    repo = find_clone_or_refuse("xferbench fleet run")  # the nodes run it from the shared clone
     load_asv_config(repo)  # a damaged asv.conf.json is said here, not by every node
     git_head(repo)  # each node labels its results with the suite's commit
     folder = os.path.abspath(req.folder or os.path.join(
@@ -287,10 +288,10 @@ def merge_sources(sources: list[Source], dest: str, plans: list[dict[str, Any]])
 
 def _refuse_emulated(sources: list[Source], dest: str) -> None:
     """Emulated times are not measurements: never into the checkout's own results/."""
-    try:
-        own = os.path.join(find_repo(), "results")
-    except XferbenchError:
+    clone = find_clone()
+    if clone is None:
         return
+    own = os.path.join(clone, "results")
     if os.path.realpath(dest) != os.path.realpath(own):
         return
     for src in sources:

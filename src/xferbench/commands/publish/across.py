@@ -160,7 +160,7 @@ def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
         per_series = {(s.lane, s.torch): 0 for s in v.series}
         for t in v.trends:
             for p in t.points:
-                per_series[(t.machine, p.torch)] = per_series.get((t.machine, p.torch), 0) + 1
+                per_series[(p.machine, p.torch)] = per_series.get((p.machine, p.torch), 0) + 1
         counts = sorted(set(per_series.values()))
         measured = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}")
         body += [f'<section class="bench" id="{e(ident)}">',
@@ -173,8 +173,8 @@ def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
             body.append('<div class="figures trends">')
             for t in v.trends:
                 params = {"machine": t.machine, **{k: str(x) for k, x in t.params}}
-                caption = f"{t.machine}: " + (", ".join(f"{k}={x}" for k, x in t.params)
-                                              or "no parameters")
+                caption = f"{_machines(t.machines)}: " + (
+                    ", ".join(f"{k}={x}" for k, x in t.params) or "no parameters")
                 body += figure(t.path, caption, lazy=True, attrs=f' class="trend" '
                                                                  f'data-params="{e(json.dumps(params))}"')
             body.append("</div>")
@@ -188,11 +188,19 @@ def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
     return body
 
 
+def _machines(names: tuple[str, ...]) -> str:
+    """A chart's machines: one name, or a host's names ("a and b, one host")."""
+    if len(names) == 1:
+        return names[0]
+    return f"{', '.join(names[:-1])} and {names[-1]} (one host)"
+
+
 def _picker(v: BenchmarkView, ident: str) -> list[str]:
     """One select per parameter whose values differ (and per machine, if several): the
     page's script shows the charts that match; without it, every chart shows."""
     choices = dict(v.shown_params)
-    machines = sorted({t.machine for t in v.trends})
+    charts = {t.machine: t.machines for t in v.trends}
+    machines = sorted(charts)
     default = v.default_choice()
     if len(machines) > 1:
         choices = {"machine": machines, **choices}
@@ -200,9 +208,10 @@ def _picker(v: BenchmarkView, ident: str) -> list[str]:
         return []
     out = [f'<form class="pick" data-for="{e(ident)}">']
     for name, values in choices.items():
+        shown = {m: _machines(charts[m]) for m in machines} if name == "machine" else {}
         options = ['<option value="">every value</option>'] + [
             f'<option value="{e(x)}"{" selected" if default.get(name) == x else ""}>'
-            f"{e(x)}</option>" for x in values]
+            f"{e(shown.get(x, x))}</option>" for x in values]
         out.append(f'<label>{e(name)} <select name="{e(name)}">{"".join(options)}</select>'
                    "</label>")
     out += ['<output class="count"></output>', "</form>"]

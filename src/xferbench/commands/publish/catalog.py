@@ -10,6 +10,7 @@ from typing import Any
 
 from ...analysis.citation import Citation, citation
 from ...analysis.provenance import Provenance, series_provenance
+from ...analysis.repeats import chart_lane, chart_machines
 from ...analysis.sitemap import figure_path
 from ...results import Result, ResultSet, version_key
 from ...results.series import SeriesKey
@@ -56,6 +57,9 @@ class Catalog:
     declared: dict[str, dict[str, list[Any]]]  # benchmark -> its parameters' declared values
     missing: tuple[Unmeasured, ...]  # every combination without a number
     versions: tuple[str, ...]  # every PyTorch release, in order
+    #: machine -> the machine whose trend charts draw it (itself, or the first name of the
+    #: host it repeats: repeats.chart_machines)
+    charts: dict[str, str] = field(default_factory=dict)
     _orders: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict, repr=False)
 
     def order(self, benchmark: str) -> dict[tuple[str, str], int]:
@@ -66,6 +70,10 @@ class Catalog:
                                        for i, v in enumerate(values)}
         return self._orders[benchmark]
 
+    def chart_of(self, key: SeriesKey) -> str:
+        """The lane a series' trends are drawn in: its chart machine, with its mode."""
+        return chart_lane(self.charts, key)
+
     def names(self) -> list[str]:
         """Every benchmark asv knows or a series measured, in name order."""
         return sorted(set(self.rs.benchmarks) | {r.benchmark for s in self.series
@@ -75,9 +83,10 @@ class Catalog:
 def catalog(rs: ResultSet) -> Catalog:
     return Catalog(rs, tuple(series(rs)),
                    {name: rs.declared_params(name) for name in rs.benchmarks},
-                   tuple(unmeasured(rs)), tuple(rs.torch_versions()))
+                   tuple(unmeasured(rs)), tuple(rs.torch_versions()), chart_machines(rs))
 
 
 def cite_of(cat: Catalog, r: Result) -> Citation:
     """The citation ``xferbench cite`` prints for ``r``, with its figure as the site has it."""
-    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict, r.series.lane))
+    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict,
+                                                  cat.chart_of(r.series)))

@@ -41,12 +41,21 @@ def self_link(ident: str) -> str:
     return f'<a class="self" href="#{e(ident)}" title="link to this row">#</a>'
 
 
-def figure(path: str, caption: str, attrs: str = "", lazy: bool = False) -> list[str]:
+#: Where the page turns narrow (style.css's media query): a figure drawn twice shows its
+#: narrow drawing there.
+NARROW = "(max-width: 44rem)"
+
+
+def figure(path: str, caption: str, attrs: str = "", lazy: bool = False,
+           narrow: str | None = None) -> list[str]:
     """A figure that links to its SVG; ``lazy`` ones load when scrolled to (and never while
-    the trend picker hides them)."""
+    the trend picker hides them); with ``narrow``, a wide drawing whose narrow one (for a
+    phone) the browser shows below NARROW."""
     load = ' loading="lazy"' if lazy else ""
-    return [f'<figure{attrs} data-figure="{e(path)}">',
-            f'<a href="{e(path)}"><img src="{e(path)}" alt="{e(caption)}"{load}></a>',
+    img = f'<img src="{e(path)}" alt="{e(caption)}"{load}>'
+    if narrow:
+        img = f'<picture><source media="{NARROW}" srcset="{e(narrow)}">{img}</picture>'
+    return [f'<figure{attrs} data-figure="{e(path)}">', f'<a href="{e(path)}">{img}</a>',
             f"<figcaption>{e(caption)}</figcaption>", "</figure>"]
 
 
@@ -105,15 +114,37 @@ def code(text: str) -> str:
     return re.sub(r"`([^`]*)`", r"<code>\1</code>", e(text))
 
 
-def cite_block(cites: Iterable[Citation]) -> str:
+def cite_body(cites: Iterable[Citation], commands: Iterable[str] | None = None) -> str:
     """The sentence ``xferbench cite`` prints, the command that prints it and the figure."""
-    out = ['<details class="cite"><summary>cite</summary>']
-    for c in cites:
-        out += [f'<p class="sentence">{code(sentence(c))}</p>',
-                f"<pre><code>{e(command(c))}</code></pre>",
+    cites = list(cites)
+    cmds = list(commands) if commands is not None else [command(c) for c in cites]
+    out = []
+    for c, cmd in zip(cites, cmds):
+        out += [f'<p class="sentence">{code(sentence(c))}</p>', f"<pre><code>{e(cmd)}</code></pre>",
                 f'<p class="figure-link">figure: <a href="{e(c.figure)}">{e(c.figure)}</a></p>']
-    out.append("</details>")
     return "".join(out)
+
+
+def cite_link(ident: str) -> str:
+    """The row's way to its citation, in the table's citations (``citations``)."""
+    return f'<a class="cite-link" href="#cite-{e(ident)}">cite</a>'
+
+
+def cite_entry(ident: str, label: str, body: str) -> str:
+    """One row's citation in its table's citations: ``label`` names the row."""
+    return (f'<div class="cite" id="cite-{e(ident)}"><p class="cite-for">{label}</p>{body}'
+            "</div>")
+
+
+def citations(entries: list[str]) -> list[str]:
+    """A table's citations behind one control: each row's sentence, command and figure,
+    reached from the row's cite link (site.js opens the control for it)."""
+    if not entries:
+        return []
+    n = len(entries)
+    return [f'<details class="cites"><summary>Cite {"this row" if n == 1 else f"these {n} rows"}'
+            ": the sentence and command <code>xferbench cite</code> prints for each</summary>",
+            *entries, "</details>"]
 
 
 # -- header, banner, provenance ----------------------------------------------------------------

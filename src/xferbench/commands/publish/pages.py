@@ -45,7 +45,7 @@ def _header(p: IndexPage, side_by_side: bool) -> list[str]:
             f"{e(', '.join(machines))}. Values are medians of the recorded samples; times are "
             f"stored in seconds; bandwidth is {GBPS}. Every number below links to the "
             "sentence <code>xferbench cite</code> prints for it.</p>",
-            '<p class="jump"><a href="#series">series</a> <a href="#headlines">headlines</a> '
+            '<p class="jump"><a href="#headlines">headlines</a> <a href="#series">series</a> '
             '<a href="#copies">copies</a> '
             + ('<a href="#machines">machines</a> ' if side_by_side else "")
             + '<a href="#bandwidth">bandwidth</a> '
@@ -58,20 +58,31 @@ def _header(p: IndexPage, side_by_side: bool) -> list[str]:
     return body
 
 
-def render_index(p: IndexPage) -> str:
+def sections(p: IndexPage) -> list[list[str]]:
+    """The index's sections, top to bottom: the headlines first (on a phone the first one
+    is then a screen or so down, not below every series' provenance), each series'
+    provenance after them, then the copies, the machines side by side, bandwidth, peer
+    copies, the changes between releases and every benchmark; the claims, a summary of the
+    advice with its verdicts, before all."""
     v = p.views
-    side_by_side = machines_section(machine_tables(v.series, v.headlines, v.copies),
-                                    size_label(p.headline_nbytes))
-    body = _header(p, bool(side_by_side))
-    body += claims_section(v.catalog, p.alpha)  # the advice and its verdicts come first
-    body += provenance_section(v.series, p.commit_url)
-    body += headline_section(v.headlines, p.alpha)
-    body += copy_section(v.copies, size_label(p.headline_nbytes))
-    body += side_by_side
-    body += bandwidth_section(v.bandwidth)
-    body += peer_sections(p.peers)
-    body += changes_section(v.steps, p.threshold, p.alpha)
-    body += benchmark_section(v.benchmarks, p.alpha)
+    size = size_label(p.headline_nbytes)
+    return [claims_section(v.catalog, p.alpha),  # the advice and its verdicts come first
+            headline_section(v.headlines, p.alpha),
+            provenance_section(v.series, p.commit_url),
+            copy_section(v.copies, size),
+            machines_section(machine_tables(v.series, v.headlines, v.copies), size),
+            bandwidth_section(v.bandwidth),
+            peer_sections(p.peers),
+            changes_section(v.steps, p.threshold, p.alpha),
+            benchmark_section(v.benchmarks, p.alpha)]
+
+
+def render_index(p: IndexPage) -> str:
+    parts = sections(p)
+    side_by_side = any('<section id="machines">' in line for part in parts for line in part[:1])
+    body = _header(p, side_by_side)
+    for part in parts:
+        body += part
     return page("xferbench results", body, scripts=["site.js"])
 
 

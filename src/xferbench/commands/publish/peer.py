@@ -24,7 +24,18 @@ from ...results import ResultSet
 from ...results.series import mode_option
 from ...units import GBPS, size_label
 from .figures import WIDTH, new_figure, save
-from .markup import anchor, cells, code, e, figure, self_link, table
+from .markup import (
+    anchor,
+    cells,
+    citations,
+    cite_entry,
+    cite_link,
+    code,
+    e,
+    figure,
+    self_link,
+    table,
+)
 
 # matplotlib loads inside the functions that draw: `import xferbench` stays free of it.
 
@@ -106,7 +117,8 @@ def plot_peer(m: PeerMatrix, path: str) -> None:
     save(fig, path)
 
 
-def _row(v: PeerView, row: PeerRow) -> list[str]:
+def _row(v: PeerView, row: PeerRow) -> tuple[str, str | None]:
+    """The cell's table row and its citation (None where it has no number)."""
     c, m = row.cell, v.matrix
     ident = anchor("peer", m.machine, m.layout, str(c.src), str(c.dst))
     access = "n/a" if c.peer_access is None else ("yes" if c.peer_access else NO_PEER)
@@ -114,17 +126,20 @@ def _row(v: PeerView, row: PeerRow) -> list[str]:
     r = c.result
     n = len(r.samples) if r is not None and r.samples else None
     rate = f"{c.gbps:.2f}" if c.gbps is not None else f'<span class="na">n/a: {e(c.reason)}</span>'
-    out = [f'<tr id="{e(ident)}"' + (' class="no-peer"' if c.peer_access is False else "")
-           + ">" + cells(HEADERS, [
-               f"{self_link(ident)} {e(m.device_type)}:{c.src}", f"{e(m.device_type)}:{c.dst}",
-               rate, e(access), e(first), str(n) if n else "n/a"]) + "</tr>"]
-    if row.cite is not None:
-        cmd = f"{command(row.cite)} --device {m.device_type}:{c.src}"
-        note = f" Note: {row.note}." if row.note else ""
-        out.append(f'<tr class="cite-row"><td colspan="{len(HEADERS)}"><details class="cite">'
-                   f'<summary>cite</summary><p class="sentence">{code(sentence(row.cite))}'
-                   f"{e(note)}</p><pre><code>{e(cmd)}</code></pre></details></td></tr>")
-    return out
+    link = f" {cite_link(ident)}" if row.cite is not None else ""
+    html_row = (f'<tr id="{e(ident)}"' + (' class="no-peer"' if c.peer_access is False else "")
+                + ">" + cells(HEADERS, [
+                    f"{self_link(ident)} {e(m.device_type)}:{c.src}{link}",
+                    f"{e(m.device_type)}:{c.dst}", rate, e(access), e(first),
+                    str(n) if n else "n/a"]) + "</tr>")
+    if row.cite is None:
+        return html_row, None
+    cmd = f"{command(row.cite)} --device {m.device_type}:{c.src}"
+    note = f" Note: {row.note}." if row.note else ""
+    return html_row, cite_entry(
+        ident, f"{e(m.device_type)}:{c.src} to {e(m.device_type)}:{c.dst}",
+        f'<p class="sentence">{code(sentence(row.cite))}{e(note)}</p>'
+        f"<pre><code>{e(cmd)}</code></pre>")
 
 
 def peer_section(views: list[PeerView]) -> list[str]:
@@ -142,10 +157,9 @@ def peer_section(views: list[PeerView]) -> list[str]:
         caption = (f"{m.machine}, torch {m.torch}: peer copies, {m.layout} "
                    f"{size_label(m.nbytes)}, {GBPS}")
         body += figure(m.path, caption, attrs=f' id="{e(anchor("peer", m.machine, m.layout))}"')
-        out: list[str] = []
-        for row in v.rows:
-            out += _row(v, row)
-        body += table("peer", HEADERS, out)
+        made = [_row(v, row) for row in v.rows]
+        body += table("peer", HEADERS, [html_row for html_row, _ in made])
+        body += citations([entry for _, entry in made if entry])
     body.append("</section>")
     return body
 
@@ -158,16 +172,16 @@ def _rate(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _contention_cite(row: ContentionRow) -> str:
+def _contention_cite(row: ContentionRow, ident: str) -> str | None:
     r = row.together
     if r is None:
-        return ""
+        return None
     params = ",".join(f"{k}={v}" for k, v in r.params)
     cmd = (f"xferbench cite Contention.track_together_s --params {params} --torch {row.torch} "
-           f"--machine {r.machine} --device {row.device}"
+           f"--machine {row.machine} --device {row.device}"
            + (f" --mode {mode_option(r.mode)}" if r.mode else ""))
-    return (f'<tr class="cite-row"><td colspan="{len(CONTENTION_HEADERS)}"><details class="cite">'
-            f"<summary>cite</summary><pre><code>{e(cmd)}</code></pre></details></td></tr>")
+    return cite_entry(ident, f"{e(row.machine)}, {e(row.device)}: lane {e(row.lane)}",
+                      f"<pre><code>{e(cmd)}</code></pre>")
 
 
 def contention_section(rows: list[ContentionRow]) -> list[str]:
@@ -181,6 +195,7 @@ def contention_section(rows: list[ContentionRow]) -> list[str]:
             "(the others idle). Together over alone is the loss to contention; the sum row "
             "adds a mode's lanes.</p>"]
     out: list[str] = []
+    cites: list[str] = []
     groups: dict[tuple[str, str, str, str], list[ContentionRow]] = {}
     for row in rows:
         groups.setdefault((row.machine, row.torch, row.device, row.mode), []).append(row)
@@ -188,10 +203,13 @@ def contention_section(rows: list[ContentionRow]) -> list[str]:
         series = f"{machine}, torch {torch}, {device}"
         for row in lanes:
             ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}x"
-            out.append("<tr>" + cells(CONTENTION_HEADERS, [
-                e(series), e(mode), e(row.lane), _rate(row.alone_gbps),
+            ident = anchor("contention", machine, torch, device, mode, row.lane)
+            entry = _contention_cite(row, ident)
+            link = f" {cite_link(ident)}" if entry else ""
+            out.append(f'<tr id="{e(ident)}">' + cells(CONTENTION_HEADERS, [
+                e(series) + link, e(mode), e(row.lane), _rate(row.alone_gbps),
                 _rate(row.together_gbps), ratio]) + "</tr>")
-            out.append(_contention_cite(row))
+            cites += [entry] if entry else []
         alone = [r.alone_gbps for r in lanes if r.alone_gbps is not None]
         together = [r.together_gbps for r in lanes if r.together_gbps is not None]
         if len(lanes) > 1 and alone and together:
@@ -199,6 +217,7 @@ def contention_section(rows: list[ContentionRow]) -> list[str]:
                 e(series), e(mode), "sum", _rate(sum(alone)), _rate(sum(together)),
                 f"{sum(together) / sum(alone):.2f}x"]) + "</tr>")
     body += table("contention", CONTENTION_HEADERS, out)
+    body += citations(cites)
     body.append("</section>")
     return body
 

@@ -14,7 +14,10 @@ from .machines import MachineTable
 from .markup import (
     anchor,
     cells,
-    cite_block,
+    citations,
+    cite_body,
+    cite_entry,
+    cite_link,
     e,
     figure,
     interval,
@@ -79,18 +82,22 @@ def provenance_section(series: list[SeriesView], commit_url: str | None) -> list
                   e(p.python or "unknown"), e(p.os or "unknown"), e(run)]
         rows.append(f'<tr id="{e(anchor("series", p.key.lane, p.torch))}">'
                     f"{cells(PROVENANCE_HEADERS, values)}</tr>")
+    machines = sorted({s.provenance.machine for s in series})
     return ['<section id="series">', "<h2>Series</h2>",
             "<p>One series per machine, PyTorch build and way of measuring (run: full, or "
             "the mode that keeps its figures apart: quick, a thread count, a sweep, a "
             "device, a cap): where and how its numbers were measured (threads: torch's "
             "intra-op threads in the benchmark processes).</p>",
-            *table("provenance", PROVENANCE_HEADERS, rows), "</section>"]
+            f'<details class="series-table" open><summary>{len(series)} series on '
+            f"{e(', '.join(machines))}: date, suite commit, device, driver, CUDA, build, "
+            "threads, Python, OS</summary>",
+            *table("provenance", PROVENANCE_HEADERS, rows), "</details>", "</section>"]
 
 
 # -- headlines ---------------------------------------------------------------------------------
 
 HEADLINE_HEADERS = ["series", "speed-up", "interval", "samples<br><small>practice / baseline"
-                    "</small>", "verdict", "medians"]
+                    "</small>", "verdict", "medians", ""]  # the last: the row's cite link
 
 
 def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
@@ -109,10 +116,12 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
             body += [f'<p class="na">Not measured: {e("; ".join(notes) or "no results")}.</p>',
                      "</section>"]
             continue
-        body += ['<div class="figures">',
-                 *figure(headline_figure_path(row.key), row.title + ": speed-up per version"),
+        body += ['<div class="figures wide">',
+                 *figure(headline_figure_path(row.key), row.title + ": speed-up per version",
+                         attrs=' class="wide"',
+                         narrow=headline_figure_path(row.key, narrow=True)),
                  "</div>"]
-        rows = []
+        rows, cites = [], []
         for c in row.cells:
             h = c.value.headline
             ident = anchor("headline", row.key, c.series.lane, c.series.torch)
@@ -120,17 +129,17 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
             v = c.verdict
             if v is None:
                 rows.append(f'<tr id="{e(ident)}" class="ns">' + cells(HEADLINE_HEADERS, [
-                    label, "n/a", "", "", "not measured", e(c.value.note)]) + "</tr>")
+                    label, "n/a", "", "", "not measured", e(c.value.note), ""]) + "</tr>")
                 continue
             practice, base = c.value.practice, c.value.baseline
             medians = (f"{e(h.practice_name)} {e(format_seconds(practice.value))} vs "  # type: ignore[union-attr,arg-type]
                        f"{e(h.baseline_name)} {e(format_seconds(base.value))}")  # type: ignore[union-attr,arg-type]
             rows.append(f'<tr id="{e(ident)}"{row_class(v)}>' + cells(HEADLINE_HEADERS, [
                 label, times(v.speedup), e(interval(v.speedup_interval, alpha, v.test)),
-                samples(v.n_b, v.n_a), verdict_cell(v), medians]) + "</tr>")
-            rows.append(f'<tr class="cite-row"><td colspan="{len(HEADLINE_HEADERS)}">'
-                        f"{cite_block(c.cites)}</td></tr>")
+                samples(v.n_b, v.n_a), verdict_cell(v), medians, cite_link(ident)]) + "</tr>")
+            cites.append(cite_entry(ident, e(c.series.provenance.label), cite_body(c.cites)))
         body += table("headlines", HEADLINE_HEADERS, rows)
+        body += citations(cites)
         body.append("</section>")
     body.append("</section>")
     return body
@@ -138,7 +147,7 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
 
 # -- the copy table ----------------------------------------------------------------------------
 
-COPY_HEADERS = ["copy", "clock", "GB/s", "median", "IQR / median", "of PCIe", "samples"]
+COPY_HEADERS = ["copy", "clock", "GB/s", "median", "IQR / median", "of PCIe", "samples", ""]
 
 
 def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> list[str]:
@@ -157,7 +166,7 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
         if not rows:
             body += ['<p class="na">No copy was measured at this size.</p>', "</details>"]
             continue
-        out = []
+        out, cites = [], []
         for row in rows:
             r = row.result
             ident = anchor("copy", s.lane, s.torch, row.clock,
@@ -168,11 +177,12 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
                 f"{self_link(ident)} {e(what)}", e(row.clock),
-                f"{r.gbps:.2f}" if r.gbps else "n/a",
-                e(format_value(r.value, r.unit)), spread, share, samples(n)]) + "</tr>")
-            out.append(f'<tr class="cite-row"><td colspan="{len(COPY_HEADERS)}">'
-                       f"{cite_block([row.cite])}</td></tr>")
+                f"{r.gbps:.2f}" if r.gbps else "n/a", e(format_value(r.value, r.unit)),
+                spread, share, samples(n), cite_link(ident)]) + "</tr>")
+            cites.append(cite_entry(ident, f"{e(what)}, {e(row.clock)} clock",
+                                    cite_body([row.cite])))
         body += table("copies", COPY_HEADERS, out)
+        body += citations(cites)
         body.append("</details>")
     body.append("</section>")
     return body

@@ -34,7 +34,7 @@ from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
 from ...results.filesystem import why_failed
-from ...results.repo import find_repo, git_branches, load_asv_config, write_asv_config
+from ...results.repo import git_branches, load_asv_config, write_asv_config
 from ...results.safefiles import (
     UnwritableError,
     remove_file,
@@ -43,7 +43,8 @@ from ...results.safefiles import (
     write_text_safely,
 )
 from ...results.series import SeriesKey, mode_of
-from .figures import draw, plot_bandwidth, plot_headline, plot_trend
+from ...results.suite import CLONE, Suite, find_suite
+from .figures import WIDE, WIDTH, draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
 from .peer import draw_peer, peer_page
 from .sitefolder import (
@@ -64,15 +65,16 @@ __all__ = ["SITE_MARKER", "Site", "build", "format_site", "publish"]
 ASV_DATA = ("index.json", "info.json", "graphs", "regressions.json", "regressions.xml")
 
 
-def run_asv_publish(repo: str, results_dir: str, html_dir: str, work: str) -> None:
-    conf_path = write_asv_config(repo, results_dir, work)
+def run_asv_publish(suite: Suite, results_dir: str, html_dir: str, work: str) -> None:
+    conf_path = write_asv_config(suite, results_dir, work)
     with open(conf_path) as fh:
         conf = json.load(fh)
     conf["html_dir"] = html_dir
-    conf["branches"] = git_branches(repo, list(conf.get("branches") or ["main"]))
+    if suite.source == CLONE:  # the package's listing has the one branch
+        conf["branches"] = git_branches(suite.root, list(conf.get("branches") or ["main"]))
     write_json_safely(conf_path, conf)
     proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", conf_path],
-                          cwd=repo, capture_output=True, text=True,
+                          cwd=suite.root, capture_output=True, text=True,
                           env={**os.environ, "HOME": work})
     if proc.returncode != 0:
         last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -166,14 +168,14 @@ def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
     bundle["all_benchmarks"] = sorted(cat.rs.benchmarks)
 
 
-def build(rs: ResultSet, out_dir: str, *, repo: str, threshold: float,
+def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
           alpha: float = ALPHA) -> Site:
     """Write the site into ``out_dir`` (which must not exist yet)."""
     site = Site(out_dir)
     os.makedirs(out_dir)
     with tempfile.TemporaryDirectory(prefix="xferbench-publish-") as work:
         asv_dir = os.path.join(out_dir, "asv")
-        run_asv_publish(repo, rs.root, asv_dir, work)
+        run_asv_publish(suite, rs.root, asv_dir, work)
     bundle = asv_bundle(asv_dir)
     with open(os.path.join(asv_dir, "index.json"), encoding="utf-8") as fh:
         link = commit_url(json.load(fh))
@@ -212,10 +214,12 @@ def draw_figures(views: PageViews, out_dir: str) -> list[str]:
     panels, each benchmark's trends; their paths, as the page names them."""
     paths = []
     for row in views.headlines:
-        if row.measured:
-            path = headline_figure_path(row.key)
-            draw(plot_headline, row, list(views.catalog.versions), os.path.join(out_dir, path))
-            paths.append(path)
+        if row.measured:  # wide for a wide screen, narrow for a phone (the page picks)
+            for path, width in ((headline_figure_path(row.key), WIDE),
+                                (headline_figure_path(row.key, narrow=True), WIDTH)):
+                draw(plot_headline, row, list(views.catalog.versions),
+                     os.path.join(out_dir, path), width)
+                paths.append(path)
     for panel in views.bandwidth:
         draw(plot_bandwidth, panel, os.path.join(out_dir, panel.path))
         paths.append(panel.path)
@@ -227,19 +231,19 @@ def draw_figures(views: PageViews, out_dir: str) -> list[str]:
 
 
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
-            alpha: float = ALPHA, repo: str | None = None) -> Site:
+            alpha: float = ALPHA, suite: Suite | None = None) -> Site:
     """Build the site next to ``out`` and swap it in: on any error nothing is written, and
     what is the user's in ``out`` is refused before the build, never deleted."""
     rs = load(results)  # bad input stops here, before anything is written
     folder = check_site_folder(out)
-    repo = repo or find_repo()
-    load_asv_config(repo)  # a damaged asv.conf.json is said now, not after the figures
+    suite = suite or find_suite()
+    load_asv_config(suite.root)  # a damaged asv.conf.json is said now, not after the figures
     made = _missing_parents(folder.parent)
     os.makedirs(folder.parent, exist_ok=True)
     clean_staging(folder)
     staging = tempfile.mkdtemp(prefix=f".{folder.base}-new-{os.getpid()}-", dir=folder.parent)
     try:
-        site = _built(rs, folder, staging, repo,
+        site = _built(rs, folder, staging, suite,
                       THRESHOLD if threshold is None else threshold, alpha)
         swap_in(folder, os.path.join(staging, "site"), staging)
     except BaseException:
@@ -253,13 +257,13 @@ def publish(results: str = "results", out: str = "site", *, threshold: float | N
     return site
 
 
-def _built(rs: ResultSet, folder: SiteFolder, staging: str, repo: str, threshold: float,
+def _built(rs: ResultSet, folder: SiteFolder, staging: str, suite: Suite, threshold: float,
            alpha: float) -> Site:
     """``build`` into ``staging``; a file it cannot write is named as the site's, not as the
     staging folder's (which the user never sees)."""
     built = os.path.join(staging, "site")
     try:
-        return build(rs, built, repo=repo, threshold=threshold, alpha=alpha)
+        return build(rs, built, suite=suite, threshold=threshold, alpha=alpha)
     except UnwritableError as exc:
         raise UnwritableError(str(exc).replace(built, folder.given.rstrip(os.sep)),
                               exc.errno, folder.real) from None

@@ -256,23 +256,43 @@ class Point:
     q25: float | None
     q75: float | None
     n: int | None  # samples
+    machine: str = ""  # the machine (of the chart's repeats) that measured it
+
+
+@dataclass(frozen=True)
+class Line:
+    """One machine's values in a trend chart, in version order."""
+
+    machine: str
+    points: tuple[Point, ...]
+    steps: tuple[bool, ...]  # between consecutive points: significant at alpha (compare's)
 
 
 @dataclass(frozen=True)
 class Trend:
-    """One benchmark at one parameter combination on one machine, across its versions."""
+    """One benchmark at one parameter combination on one machine, across its versions, with
+    the repeats of that machine (the same host under other names: a second sweep) drawn as
+    lines of their own beside it, so that a release's change is seen against run-to-run
+    noise."""
 
     benchmark: str
-    machine: str  # the lane: the machine, with its mode where not the default
+    machine: str  # the chart's lane: its first machine's name, with a mode not the default
     unit: str
     params: Params
-    versions: tuple[str, ...]  # every version of the machine: the x axis
-    points: tuple[Point, ...]  # the measured ones, in version order
-    steps: tuple[bool, ...]  # between consecutive points: significant at alpha (compare's)
+    versions: tuple[str, ...]  # every version of the machines: the x axis
+    lines: tuple[Line, ...]  # one per machine that measured it, the chart's first
 
     @property
     def path(self) -> str:
         return figure_path(self.benchmark, dict(self.params), self.machine)
+
+    @property
+    def points(self) -> tuple[Point, ...]:
+        return tuple(p for line in self.lines for p in line.points)
+
+    @property
+    def machines(self) -> tuple[str, ...]:
+        return tuple(line.machine for line in self.lines)
 
 
 @dataclass(frozen=True)
@@ -316,16 +336,16 @@ def benchmark_views(cat: Catalog, alpha: float) -> list[BenchmarkView]:
     """Every benchmark asv knows, measured or not: its trends and its unmeasured combinations
     with their reasons."""
     views = []
-    lanes = sorted({s.lane for s in cat.series})
+    charts = sorted({cat.chart_of(s.key) for s in cat.series})
     for name in cat.names():
         declared = {k: [str(v) for v in vs] for k, vs in cat.declared.get(name, {}).items()}
         combos = 1
         for values in declared.values():
             combos *= len(values)
         trends = []
-        for lane in lanes:
-            on = [s for s in cat.series if s.lane == lane]
-            trends += _trends(cat.order(name), name, lane, on, alpha)
+        for chart in charts:
+            on = [s for s in cat.series if cat.chart_of(s.key) == chart]
+            trends += _trends(cat.order(name), name, chart, on, alpha)
         info = cat.rs.benchmarks.get(name, {})
         unit = str(info.get("unit") or (trends[0].unit if trends else "unknown"))
         views.append(BenchmarkView(name, unit, declared, tuple(trends),
@@ -334,22 +354,29 @@ def benchmark_views(cat: Catalog, alpha: float) -> list[BenchmarkView]:
     return views
 
 
-def _trends(order: dict[tuple[str, str], int], name: str, machine: str, on: list[SeriesView],
+def _trends(order: dict[tuple[str, str], int], name: str, chart: str, on: list[SeriesView],
             alpha: float) -> list[Trend]:
-    versions = tuple(s.torch for s in on)
-    by_combo: dict[Params, list[Result]] = {}
+    """``name``'s trends on the machines ``on`` (one host's names measured one way, drawn in
+    the lane ``chart``): one chart per combination, a line per machine."""
+    versions = tuple(sorted({s.torch for s in on}, key=version_key))
+    by_combo: dict[Params, dict[str, list[Result]]] = {}
     for s in on:
         for r in s.results.find(name):
             if r.ok:
-                by_combo.setdefault(r.params, []).append(r)
+                by_combo.setdefault(r.params, {}).setdefault(s.machine, []).append(r)
     out = []
     for params in sorted(by_combo, key=lambda ps: [order.get((k, str(v)), 99) for k, v in ps]):
-        results = sorted(by_combo[params], key=lambda r: version_key(r.torch))
-        points = tuple(Point(r.torch, float(r.value), r.q25, r.q75,  # type: ignore[arg-type]
-                             len(r.samples) if r.samples else None) for r in results)
-        steps = tuple(significance(a, b, alpha).significant
-                      for a, b in zip(results, results[1:]))
-        out.append(Trend(name, machine, results[0].unit, params, versions, points, steps))
+        lines = []
+        for machine in sorted(by_combo[params]):  # the chart's own name sorts first
+            results = sorted(by_combo[params][machine], key=lambda r: version_key(r.torch))
+            points = tuple(Point(r.torch, float(r.value), r.q25, r.q75,  # type: ignore[arg-type]
+                                 len(r.samples) if r.samples else None, machine)
+                           for r in results)
+            steps = tuple(significance(a, b, alpha).significant
+                          for a, b in zip(results, results[1:]))
+            lines.append(Line(machine, points, steps))
+        unit = next(iter(by_combo[params].values()))[0].unit
+        out.append(Trend(name, chart, unit, params, versions, tuple(lines)))
     return out
 
 

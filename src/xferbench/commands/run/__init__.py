@@ -83,7 +83,7 @@ def register_cli(sub: Any) -> None:
                         "longer fits cut, each combination saying why (never a class killed: "
                         "every class saves what it finished)")
     add_format(p, help="text (default) or a JSON summary on stdout (progress on stderr)")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=cmd_run, needs_torch=True)
 
 
 def _clean_work_dirs() -> None:

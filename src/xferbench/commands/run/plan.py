@@ -25,8 +25,9 @@ from ...results.machines import (
     default_machine_name,
     torch_label,
 )
-from ...results.repo import find_repo, git_head, load_asv_config
+from ...results.repo import load_asv_config, suite_commit
 from ...results.safefiles import check_output_folder
+from ...results.suite import CLONE, Suite, find_suite
 from ..options import bench_pattern
 from .budget import check_budget, estimate_s
 from .devices import parse_devices
@@ -123,7 +124,7 @@ class RunPlan:
 
     options: Options
     device: Device
-    repo: str
+    suite: Suite  # a clone's, or the package's (results/suite.py)
     commit: str
     meta: MachineMetadata  # torch_threads: the benchmark processes'
     machine: str
@@ -132,6 +133,19 @@ class RunPlan:
     threads: int | None  # OMP_NUM_THREADS of the benchmark processes; None: torch's default
     groups: tuple[Group, ...]
     classes: tuple[SuiteClass, ...]
+
+    @property
+    def repo(self) -> str:
+        """The suite's folder: asv.conf.json and benchmarks/."""
+        return self.suite.root
+
+    @property
+    def ran(self) -> frozenset[str] | None:
+        """The benchmarks ``--bench`` chose, None for the whole suite."""
+        if self.options.bench is None:
+            return None
+        return frozenset(b for c in self.classes for b in c.benchmarks()
+                         if re.search(self.options.bench, b))
 
     @property
     def total(self) -> int:
@@ -193,13 +207,13 @@ class RunPlan:
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
     check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
-    repo = find_repo()
-    load_asv_config(repo)  # a damaged asv.conf.json is said now, before the lock is taken
+    suite = find_suite()  # before torch: a run without a suite says so at once
+    load_asv_config(suite.root)  # a damaged asv.conf.json is said now, before the lock is taken
+    commit = suite_commit(suite)
     dev = resolve_device(opts.device)
-    commit = git_head(repo)
     meta = collect(dev, under_load=True)  # the link and clock as the suite will meet them
-    if meta.emulated and os.path.realpath(opts.results_dir) == os.path.realpath(
-            os.path.join(repo, "results")):
+    if meta.emulated and suite.source == CLONE and os.path.realpath(
+            opts.results_dir) == os.path.realpath(os.path.join(suite.root, "results")):
         raise XferbenchError(
             f"device {dev} is emulated: its times are not measurements, so they do not go "
             f"into {opts.results_given}/; give --results DIR")
@@ -211,7 +225,7 @@ def make_plan(opts: Options) -> RunPlan:
         meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
     machine = opts.machine or default_machine_name(meta)
     check_machine_folder(opts.results_dir, machine)  # never into a folder of the user's
-    plan = RunPlan(opts, dev, repo, commit, meta, machine, torch_version, cuda, threads, (), ())
-    classes = describe_suite(repo, plan.env())
+    plan = RunPlan(opts, dev, suite, commit, meta, machine, torch_version, cuda, threads, (), ())
+    classes = describe_suite(suite.root, plan.env())
     return replace(plan, classes=tuple(classes),
                    groups=tuple(group_classes(classes, opts.bench)))

@@ -82,7 +82,9 @@ class RunReport:
         if plan.options.sweep == "smoke":
             lines.append("smoke sweep: every branch ran at one size; it quotes no headline")
         else:
-            lines += ["", *series_tables(rs)]
+            tables = series_tables(rs, plan.ran)
+            lines += ["", *(tables or [f"(no copy, headline or hazard figure is among "
+                                       f"--bench {plan.options.bench})"])]
         if plan.meta.emulated:
             lines.append("the device is emulated: these times are host threads', not measurements")
         results = "" if plan.options.results_dir == os.path.abspath("results") else \

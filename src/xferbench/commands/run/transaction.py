@@ -21,6 +21,7 @@ from ...results.machines import write_machine_file
 from ...results.repo import write_asv_config
 from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...results.sidecar import record_run
+from ...results.suite import PACKAGE
 from ...units import format_seconds
 from .asvcall import run_asv, sigterm_as_interrupt
 from .budget import allot, cut_reason, plan_text, read_time_s
@@ -76,7 +77,7 @@ def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outco
 
 def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
     wrapper = interpreter_wrapper(plan.torch_version, plan.cuda, plan.series_suffix)
-    conf = write_asv_config(plan.repo, plan.options.results_dir, work)
+    conf = write_asv_config(plan.suite, plan.options.results_dir, work)
     write_machine_file(work, plan.machine, plan.meta)
     target = results_file(plan.options.results_dir, plan.machine, plan.commit, wrapper)
     log = os.path.join(tempfile.gettempdir(),
@@ -155,10 +156,18 @@ def announce(plan: RunPlan, out: TextIO) -> None:
         print(f"xferbench run: {plan.device} is emulated on the host: every accelerator path "
               "runs, but no time below is a measurement", file=out, flush=True)
     quick = " (quick)" if plan.options.quick else ""
+    packaged = f" ({plan.suite.describe()})" if plan.suite.source == PACKAGE else ""
     print(f"xferbench run: torch {plan.torch_version} (CUDA {plan.cuda}) on {plan.device.name}, "
-          f"machine {plan.machine}, suite {plan.commit[:8]}, {plan.options.sweep} grid{quick}: "
-          f"{plan.total} combinations to measure in {len(plan.groups)} asv calls",
+          f"machine {plan.machine}, suite {plan.commit[:8]}{packaged}, {plan.options.sweep} "
+          f"grid{quick}: {plan.total} combinations to measure in {len(plan.groups)} asv calls",
           file=out, flush=True)
+    identity = plan.suite.identity
+    if identity is not None and (identity.dirty or not identity.commit_known):
+        why = ("was built from a tree with uncommitted changes to the suite"
+               if identity.commit_known else "was built without its git commit (its files' "
+               "digest stands in for one)")
+        print(f"xferbench run: caution: this package {why}: results filed under "
+              f"{plan.commit[:8]} may not be that commit's suite", file=out, flush=True)
     if plan.threads:
         why = "" if plan.options.threads else ": on a CPU, as torch.utils.benchmark (--threads N)"
         print(f"xferbench run: {plan.threads} torch thread(s) in the benchmark processes{why}",
@@ -178,7 +187,8 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
     keeps what the calls before it saved."""
     opts = plan.options
     ledger = Ledger(RunRecord(plan.commit, plan.machine, plan.device.name, opts.sweep,
-                              opts.quick, opts.bench, iso_now(), budget_s=opts.budget))
+                              opts.quick, opts.bench, iso_now(), budget_s=opts.budget,
+                              suite=plan.suite.record()))
     announce(plan, s.out)
     print(f"xferbench run: asv's own output goes to {s.log}", file=s.out, flush=True)
     started = time.monotonic()

@@ -1,6 +1,7 @@
 /* The trend charts to show, per benchmark: one select per parameter (written by xferbench
    publish with the first selection), each chart's parameters in its data-params. Without
-   this script every chart shows. No library, no request. */
+   this script every chart shows. And a link to what a closed <details> holds (a row's
+   citation, a copy table of an older release) opens it. No library, no request. */
 (function () {
   "use strict";
   Array.prototype.forEach.call(document.querySelectorAll("form.pick"), function (form) {
@@ -25,4 +26,17 @@
     form.addEventListener("change", apply);
     apply();
   });
+
+  function reveal() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    for (var node = target.parentElement; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") node.open = true;
+    }
+    target.scrollIntoView();
+  }
+
+  window.addEventListener("hashchange", reveal);
+  reveal();
 }());

@@ -1,0 +1,166 @@
+"""``xferbench export``: every measured figure of a results folder for the services people
+already use: CSV (one row per figure, as nvbench, bandwidthTest and TorchBench write), Bencher
+Metric Format (one series: a Bencher report is one testbed's) and PyTorch HUD v3 records (the
+``oss_ci_benchmark_v3`` table's shape). The command line and the formats only: the figures
+(interval, samples, unit, clock, series, suite commit) are ``analysis.export``'s.
+
+Exit status: 0 written; 2 bad input (no results, no figure matching, BMF over several
+series)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+from typing import Any
+
+from ..analysis.export import CLOCKS, Figure, figures, iso, one_series
+from ..errors import ExitCode, XferbenchError
+from ..results import load
+from ..results.suite import repository_url
+from ..version import __version__
+from .options import add_bench, add_format, add_results, bench_pattern
+
+FORMATS = ("csv", "bmf", "hud")
+#: The CSV's columns, in order; docs/export.md says what each holds.
+COLUMNS = ("benchmark", "params", "value", "unit", "clock", "ci99_low", "ci99_high", "q25",
+           "q75", "n_samples", "number", "samples", "gbps", "gbps_ci99_low", "gbps_ci99_high",
+           "machine", "hardware", "device", "torch", "cuda", "python", "commit",
+           "commit_date", "measured_at", "quick", "not_for_citation", "results_file")
+#: Bencher's built-in latency measure is in nanoseconds; the others are named by their unit.
+BMF_LATENCY = "latency"
+BMF_BANDWIDTH = "bandwidth-gb-per-s"
+
+
+def register_cli(sub: Any) -> None:
+    p = sub.add_parser(
+        "export", allow_abbrev=False,
+        help="every measured figure as CSV, Bencher Metric Format or PyTorch HUD v3 records",
+        description="Every measured figure of the results folder with its interval (asv's "
+                    "99% confidence interval of the median), quartiles, samples, unit, "
+                    "clock, machine, PyTorch and suite commit, on stdout. csv: one row per "
+                    "figure; bmf: Bencher Metric Format JSON of one series (times as "
+                    "Bencher's latency, in ns); hud: PyTorch HUD v3 benchmark records.",
+        epilog="exit status: 0 written; 2 bad input (no results, nothing matching, bmf "
+               "over several series: choose one with --machine, --torch, --quick)")
+    add_results(p)
+    add_format(p, help="csv (default), bmf or hud", choices=FORMATS)
+    add_bench(p, help="only benchmarks whose name matches REGEX")
+    p.add_argument("--machine", default=None, help="only this machine's figures")
+    p.add_argument("--torch", default=None, metavar="VERSION",
+                   help="only this PyTorch's (2.13.0, or 2.13.0+cu130 for one build)")
+    p.add_argument("--quick", action=argparse.BooleanOptionalAction, default=None,
+                   help="only quick runs' figures (--no-quick: none of them; default: both, "
+                        "each marked)")
+    p.set_defaults(func=cmd_export)
+
+
+def chosen(args: argparse.Namespace) -> list[Figure]:
+    pattern = bench_pattern(args.bench)
+    rs = load(args.results)
+    torch = rs.match_torch(args.torch) if args.torch else None
+    rs = rs.filter(machine=args.machine, torch=torch)
+    return [f for f in figures(rs)
+            if (pattern is None or pattern.search(f.benchmark))
+            and (args.quick is None or f.quick == args.quick)]
+
+
+def _num(x: float | int | None) -> str:
+    return "" if x is None else repr(x)
+
+
+def csv_text(found: list[Figure]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for f in found:
+        ci = f.ci99 or (None, None)
+        gci = f.gbps_ci99 or (None, None)
+        w.writerow([
+            f.benchmark, ";".join(f"{k}={v}" for k, v in f.params), _num(f.value), f.unit,
+            f.clock, _num(ci[0]), _num(ci[1]), _num(f.q25), _num(f.q75), len(f.samples),
+            _num(f.number), " ".join(repr(s) for s in f.samples), _num(f.gbps),
+            _num(gci[0]), _num(gci[1]), f.machine, f.hardware, f.device, f.torch, f.cuda,
+            f.python, f.commit, iso(f.commit_date_ms), iso(f.measured_ms),
+            "yes" if f.quick else "no", "; ".join(f.not_for_citation), f.results_file])
+    return out.getvalue()
+
+
+def _metric(value: float, interval: tuple[float, float] | None, scale: float = 1.0
+            ) -> dict[str, float]:
+    out = {"value": value * scale}
+    if interval is not None:
+        out["lower_value"], out["upper_value"] = interval[0] * scale, interval[1] * scale
+    return out
+
+
+def bmf(found: list[Figure]) -> dict[str, dict[str, dict[str, float]]]:
+    """Bencher Metric Format: {benchmark: {measure: {value, lower_value, upper_value}}}, the
+    median with asv's 99% interval. A quick run's figures are named apart (" [quick]"), so
+    that a smoke test never joins a full run's history."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for f in one_series(found):
+        measures: dict[str, dict[str, float]] = {}
+        if f.unit == "seconds":
+            measures[BMF_LATENCY] = _metric(f.value, f.ci99, 1e9)
+        else:
+            measures[re.sub(r"[^a-z0-9]+", "-", f.unit.lower()).strip("-")] = _metric(
+                f.value, f.ci99)
+        if f.gbps is not None:
+            measures[BMF_BANDWIDTH] = _metric(f.gbps, f.gbps_ci99)
+        out[f.name + (" [quick]" if f.quick else "")] = measures
+    return out
+
+
+def _repo() -> str:
+    url = repository_url() or ""
+    m = re.search(r"://[^/]+/(.+?)(?:\.git)?/?$", url)
+    return m.group(1) if m else ""
+
+
+def hud_record(f: Figure) -> dict[str, Any]:
+    """One figure as a row of PyTorch's oss_ci_benchmark_v3 table: its maps hold text, its
+    values are the raw samples (the median where none were recorded)."""
+    ci = f.ci99 or (None, None)
+    return {
+        "timestamp": f.measured_ms // 1000, "schema_version": "v3", "name": "xferbench",
+        "repo": _repo(), "head_branch": "", "head_sha": f.commit,
+        "workflow_id": 0, "run_attempt": 1, "job_id": 0,
+        "runners": [{"name": f.machine, "type": f.device, "cpu_info": "", "cpu_count": 0,
+                     "mem_info": "", "avail_mem_in_gb": 0,
+                     "gpu_info": "" if f.hardware.startswith("CPU") else f.hardware,
+                     "gpu_count": 0 if f.device.startswith("cpu") else 1,
+                     "gpu_mem_info": "", "avail_gpu_mem_in_gb": 0,
+                     "extra_info": {"hardware": f.hardware}}],
+        "benchmark": {"name": "xferbench", "mode": "", "dtype": "", "extra_info": {
+            "suite_commit": f.commit, "xferbench": __version__, "device": f.device,
+            "clock": f.clock, "quick": "yes" if f.quick else "no",
+            "not_for_citation": "; ".join(f.not_for_citation), "results_file": f.results_file}},
+        "model": {"name": f.name, "type": "micro-benchmark", "backend": "",
+                  "origins": ["xferbench"], "extra_info": dict(f.params)},
+        "inputs": {},
+        "dependencies": {"torch": {"repo": "pytorch/pytorch", "branch": "", "sha": "",
+                                   "version": f.torch, "extra_info": {"cuda": f.cuda}}},
+        "metric": {"name": f"{f.benchmark.rsplit('.', 1)[-1]} ({f.unit})",
+                   "benchmark_values": list(f.samples) or [f.value], "target_value": 0.0,
+                   "extra_info": {"median": repr(f.value), "unit": f.unit,
+                                  "ci99_low": _num(ci[0]), "ci99_high": _num(ci[1]),
+                                  "q25": _num(f.q25), "q75": _num(f.q75),
+                                  "gbps": _num(f.gbps), "clock": CLOCKS[f.clock]}},
+    }
+
+
+def cmd_export(args: argparse.Namespace) -> ExitCode:
+    found = chosen(args)
+    if not found:
+        raise XferbenchError("no measured figure matches: nothing to export (xferbench list "
+                             "shows what the results hold)")
+    if args.format == "csv":
+        print(csv_text(found), end="")
+    elif args.format == "bmf":
+        print(json.dumps(bmf(found), indent=1))
+    else:
+        print(json.dumps([hud_record(f) for f in found], indent=1))
+    return ExitCode.OK
