@@ -201,4 +201,4 @@ def test_help_says_which_commands_need_torch(monkeypatch, capsys):
         assert code == 0 and says in text
         assert "env, run, fleet (the runs it submits), audit measure with PyTorch, which " \
                "xferbench does not install" in text
-        assert "list, publish, compare, cite, table, export, lint need no PyTorch" in text
+        assert "list, publish, compare, cite, claims, table, export, lint need no PyTorch" in text

@@ -9,6 +9,7 @@ import json
 
 from ...analysis.comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
 from ...units import GBPS, format_value
+from .changes import Step, StepRow
 from .markup import (
     anchor,
     cells,
@@ -23,7 +24,7 @@ from .markup import (
     verdict_cell,
 )
 from .unmeasured import Gap
-from .views import BandwidthPanel, BenchmarkView, Step, StepRow
+from .views import BandwidthPanel, BenchmarkView
 
 STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",
                 "verdict", "repeat"]

@@ -4,8 +4,8 @@ citations, the copy table, the steps between consecutive PyTorch versions, and p
 one trend per parameter combination with every combination left without a number.
 
 What every view reads of the results is read once, into a ``Catalog`` (``catalog.py``), and
-``page_views`` computes every view from it in one pass: the views never go back to the
-results folder."""
+``page_views`` computes every view from it in one pass (the steps between versions are
+``changes.py``'s): the views never go back to the results folder."""
 
 from __future__ import annotations
 
@@ -13,16 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.citation import Citation
-from ...analysis.comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
 from ...analysis.headline import HEADLINES, HeadlineValue, headlines
-from ...analysis.provenance import differences
-from ...analysis.repeats import Confirmation, confirm, identities, repeat_comparisons
 from ...analysis.sitemap import BANDWIDTH_BENCHMARKS, bandwidth_figure_path, clock_of, figure_path
 from ...analysis.stats import THRESHOLD, Verdict, significance, verdict
 from ...practices import HEADLINE_NBYTES
 from ...results import Result, ResultSet, version_key
 from ...units import size_label
 from .catalog import Catalog, SeriesView, catalog, cite_of
+from .changes import Step, version_steps
 from .unmeasured import Gap, gaps
 
 Params = tuple[tuple[str, Any], ...]
@@ -172,79 +170,6 @@ def peak_gbps(s: SeriesView) -> float | None:
         if peak:
             return float(peak) / 1e9
     return None
-
-
-# -- steps between consecutive versions --------------------------------------------------------
-
-@dataclass(frozen=True)
-class StepRow:
-    row: Row  # compare's row: its mark decides regression and improvement
-    verdict: Verdict | None  # None where one side has no number
-    #: a change's confirmation by the repeats of both series (None: no change)
-    confirmation: Confirmation | None = None
-
-    @property
-    def confirmed(self) -> bool:
-        return bool(self.confirmation and self.confirmation.confirmed)
-
-
-@dataclass(frozen=True)
-class Step:
-    """Every benchmark both of two consecutive PyTorch versions of one lane measured."""
-
-    machine: str  # the lane: the machine, with its mode where not the default
-    a: SeriesView
-    b: SeriesView
-    rows: tuple[StepRow, ...]
-    differences: tuple[tuple[str, str, str], ...]  # what differs besides the release
-    repeats: tuple[str, ...] = ()  # the machine folders holding a repeat of both series
-
-    def marked(self, *marks: str) -> list[StepRow]:
-        return [r for r in self.rows if r.row.mark in marks]
-
-    @property
-    def regressions(self) -> list[StepRow]:
-        """Failed in B, and worse where a repeat confirmed it: what counts."""
-        return [r for r in self.rows
-                if r.row.mark == FAILED_IN_B or (r.row.mark == WORSE and r.confirmed)]
-
-    @property
-    def improvements(self) -> list[StepRow]:
-        """Better, where a repeat confirmed it."""
-        return [r for r in self.marked(BETTER) if r.confirmed]
-
-    @property
-    def suspected(self) -> list[StepRow]:
-        """Worse or better, not confirmed by a repeat (none measured, or it disagreed)."""
-        return [r for r in self.marked(WORSE, BETTER) if not r.confirmed]
-
-    @property
-    def compared(self) -> list[StepRow]:
-        return [r for r in self.rows if r.verdict is not None]
-
-    def count(self, mark: str) -> int:
-        return len(self.marked(mark))
-
-
-def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
-    """Each lane's consecutive versions compared as ``compare`` does, each change confirmed
-    or left suspected by the repeats of both series (``analysis.repeats``)."""
-    by_lane: dict[str, list[SeriesView]] = {}
-    for s in cat.series:
-        by_lane.setdefault(s.lane, []).append(s)
-    steps = []
-    ids = identities(cat.rs)
-    for lane, ss in sorted(by_lane.items()):
-        for a, b in zip(ss, ss[1:]):
-            rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
-            repeats = repeat_comparisons(cat.rs, a.key, b.key, threshold=threshold,
-                                         alpha=alpha, ids=ids)
-            built = tuple(StepRow(r, None if r.ratio is None
-                                  else verdict(r.a, r.b, alpha, threshold), confirm(r, repeats))
-                          for r in rows)
-            steps.append(Step(lane, a, b, built, tuple(differences(a.provenance, b.provenance)),
-                              tuple(rep.machine for rep in repeats)))
-    return steps
 
 
 # -- every benchmark: trends and gaps ----------------------------------------------------------
