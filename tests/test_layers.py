@@ -182,6 +182,17 @@ def architecture_problems(src: Path, doc: Path) -> list[str]:
     return problems
 
 
+def class_name_problems(src: Path) -> list[str]:
+    """A class name defined in two modules: a reader (and an import) cannot tell which."""
+    where: dict[str, list[str]] = {}
+    for module, path in modules(src).items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"xferbench.{module}")
+    return [f"class {name} is defined in {' and '.join(mods)}: name each for what it holds"
+            for name, mods in sorted(where.items()) if len(mods) > 1]
+
+
 def command_problems(src: Path) -> list[str]:
     problems = []
     for module, found in imports(src).items():
@@ -279,6 +290,10 @@ def test_architecture_names_every_module():
     assert architecture_problems(SRC, SRC.parents[1] / "ARCHITECTURE.md") == []
 
 
+def test_no_class_name_is_used_twice():
+    assert class_name_problems(SRC) == []
+
+
 def test_commands_never_import_one_another():
     assert command_problems(SRC) == []
 
@@ -339,6 +354,12 @@ def test_each_check_finds_a_planted_problem(tmp_path):
     assert ("xferbench.commands.cite -> xferbench.commands.publish.site -> "
             "xferbench.commands.cite") in "\n".join(cycle_problems(pkg))
     assert "commands.list" not in commands
+    (pkg / "commands" / "cite.py").write_text("from .publish import site\nclass Site:\n    x = 1\n")
+    (pkg / "commands" / "publish" / "site.py").write_text("from ..cite import x\nclass Site:\n"
+                                                         "    y = 2\n")
+    assert class_name_problems(pkg) == [
+        "class Site is defined in xferbench.commands.cite and xferbench.commands.publish.site: "
+        "name each for what it holds"]
     never = "\n".join(never_problems(pkg))
     assert "xferbench.results:5 imports xferbench.practices: the store knows no" in never
     assert "xferbench.auditing.count:1 imports xferbench.results: the audit reads no" in never

@@ -16,7 +16,7 @@ from ..results import Result, ResultSet
 from ..results.discovery import Declared, declared_in_results, describe_suite
 from ..results.runrecords import FAILED
 from ..results.series import SeriesKey
-from .claimtable import NOT_MEASURABLE, NOT_MEASURED, Figure
+from .claimtable import NOT_MEASURABLE, NOT_MEASURED, ClaimFigure
 from .headline import recorded_capabilities
 from .provenance import Provenance
 
@@ -64,7 +64,7 @@ class Finder:
                    sweep: str = "full") -> Mapping[str, Declared]:
         return (describe_suite(self.repo, caps, sweep) or {}) if self.repo else {}
 
-    def find(self, figure: Figure, s: ClaimSeries) -> tuple[Result | None, str, str]:
+    def find(self, figure: ClaimFigure, s: ClaimSeries) -> tuple[Result | None, str, str]:
         """The series' newest measured result of ``figure``, or (None, verdict, why)."""
         r = s.results.latest(figure.benchmark, **figure.param_dict)
         if r is not None:
@@ -84,7 +84,7 @@ class Finder:
                                         "(xferbench run measures it)")
         return None, NOT_MEASURED, self._not_in_grid(figure, s.sweep)
 
-    def _skip_reason(self, figure: Figure, caps: Capabilities | None) -> str | None:
+    def _skip_reason(self, figure: ClaimFigure, caps: Capabilities | None) -> str | None:
         """Why the suite's discovery skips ``figure`` on the series' device, if it does."""
         d = self.discovered(caps).get(figure.benchmark)
         if d is None:
@@ -92,7 +92,7 @@ class Finder:
         given = figure.param_dict
         return d.skips.get(tuple(given.get(k, "") for k in d.param_names))
 
-    def _not_in_grid(self, figure: Figure, sweep: str | None) -> str:
+    def _not_in_grid(self, figure: ClaimFigure, sweep: str | None) -> str:
         ran = f"the {sweep} sweep" if sweep else "the grid these results ran"
         for other in SWEEPS:
             d = self.discovered(None, other).get(figure.benchmark)
@@ -112,11 +112,11 @@ class Finder:
         return ""
 
 
-def _combo(figure: Figure) -> str:
+def _combo(figure: ClaimFigure) -> str:
     return ", ".join(f"{k}={v}" for k, v in figure.params)
 
 
-def _recorded(s: ResultSet, figure: Figure) -> tuple[str, str] | None:
+def _recorded(s: ResultSet, figure: ClaimFigure) -> tuple[str, str] | None:
     """(verdict, why) from the reason the series' newest run of the combination recorded
     (skipped: not measurable here; failed or cut by a budget: not measured); None where no
     run of the series holds the combination."""

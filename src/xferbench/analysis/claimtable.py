@@ -58,7 +58,7 @@ class ClaimSource:
 
 
 @dataclass(frozen=True)
-class Figure:
+class ClaimFigure:
     """One benchmark at one full parameter combination, as ``xferbench list`` shows it."""
 
     name: str  # what it is, in words ("pinned")
@@ -77,11 +77,11 @@ class Figure:
 class Evidence:
     """A ratio rule's practice against its baseline, or a value rule's one figure."""
 
-    practice: Figure
-    baseline: Figure | None = None
+    practice: ClaimFigure
+    baseline: ClaimFigure | None = None
 
     @property
-    def figures(self) -> tuple[Figure, ...]:
+    def figures(self) -> tuple[ClaimFigure, ...]:
         return (self.practice,) if self.baseline is None else (self.practice, self.baseline)
 
 
@@ -112,7 +112,7 @@ class Claim:
     cpu_note: str = ""  # the CPU decides it: what its figures mean there
 
     @property
-    def figures(self) -> tuple[Figure, ...]:
+    def figures(self) -> tuple[ClaimFigure, ...]:
         return tuple(f for e in self.evidence for f in e.figures)
 
 
@@ -229,7 +229,7 @@ def _rule(where: str, data: Any) -> ClaimRule:
     raise XferbenchError(f"{where}: rule kind {kind!r} cannot be evaluated: use ratio or value")
 
 
-def _figure(where: str, data: Any, role: str) -> Figure:
+def _figure(where: str, data: Any, role: str) -> ClaimFigure:
     if not isinstance(data, dict):
         raise XferbenchError(f"{where}: its evidence needs a {role} "
                              "{name, benchmark, params}")
@@ -237,7 +237,7 @@ def _figure(where: str, data: Any, role: str) -> Figure:
     if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
         raise XferbenchError(f"{where}: the {role}'s params must be a table of text values, "
                              "as `xferbench list` shows them")
-    return Figure(_text(where, data, "name"), _text(where, data, "benchmark"),
+    return ClaimFigure(_text(where, data, "name"), _text(where, data, "benchmark"),
                   tuple((str(k), v) for k, v in params.items()))
 
 
@@ -278,7 +278,7 @@ def check_figures(table: ClaimTable, declared: Mapping[str, Declared]) -> None:
                                      f"{claim.rule.expect}")
 
 
-def _check_figure(where: str, figure: Figure, declared: Mapping[str, Declared]) -> None:
+def _check_figure(where: str, figure: ClaimFigure, declared: Mapping[str, Declared]) -> None:
     d = declared.get(figure.benchmark)
     if d is None:
         near = sorted(n for n in declared if n.rsplit(".", 1)[0] == figure.benchmark.rsplit(

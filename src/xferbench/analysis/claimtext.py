@@ -22,7 +22,7 @@ from .claims import (
     ClaimsReport,
     FigureVerdict,
 )
-from .claimtable import RATIO, Claim, Figure
+from .claimtable import RATIO, Claim, ClaimFigure
 from .sitemap import figure_path
 
 SCHEMA_VERSION = 1
@@ -180,7 +180,7 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
 
 
-def _figure_dict(f: Figure, r: Any) -> dict[str, Any]:
+def _figure_dict(f: ClaimFigure, r: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"name": f.name, "benchmark": f.benchmark, "params": f.param_dict}
     if r is not None:
         out.update({"value": _finite(r.value), "unit": r.unit,

@@ -1,5 +1,5 @@
 """The figures as other tools take them (``xferbench export``): every measured value of a
-results folder, one ``Figure`` each, with its interval, samples, unit, clock, the series it
+results folder, one ``ExportRow`` each, with its interval, samples, unit, clock, the series it
 belongs to (machine, PyTorch, device) and the suite commit, computed once here; the command
 formats them as CSV, Bencher Metric Format or PyTorch HUD v3 records.
 
@@ -49,7 +49,7 @@ def figure_clock(benchmark: str, unit: str, device: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Figure:
+class ExportRow:
     """One measured value, as exported: numbers as stored (seconds, bytes)."""
 
     benchmark: str
@@ -76,11 +76,13 @@ class Figure:
     quick: bool  # a quick run's: shortened budgets, a smoke test
     not_for_citation: tuple[str, ...]  # the page's reasons, where it says not to cite
     results_file: str  # below the results folder
+    mode: str = "full"  # how it was measured: "full", or "quick", "2 threads", "capped"...
 
     @property
     def series(self) -> str:
-        """"torch 2.13.0+cpu on vm-cpu" (", quick" for a quick run)."""
-        return f"torch {self.torch} on {self.machine}{', quick' if self.quick else ''}"
+        """"torch 2.13.0+cpu on vm-cpu" (" (quick, 2 threads)" where not measured in full)."""
+        how = f" ({self.mode})" if self.mode != "full" else ""
+        return f"torch {self.torch} on {self.machine}{how}"
 
     @property
     def name(self) -> str:
@@ -102,11 +104,11 @@ def _gbps_interval(r: Result) -> tuple[float, float] | None:
     return (n / high / 1e9, n / low / 1e9)
 
 
-def figure(rs: ResultSet, r: Result, prov: Provenance) -> Figure:
+def figure(rs: ResultSet, r: Result, prov: Provenance) -> ExportRow:
     """The exported figure of the measured result ``r`` of ``rs``, of the series ``prov``."""
     meta = rs.metadata_for(r)
     device = str(meta.device or prov.device)
-    return Figure(
+    return ExportRow(
         benchmark=r.benchmark, params=tuple((k, str(v)) for k, v in r.params),
         value=float(r.value),  # type: ignore[arg-type]
         unit=r.unit, clock=figure_clock(r.benchmark, r.unit, device),
@@ -117,19 +119,19 @@ def figure(rs: ResultSet, r: Result, prov: Provenance) -> Figure:
         python=r.python, commit=r.commit, commit_date_ms=r.date_ms,
         measured_ms=r.started_ms or r.date_ms, quick=r.quick,
         not_for_citation=tuple(prov.reasons()),
-        results_file=os.path.relpath(r.path, rs.root))
+        results_file=os.path.relpath(r.path, rs.root), mode=prov.how)
 
 
-def figures(rs: ResultSet) -> list[Figure]:
+def figures(rs: ResultSet) -> list[ExportRow]:
     """Every measured value of ``rs`` (a skipped or failed combination has none: ``list``
     counts them, the page says why), by machine, PyTorch, benchmark and parameters."""
-    series = {key: series_provenance(rs, *key) for key in {(r.machine, r.torch) for r in rs}}
-    out = [figure(rs, r, series[r.machine, r.torch]) for r in rs if r.ok]
-    return sorted(out, key=lambda f: (f.machine, f.torch, f.quick, f.benchmark, f.params,
+    series = {key: series_provenance(rs, key) for key in rs.series()}
+    out = [figure(rs, r, series[r.series]) for r in rs if r.ok]
+    return sorted(out, key=lambda f: (f.machine, f.torch, f.mode, f.benchmark, f.params,
                                       f.results_file))
 
 
-def one_series(found: list[Figure]) -> list[Figure]:
+def one_series(found: list[ExportRow]) -> list[ExportRow]:
     """``found`` where it is one results file's (one series, as one report to a service
     that tracks a testbed over time); one sentence naming the series otherwise."""
     files = sorted({f.results_file for f in found})

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from ..analysis.export import CLOCKS, Figure, figures, iso, one_series
+from ..analysis.export import CLOCKS, ExportRow, figures, iso, one_series
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.suite import repository_url
@@ -28,7 +28,7 @@ FORMATS = ("csv", "bmf", "hud")
 COLUMNS = ("benchmark", "params", "value", "unit", "clock", "ci99_low", "ci99_high", "q25",
            "q75", "n_samples", "number", "samples", "gbps", "gbps_ci99_low", "gbps_ci99_high",
            "machine", "hardware", "device", "torch", "cuda", "python", "commit",
-           "commit_date", "measured_at", "quick", "not_for_citation", "results_file")
+           "commit_date", "measured_at", "quick", "mode", "not_for_citation", "results_file")
 #: Bencher's built-in latency measure is in nanoseconds; the others are named by their unit.
 BMF_LATENCY = "latency"
 BMF_BANDWIDTH = "bandwidth-gb-per-s"
@@ -57,7 +57,7 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
-def chosen(args: argparse.Namespace) -> list[Figure]:
+def chosen(args: argparse.Namespace) -> list[ExportRow]:
     pattern = bench_pattern(args.bench)
     rs = load(args.results)
     torch = rs.match_torch(args.torch) if args.torch else None
@@ -71,7 +71,7 @@ def _num(x: float | int | None) -> str:
     return "" if x is None else repr(x)
 
 
-def csv_text(found: list[Figure]) -> str:
+def csv_text(found: list[ExportRow]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -84,7 +84,7 @@ def csv_text(found: list[Figure]) -> str:
             _num(f.number), " ".join(repr(s) for s in f.samples), _num(f.gbps),
             _num(gci[0]), _num(gci[1]), f.machine, f.hardware, f.device, f.torch, f.cuda,
             f.python, f.commit, iso(f.commit_date_ms), iso(f.measured_ms),
-            "yes" if f.quick else "no", "; ".join(f.not_for_citation), f.results_file])
+            "yes" if f.quick else "no", f.mode, "; ".join(f.not_for_citation), f.results_file])
     return out.getvalue()
 
 
@@ -96,10 +96,10 @@ def _metric(value: float, interval: tuple[float, float] | None, scale: float = 1
     return out
 
 
-def bmf(found: list[Figure]) -> dict[str, dict[str, dict[str, float]]]:
+def bmf(found: list[ExportRow]) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format: {benchmark: {measure: {value, lower_value, upper_value}}}, the
-    median with asv's 99% interval. A quick run's figures are named apart (" [quick]"), so
-    that a smoke test never joins a full run's history."""
+    median with asv's 99% interval. A figure not measured in full is named apart by its mode
+    (" [quick]", " [2 threads]"), so that a smoke test never joins a full run's history."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for f in one_series(found):
         measures: dict[str, dict[str, float]] = {}
@@ -110,7 +110,7 @@ def bmf(found: list[Figure]) -> dict[str, dict[str, dict[str, float]]]:
                 f.value, f.ci99)
         if f.gbps is not None:
             measures[BMF_BANDWIDTH] = _metric(f.gbps, f.gbps_ci99)
-        out[f.name + (" [quick]" if f.quick else "")] = measures
+        out[f.name + (f" [{f.mode}]" if f.mode != "full" else "")] = measures
     return out
 
 
@@ -120,7 +120,7 @@ def _repo() -> str:
     return m.group(1) if m else ""
 
 
-def hud_record(f: Figure) -> dict[str, Any]:
+def hud_record(f: ExportRow) -> dict[str, Any]:
     """One figure as a row of PyTorch's oss_ci_benchmark_v3 table: its maps hold text, its
     values are the raw samples (the median where none were recorded)."""
     ci = f.ci99 or (None, None)
@@ -136,7 +136,7 @@ def hud_record(f: Figure) -> dict[str, Any]:
                      "extra_info": {"hardware": f.hardware}}],
         "benchmark": {"name": "xferbench", "mode": "", "dtype": "", "extra_info": {
             "suite_commit": f.commit, "xferbench": __version__, "device": f.device,
-            "clock": f.clock, "quick": "yes" if f.quick else "no",
+            "clock": f.clock, "quick": "yes" if f.quick else "no", "mode": f.mode,
             "not_for_citation": "; ".join(f.not_for_citation), "results_file": f.results_file}},
         "model": {"name": f.name, "type": "micro-benchmark", "backend": "",
                   "origins": ["xferbench"], "extra_info": dict(f.params)},

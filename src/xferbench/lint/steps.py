@@ -34,7 +34,7 @@ class Facts:
 
 
 @dataclass(frozen=True)
-class Site:
+class LoopCall:
     """A call of a function of the module: where it is (the caller, its loops and guards)."""
 
     caller: str | None
@@ -185,7 +185,7 @@ class Steps:
     def __init__(self) -> None:
         super().__init__()
         self.facts: dict[str, Facts] = {}
-        self.sites: list[Site] = []
+        self.sites: list[LoopCall] = []
         self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
         self.found_returns: set[str] = set()  # functions seen returning a device value
         self.returns_seen: dict[str, bool] = {}  # function -> every value it returned is host
@@ -216,7 +216,7 @@ class Steps:
         frame = self.frame
         loop = self.step_loop(frame)
         (loop.calls if loop is not None else frame.calls).add(name)
-        self.sites.append(Site(self.function_name(), name, tuple(frame.loops),
+        self.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
                                tuple(frame.guards)))
         device = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
         device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
@@ -305,7 +305,7 @@ class Steps:
                     changed = True
         return out
 
-    def site_kind(self, site: Site, trains: set[str], known: dict[str, str]) -> str | None:
+    def site_kind(self, site: LoopCall, trains: set[str], known: dict[str, str]) -> str | None:
         inner = self.batch_loop(site.loops, trains)
         if inner is not None:
             return SOME_STEPS if any(g > inner for g in site.guards) else STEP
