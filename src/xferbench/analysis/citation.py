@@ -14,7 +14,7 @@ from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..units import format_value
-from .provenance import link_caution, series_provenance
+from .provenance import CAPPED, link_caution, series_provenance
 from .sitemap import figure_path
 
 
@@ -50,6 +50,8 @@ class Citation:
     figure_exists: bool
     others: tuple[str, ...]  # other series that measured it ("torch X on M")
     quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
+    #: how this number was sampled under a budget cap (--budget --cap), None where it was not
+    capped: str | None = None
     caution: str | None = None  # what a quote must say with it (a degraded link), or None
     pcie_under_load: bool = False  # pcie_gen/width were read while copies ran (not at idle)
     #: why the page bans this series from citation (a CPU run, no metadata...): the same words
@@ -135,6 +137,8 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
                 f"{label} has only quick-run numbers (a smoke run's shortened budgets): run "
                 "the suite without --quick, or pass --allow-quick to cite one anyway")
         measured = full
+    uncapped = [r for r in measured if not r.capped]  # a capped number only where it is all
+    measured = uncapped or measured
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
@@ -206,8 +210,16 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick, caution=link_caution(meta),
-        not_for_citation=tuple(series_provenance(rs, r.machine, r.torch).reasons()),
+        not_for_citation=_not_for_citation(rs, r), capped=r.capped,
     )
+
+
+def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
+    """The series' reasons, and this number's own cap where it was sampled under one."""
+    reasons = series_provenance(rs, r.machine, r.torch).reasons()
+    if r.capped and CAPPED not in reasons:
+        reasons.append(CAPPED)
+    return tuple(reasons)
 
 
 def command(c: Citation) -> str:

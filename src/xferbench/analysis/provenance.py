@@ -19,6 +19,10 @@ from ..results import Result, ResultSet, version_key
 from ..results.runrecords import ISO_FORMAT
 
 QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
+#: The reason of a series run with ``--budget --cap`` (params ``capped: yes``), whose
+#: combinations may be sampled for less than their default spec: the same key as QUICK's in
+#: the series' identity (``RunPlan.series_params``), read here.
+CAPPED = "sampled under a budget cap (--budget --cap): fewer samples than the default spec"
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
 CUT_SHORT = "the run was cut short: some classes were not measured"
 NO_METADATA = "no metadata recorded: the hardware is unknown"
@@ -47,6 +51,7 @@ class Provenance:
     commits: tuple[str, ...] = ()  # every suite commit the series' newest results come from
     #: Why its numbers need a caution though they may be cited (a degraded link), or None.
     caution: str | None = None
+    capped: bool = False  # run with --budget --cap: some numbers sampled under a cap
 
     @property
     def label(self) -> str:
@@ -81,6 +86,8 @@ class Provenance:
         out = []
         if self.quick:
             out.append(QUICK)
+        if self.capped:
+            out.append(CAPPED)
         if not self.has_metadata:
             out.append(NO_METADATA)
         elif self.cpu_only:
@@ -140,6 +147,7 @@ def series_provenance(rs: ResultSet, machine: str, torch: str) -> Provenance:
         quick=any(r.quick for r in results),
         complete=run.complete if run else None, has_metadata=bool(side and side.metadata),
         commits=tuple(sorted({r.commit for r in results})), caution=link_caution(meta),
+        capped=any(r.capped for r in results) or bool(run and run.capped),
     )
 
 
@@ -153,7 +161,7 @@ def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
     """(reason, the series it applies to) for every reason a series is not for citation,
     in a fixed order; empty when every series may be cited."""
     out = []
-    for reason in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT):
+    for reason in (QUICK, CAPPED, NO_METADATA, CPU_ONLY, CUT_SHORT):
         hit = [p for p in series if reason in p.reasons()]
         if hit:
             out.append((reason, hit))
@@ -176,5 +184,6 @@ def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
               ("device", a.hardware, b.hardware), ("driver", a.driver, b.driver),
               ("threads", a.threads, b.threads), ("Python", a.python, b.python),
               ("OS", a.os, b.os), ("suite commit", a.commit[:8], b.commit[:8]),
-              ("run", "quick" if a.quick else "full", "quick" if b.quick else "full")]
+              ("run", "quick" if a.quick else "full", "quick" if b.quick else "full"),
+              ("budget cap", "capped" if a.capped else "none", "capped" if b.capped else "none")]
     return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]

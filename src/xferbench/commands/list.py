@@ -33,15 +33,17 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
         mine = [r for r in rs if r.benchmark == name]
         series: dict[tuple[str, str, bool], list[int]] = {}
         for r in mine:
-            counts = series.setdefault((r.machine, r.torch, r.quick), [0, 0])
+            counts = series.setdefault((r.machine, r.torch, r.quick), [0, 0, 0])
             counts[0] += r.ok
             counts[1] += 1
+            counts[2] += bool(r.ok and r.capped)  # sampled under a budget cap
         out.append({
             "benchmark": name,
             "unit": rs.benchmarks.get(name, {}).get("unit") or (mine[0].unit if mine else None),
             "params": {k: [str(v) for v in values] for k, values in declared.items()},
-            "series": [{"machine": m, "torch": t, "quick": q, "measured": n, "combinations": c}
-                       for (m, t, q), (n, c) in sorted(series.items())],
+            "series": [{"machine": m, "torch": t, "quick": q, "measured": n, "combinations": c,
+                        "capped": k}
+                       for (m, t, q), (n, c, k) in sorted(series.items())],
         })
     return out
 
@@ -54,8 +56,10 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
             lines.append(f"  {name}: {', '.join(values)}")
         for s in e["series"]:
             quick = ", quick run" if s["quick"] else ""
-            lines.append(f"  measured {s['measured']} of {s['combinations']}: {s['machine']}, "
-                         f"torch {s['torch']}{quick}")
+            capped = (f" ({s['capped']} sampled under a budget cap: not for citation)"
+                      if s.get("capped") else "")
+            lines.append(f"  measured {s['measured']} of {s['combinations']}{capped}: "
+                         f"{s['machine']}, torch {s['torch']}{quick}")
         lines.append("")
     lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value")
     return lines

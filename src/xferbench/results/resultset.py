@@ -10,7 +10,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import XferbenchError
@@ -45,6 +45,9 @@ class Result:
     repeat: int | None = None
     started_ms: int | None = None  # when asv started this benchmark (ms since the epoch)
     quick: bool = False  # measured with quick (shortened) budgets: a smoke run, not for citing
+    #: why this combination was sampled under a budget cap (``--budget --cap``; its
+    #: sidecar's "capped"), None where it was not: never a default figure, not for citing
+    capped: str | None = None
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -294,6 +297,17 @@ def _sidecar_quick(side: Sidecar | None) -> bool:
     return bool(side and side.run and side.run.quick)
 
 
+def mark_capped(results: list[Result], side: Sidecar | None) -> list[Result]:
+    """``results`` with each combination that its sidecar says was sampled under a budget
+    cap marked so (``Result.capped``: how)."""
+    if not side or not side.capped:
+        return results
+    rows = {(name, tuple((k, str(v)) for k, v in o.params)): o.reason
+            for name, outcomes in side.capped.items() for o in outcomes}
+    return [replace(r, capped=why) if (why := rows.get(
+        (r.benchmark, tuple((k, str(v)) for k, v in r.params)))) else r for r in results]
+
+
 def check_labels(path: str, results: list[Result], side: Sidecar | None) -> None:
     """A results file whose PyTorch label disagrees with what its sidecar recorded was edited
     (or moved beside another's sidecar): it would be cited as what it is not."""
@@ -319,7 +333,8 @@ def load_file(path: str) -> ResultSet:
     root = os.path.dirname(os.path.dirname(path))
     benchmarks = load_benchmarks(root)
     side = load_sidecar(path)
-    results = parse_results_file(path, benchmarks, quick=_sidecar_quick(side))
+    results = mark_capped(parse_results_file(path, benchmarks, quick=_sidecar_quick(side)),
+                          side)
     check_labels(path, results, side)
     if not results:
         raise XferbenchError(f"results file {path} holds no results")
@@ -348,7 +363,8 @@ def load(root: str = "results") -> ResultSet:
     sidecars: dict[str, Sidecar] = {}
     for _machine, path in iter_result_files(root):
         side = load_sidecar(path)
-        found = parse_results_file(path, benchmarks, quick=_sidecar_quick(side))
+        found = mark_capped(parse_results_file(path, benchmarks, quick=_sidecar_quick(side)),
+                            side)
         check_labels(path, found, side)
         results.extend(found)
         if side:

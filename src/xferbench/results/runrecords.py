@@ -13,6 +13,9 @@ from typing import Any
 #: An Outcome's status: skipped (at discovery, or did not fit) or failed while measuring.
 SKIPPED = "skipped"
 FAILED = "failed"
+#: The status of a combination that has a number, sampled under a budget cap (``--budget
+#: --cap``): kept apart from the outcomes (sidecar ``capped``), never a default figure.
+CAPPED = "capped"
 #: A ProgressLine's status for a combination with its numbers.
 MEASURED = "measured"
 
@@ -84,6 +87,7 @@ class RunRecord:
     finished_at: str | None = None  # set once the run is over, if it saved anything
     snapshot_commit: str | None = None  # set by relabel: the commit the run was filed under
     budget_s: float | None = None  # --budget, where the run had one
+    capped: bool = False  # --budget --cap: its combinations may be sampled under a cap
 
     def with_call(self, call: AsvCall) -> RunRecord:
         return replace(self, files=(*self.files, call))
@@ -97,6 +101,8 @@ class RunRecord:
         for key in ("finished_at", "snapshot_commit", "budget_s"):  # written only when known
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.capped:
+            out["capped"] = True
         return out
 
     @classmethod
@@ -112,7 +118,7 @@ class RunRecord:
                         if isinstance(f, dict)),
             finished_at=_str_or_none(data.get("finished_at")),
             snapshot_commit=_str_or_none(data.get("snapshot_commit")),
-            budget_s=_float_or_none(data.get("budget_s")))
+            budget_s=_float_or_none(data.get("budget_s")), capped=data.get("capped") is True)
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,10 @@ class ProgressLine:
     values: tuple[tuple[str, float], ...] = ()  # (track method, median)
     executable: str | None = None  # the start line's
     torch: str | None = None  # the start line's
+    #: (track method, why it has no value) for methods of a measured combination without one
+    skips: tuple[tuple[str, str], ...] = ()
+    capped: str = ""  # why its values were sampled under a budget cap, "" where they were not
+    measuring_s: float = 0.0  # of its seconds, those spent inside measure()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.event, "class": self.class_name,
@@ -142,7 +152,11 @@ class ProgressLine:
         else:
             out.update({"params": list(self.params), "status": self.status,
                         "seconds": self.seconds, "why": self.why,
-                        "values": dict(self.values)})
+                        "values": dict(self.values), "measuring_s": self.measuring_s})
+            if self.skips:
+                out["skips"] = dict(self.skips)
+            if self.capped:
+                out["capped"] = self.capped
         return out
 
     @classmethod
@@ -157,4 +171,7 @@ class ProgressLine:
             why=str(data.get("why", "")),
             values=tuple((str(k), float(v)) for k, v in sorted(values.items())),
             executable=_str_or_none(data.get("executable")),
-            torch=_str_or_none(data.get("torch")))
+            torch=_str_or_none(data.get("torch")),
+            skips=tuple((str(k), str(v)) for k, v in sorted((data.get("skips") or {}).items())),
+            capped=str(data.get("capped") or ""),
+            measuring_s=float(data.get("measuring_s") or 0.0))

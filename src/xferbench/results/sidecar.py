@@ -31,7 +31,9 @@ from .safefiles import load_json, write_json_atomic
 #:      "run" is the newest of "runs" again; where they differ (a relabel before the typed
 #:      records updated "run" alone), "run" wins.
 #:      Fields added within 2 (absent means not recorded; older readers ignore them):
-#:      run.budget_s (`xferbench run --budget`).
+#:      run.budget_s (`xferbench run --budget`); run.capped (`--budget --cap`: its
+#:      combinations may be sampled under a cap) and "capped" (per benchmark, each
+#:      combination that was, with how: the same rows as "outcomes", status "capped").
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)
 SUFFIX = ".metadata"
@@ -55,6 +57,9 @@ class Sidecar:
     #: benchmark -> its combinations without a number in that run
     outcomes: Mapping[str, tuple[Outcome, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: benchmark -> its combinations sampled under a budget cap in that run (--budget --cap)
+    capped: Mapping[str, tuple[Outcome, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @property
     def run(self) -> RunRecord | None:
@@ -69,13 +74,15 @@ class Sidecar:
             "runs": [r.to_dict() for r in self.runs],
             "benchmarks": dict(self.benchmarks),
             "outcomes": {name: [o.to_dict() for o in rows]
-                         for name, rows in self.outcomes.items()}}
+                         for name, rows in self.outcomes.items()},
+            **({"capped": {name: [o.to_dict() for o in rows]
+                           for name, rows in self.capped.items() if rows}}
+               if any(self.capped.values()) else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Sidecar:
         """A sidecar of the current version (``upgrade`` first for any other)."""
         meta = data.get("metadata") or {}
-        outcomes = data.get("outcomes") or {}
         return cls(
             metadata=MachineMetadata.from_dict(meta) if meta else None,
             runs=tuple(RunRecord.from_dict(r) for r in data.get("runs") or ()
@@ -83,9 +90,15 @@ class Sidecar:
             benchmarks=MappingProxyType(
                 {str(k): None if v is None else str(v)
                  for k, v in (data.get("benchmarks") or {}).items()}),
-            outcomes=MappingProxyType(
-                {str(name): tuple(Outcome.from_dict(o) for o in rows if isinstance(o, dict))
-                 for name, rows in outcomes.items() if isinstance(rows, list)}))
+            outcomes=_rows(data.get("outcomes")), capped=_rows(data.get("capped")))
+
+
+def _rows(data: Any) -> Mapping[str, tuple[Outcome, ...]]:
+    """{benchmark: its Outcome rows} from a sidecar's "outcomes" or "capped"."""
+    return MappingProxyType(
+        {str(name): tuple(Outcome.from_dict(o) for o in rows if isinstance(o, dict))
+         for name, rows in (data if isinstance(data, dict) else {}).items()
+         if isinstance(rows, list)})
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
@@ -147,11 +160,13 @@ def _readable(results_path: str) -> Sidecar | None:
 
 def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
                outcomes: Mapping[str, list[Outcome]],
-               unrun: Mapping[str, list[Outcome]] | None = None) -> None:
+               unrun: Mapping[str, list[Outcome]] | None = None,
+               capped: Mapping[str, list[Outcome]] | None = None) -> None:
     """Update the sidecar of ``results_path`` after ``run`` saved the benchmarks ``saved``
-    into it, with ``outcomes`` (per benchmark, its combinations without a number), and
+    into it, with ``outcomes`` (per benchmark, its combinations without a number),
     ``unrun``: the outcomes of benchmarks the run did not start (cut by its budget), kept only
-    where no run measured them before (a number saved earlier stays, with its outcomes).
+    where no run measured them before (a number saved earlier stays, with its outcomes), and
+    ``capped``: per benchmark, its combinations sampled under a budget cap.
 
     The sidecar keeps every run that wrote into the file (``runs``), which run measured each
     benchmark (``benchmarks``), and each benchmark's combinations without a number
@@ -161,15 +176,17 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     old = _readable(results_path) or Sidecar(None)
     runs = [r for r in old.runs if r.started_at != run.started_at] + [run]
     benchmarks = dict(old.benchmarks)
-    kept = dict(old.outcomes)
+    kept, kept_capped = dict(old.outcomes), dict(old.capped)
     for name in saved:
         benchmarks[name] = run.started_at
         kept[name] = tuple(outcomes.get(name, ()))
+        kept_capped[name] = tuple((capped or {}).get(name, ()))  # this run's, or none
     for name, rows in (unrun or {}).items():
         if name not in benchmarks:
             kept[name] = tuple(rows)
     new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
-                  MappingProxyType(kept))
+                  MappingProxyType(kept),
+                  MappingProxyType({k: v for k, v in kept_capped.items() if v}))
     write_json_atomic(metadata_path(results_path), new.to_dict())
 
 

@@ -67,7 +67,8 @@ def provenance_section(series: list[SeriesView], commit_url: str | None) -> list
     for s in series:
         p = s.provenance
         build = p.torch + (f" (git {p.torch_git[:8]})" if p.torch_git else "")
-        run = ("quick" if p.quick else "full") + (", cut short" if p.complete is False else "")
+        run = ("quick" if p.quick else "full") + (", cut short" if p.complete is False else "") \
+            + (", sampled under a budget cap" if p.capped else "")
         values = [f'<span class="series" data-machine="{e(p.machine)}" data-torch='
                   f'"{e(p.torch)}">{e(p.label)}</span>', e(p.date),
                   ", ".join(commit_link(c, commit_url) for c in p.commits or (p.commit,)),

@@ -23,7 +23,7 @@ from ...results.machines import check_machine_name, default_machine_name, torch_
 from ...results.repo import find_repo, git_head
 from ...results.safefiles import check_output_folder
 from ..options import bench_pattern
-from .budget import check_budget, estimate_s
+from .budget import ClassPlan, check_budget, check_lease, plan_of
 from .devices import parse_devices
 from .suite import SuiteClass, describe_suite
 
@@ -45,6 +45,7 @@ class Options:
     asked_at: float = 0.0  # time.monotonic() when checked: the budget counts from here
     devices: tuple[str, ...] | None = None  # --devices: ("all",) or indices (devices.py)
     numa: str = "off"  # --numa: off, or auto (numa.py)
+    cap: bool = False  # --cap: under --budget, sampling capped to fit (a series of its own)
 
 
 def check_options(args: argparse.Namespace) -> Options:
@@ -60,11 +61,14 @@ def check_options(args: argparse.Namespace) -> Options:
     machine = check_machine_name(args.machine) if args.machine is not None else None
     quick = bool(args.quick) or env_flag("XFERBENCH_QUICK")  # one parser for every flag
     budget = check_budget(getattr(args, "budget", None))
+    cap = bool(getattr(args, "cap", False))
+    if cap and budget is None:
+        raise XferbenchError("--cap caps sampling to fit a --budget: give --budget S with it")
     check_output_folder("--results", args.results)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
                    args.threads, sweep, quick, args.device, args.format, budget,
                    time.monotonic(), parse_devices(getattr(args, "devices", None)),
-                   getattr(args, "numa", None) or "off")
+                   getattr(args, "numa", None) or "off", cap)
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,9 @@ class Group:
         return ", ".join(c.name for c in self.classes if c.measured) or self.title
 
     @property
-    def estimate_s(self) -> float:
-        return estimate_s(self.classes)
+    def plan(self) -> ClassPlan:
+        """What the call is planned to cost at the default spec (budget.py)."""
+        return plan_of(self.classes)
 
 
 def group_classes(classes: list[SuiteClass], bench: str | None) -> list[Group]:
@@ -137,7 +142,8 @@ class RunPlan:
         return ("-quick" if self.options.quick else "") + (
             f"-threads{self.options.threads}" if self.options.threads is not None else "") + (
             f"-sweep{self.options.sweep}" if self.options.sweep != "default" else "") + (
-            f"-dev{self.device.index}" if self.device.index else "")  # one series per device
+            f"-dev{self.device.index}" if self.device.index else "") + (  # one per device
+            "-capped" if self.options.cap else "")  # sampled under a budget cap
 
     @property
     def series_params(self) -> dict[str, str]:
@@ -147,6 +153,8 @@ class RunPlan:
             params["threads"] = str(self.options.threads)
         if self.options.sweep != "default":  # a smoke run never replaces a default run's file
             params["sweep"] = self.options.sweep
+        if self.options.cap:  # --budget --cap: never filed as default figures
+            params["capped"] = "yes"
         return params
 
     def env(self, work: str | None = None, progress: str | None = None) -> dict[str, str]:
@@ -159,6 +167,7 @@ class RunPlan:
                                            "capabilities": self.meta.to_dict()["capabilities"]}),
             "XFERBENCH_SWEEP": self.options.sweep,
             "XFERBENCH_QUICK": "1" if self.options.quick else "0",
+            "XFERBENCH_CAP": "1" if self.options.cap else "0",
         })
         if self.options.devices:  # --devices: the devices every series of the run measures
             env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
@@ -204,5 +213,7 @@ def make_plan(opts: Options) -> RunPlan:
     plan = RunPlan(opts, dev, repo, commit, meta, opts.machine or default_machine_name(meta),
                    torch_version, cuda, threads, (), ())
     classes = describe_suite(repo, plan.env())
+    if opts.budget is not None and opts.bench is None:
+        check_lease(opts.budget, classes)  # before anything runs
     return replace(plan, classes=tuple(classes),
                    groups=tuple(group_classes(classes, opts.bench)))

@@ -21,9 +21,8 @@ from ...results.machines import write_machine_file
 from ...results.repo import write_asv_config
 from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...results.sidecar import record_run
-from ...units import format_seconds
 from .asvcall import run_asv, sigterm_as_interrupt
-from .budget import allot, cut_reason, plan_text, read_time_s
+from .budget import allot, cut_reason, plan_text, read_time_s, seconds_text
 from .plan import Group, RunPlan
 from .progress import Progress, progress_path
 from .suite import SuiteClass, skipped_at_discovery
@@ -58,18 +57,27 @@ class Ledger:
     def record_run(self, s: Setup, meta: MachineMetadata, progress: Progress) -> None:
         """The run so far, into the results file's sidecar."""
         record_run(s.results_file, meta, self.record, self.saved,
-                   outcomes(self.done, progress), self.cut)
+                   outcomes(self.done, progress), self.cut, capped(self.done, progress))
 
 
 def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
     """Every combination of the finished classes that has no number, with its reason: skipped
-    at discovery (per method), or skipped or failed while measuring (per class)."""
+    at discovery (per method), skipped or failed while measuring (per class), or one method
+    of a measured combination without a value (per method)."""
     out = skipped_at_discovery(done)
     for c in done:
         for row in progress.outcomes.get(c.full_name, []):
             for name in c.benchmarks():
                 out.setdefault(name, []).append(row)
-    return out
+        for name in c.benchmarks():
+            out.setdefault(name, []).extend(progress.method_outcomes.get(name, []))
+    return {name: rows for name, rows in out.items() if rows}
+
+
+def capped(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
+    """Every combination of the finished classes sampled under a budget cap, per benchmark."""
+    return {name: list(progress.capped[c.full_name]) for c in done
+            if progress.capped.get(c.full_name) for name in c.benchmarks()}
 
 
 def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
@@ -119,7 +127,7 @@ def budgeted_call(plan: RunPlan, s: Setup, index: int, progress: Progress, ledge
     if budget_s is None:
         asv_call(plan, s, group, progress, ledger)
         return
-    share = allot(budget_s, spent_s, [g.estimate_s for g in plan.groups[index:]],
+    share = allot(budget_s, spent_s, [g.plan for g in plan.groups[index:]],
                   sum(read_time_s(c) for c in group.classes if c.measured))
     if share.seconds is None:
         reason = cut_reason(budget_s, share.left_s)
@@ -129,8 +137,9 @@ def budgeted_call(plan: RunPlan, s: Setup, index: int, progress: Progress, ledge
             progress.total -= c.measured
         ledger.cut_classes.append(group.measured_names)
         return
-    print(f"  {group.measured_names}: {format_seconds(share.seconds)} of the "
-          f"{format_seconds(share.left_s)} left (estimated {format_seconds(group.estimate_s)})",
+    print(f"  {group.measured_names}: {seconds_text(share.seconds)} of the "
+          f"{seconds_text(share.left_s)} left (planned: {seconds_text(group.plan.lease_s)} "
+          f"its lease part, {seconds_text(group.plan.rest_s)} the rest of its grid)",
           file=s.out, flush=True)
     asv_call(plan, s, group, progress, ledger, share.deadline(time.time()))
 
@@ -167,7 +176,7 @@ def announce(plan: RunPlan, out: TextIO) -> None:
               "so", file=out, flush=True)
     if plan.options.budget is not None:
         print("xferbench run: " + plan_text(plan.options.budget, [
-            (g.measured_names, g.estimate_s) for g in plan.groups if g.estimate_s]),
+            (g.measured_names, g.plan) for g in plan.groups if g.plan.total_s]),
             file=out, flush=True)
 
 
@@ -176,7 +185,8 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
     keeps what the calls before it saved."""
     opts = plan.options
     ledger = Ledger(RunRecord(plan.commit, plan.machine, plan.device.name, opts.sweep,
-                              opts.quick, opts.bench, iso_now(), budget_s=opts.budget))
+                              opts.quick, opts.bench, iso_now(), budget_s=opts.budget,
+                              capped=opts.cap))
     announce(plan, s.out)
     print(f"xferbench run: asv's own output goes to {s.log}", file=s.out, flush=True)
     started = time.monotonic()
