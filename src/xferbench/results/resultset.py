@@ -302,10 +302,13 @@ def mark_capped(results: list[Result], side: Sidecar | None) -> list[Result]:
     cap marked so (``Result.capped``: how)."""
     if not side or not side.capped:
         return results
-    rows = {(name, tuple((k, str(v)) for k, v in o.params)): o.reason
-            for name, outcomes in side.capped.items() for o in outcomes}
-    return [replace(r, capped=why) if (why := rows.get(
-        (r.benchmark, tuple((k, str(v)) for k, v in r.params)))) else r for r in results]
+    def key(name: str, params: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return name, tuple(sorted((str(k), str(v)) for k, v in params))  # any order
+
+    rows = {key(name, o.params): o.reason for name, outcomes in side.capped.items()
+            for o in outcomes}
+    return [replace(r, capped=why) if (why := rows.get(key(r.benchmark, r.params))) else r
+            for r in results]
 
 
 def check_labels(path: str, results: list[Result], side: Sidecar | None) -> None:

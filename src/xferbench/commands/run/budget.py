@@ -154,8 +154,16 @@ def check_lease(budget_s: float, classes: Sequence[SuiteClass]) -> None:
             f"at least {math.ceil(need)} s")
 
 
-def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]]) -> str:
-    """One sentence on what ``budget_s`` holds: ``groups`` are (title, plan) in order."""
+def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: bool = False
+              ) -> str:
+    """One sentence on what ``budget_s`` holds: ``groups`` are (title, plan) in order;
+    ``cap``: --cap, each combination's sampling capped to fit rather than cut."""
+    if cap:
+        total = sum(p.total_s for _t, p in groups)
+        return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(total)} "
+                "at the default spec: each combination's sampling is capped at its share of "
+                "what is left, and what no longer fits is cut; a series of its own (-capped), "
+                "every capped combination marked, none of it for citation")
     total = ClassPlan()
     for _title, p in groups:
         total = total + p

@@ -176,8 +176,8 @@ def announce(plan: RunPlan, out: TextIO) -> None:
               "so", file=out, flush=True)
     if plan.options.budget is not None:
         print("xferbench run: " + plan_text(plan.options.budget, [
-            (g.measured_names, g.plan) for g in plan.groups if g.plan.total_s]),
-            file=out, flush=True)
+            (g.measured_names, g.plan) for g in plan.groups if g.plan.total_s],
+            plan.options.cap), file=out, flush=True)
 
 
 def carry_out(plan: RunPlan, s: Setup) -> Done:
