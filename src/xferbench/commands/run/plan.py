@@ -20,7 +20,7 @@ from ...metadata import MachineMetadata, collect
 from ...practices import parse_sweep
 from ...results import check_folder
 from ...results.machines import check_machine_name, default_machine_name, torch_label
-from ...results.repo import find_repo, git_head
+from ...results.repo import SUITE_COMMIT_VAR, SuiteCommit, find_repo, suite_commit
 from ...results.safefiles import check_output_folder
 from ..options import bench_pattern
 from .budget import ClassPlan, check_budget, check_lease, plan_of
@@ -130,6 +130,8 @@ class RunPlan:
     threads: int | None  # OMP_NUM_THREADS of the benchmark processes; None: torch's default
     groups: tuple[Group, ...]
     classes: tuple[SuiteClass, ...]
+    #: where ``commit`` came from: git, or (a tree without git) given or the tree's own hash
+    commit_source: str = "git"
 
     @property
     def total(self) -> int:
@@ -169,6 +171,8 @@ class RunPlan:
             "XFERBENCH_QUICK": "1" if self.options.quick else "0",
             "XFERBENCH_CAP": "1" if self.options.cap else "0",
         })
+        if self.commit_source != "git":  # asv's snapshot repository answers with it
+            env[SUITE_COMMIT_VAR] = self.commit
         if self.options.devices:  # --devices: the devices every series of the run measures
             env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
         else:
@@ -197,7 +201,8 @@ def make_plan(opts: Options) -> RunPlan:
     check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
     dev = resolve_device(opts.device)
     repo = find_repo()
-    commit = git_head(repo)
+    found: SuiteCommit = suite_commit(repo)
+    commit = found.commit
     meta = collect(dev, under_load=True)  # the link and clock as the suite will meet them
     if meta.emulated and os.path.realpath(opts.results_dir) == os.path.realpath(
             os.path.join(repo, "results")):
@@ -211,7 +216,7 @@ def make_plan(opts: Options) -> RunPlan:
     if threads:
         meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
     plan = RunPlan(opts, dev, repo, commit, meta, opts.machine or default_machine_name(meta),
-                   torch_version, cuda, threads, (), ())
+                   torch_version, cuda, threads, (), (), found.source)
     classes = describe_suite(repo, plan.env())
     if opts.budget is not None and opts.bench is None:
         check_lease(opts.budget, classes)  # before anything runs

@@ -18,7 +18,7 @@ from ...results.asvconfig import check_wrapper, interpreter_wrapper
 from ...results.asvfiles import benchmark_list, keep_param_values, label_results, results_file
 from ...results.backup import protected
 from ...results.machines import write_machine_file
-from ...results.repo import write_asv_config
+from ...results.repo import SUITE_COMMIT_VAR, write_asv_config
 from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...results.sidecar import record_run
 from .asvcall import run_asv, sigterm_as_interrupt
@@ -82,7 +82,8 @@ def capped(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome
 
 def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
     wrapper = interpreter_wrapper(plan.torch_version, plan.cuda, plan.series_suffix)
-    conf = write_asv_config(plan.repo, plan.options.results_dir, work)
+    conf = write_asv_config(plan.repo, plan.options.results_dir, work,
+                            git=plan.commit_source == "git")
     write_machine_file(work, plan.machine, plan.meta)
     target = results_file(plan.options.results_dir, plan.machine, plan.commit, wrapper)
     log = os.path.join(tempfile.gettempdir(),
@@ -170,6 +171,11 @@ def announce(plan: RunPlan, out: TextIO) -> None:
         why = "" if plan.options.threads else ": on a CPU, as torch.utils.benchmark (--threads N)"
         print(f"xferbench run: {plan.threads} torch thread(s) in the benchmark processes{why}",
               file=out, flush=True)
+    if plan.commit_source != "git":
+        how = (f"{SUITE_COMMIT_VAR}'s" if plan.commit_source == "given" else
+               "the tree's own hash (relabel it: scripts/relabel RESULTS COMMIT)")
+        print(f"xferbench run: no git checkout here: asv files the results under {how} suite "
+              f"commit {plan.commit[:8]}", file=out, flush=True)
     caution = link_caution(plan.meta)
     if caution:
         print(f"xferbench run: caution: {caution}; every figure and citation of this run says "
