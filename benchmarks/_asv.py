@@ -245,11 +245,12 @@ class Grid:
     @classmethod
     def combination_s(cls) -> float:
         """What one combination is planned to cost at its default spec: the worst case of its
-        sampling budgets, plus the work beside them that scripts/grid-time measured
-        (costs.json). ``xferbench run --budget`` plans with these, and a class cuts a
+        sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
+        plus the data a GPU machine moves (_budget.work_s). ``xferbench run --budget`` plans with these, and a class cuts a
         combination that no longer fits before its deadline."""
         spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
-        return _budget.sampling_s(spec, cls.measurements) + _budget.work_s(cls.__name__)
+        sampling = _budget.sampling_s(spec, cls.measurements)
+        return sampling + _budget.work_s(cls.__name__, sampling)
 
     @classmethod
     def lease(cls, combo: Sequence[Any]) -> bool:

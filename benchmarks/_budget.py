@@ -4,8 +4,9 @@ combination is planned to cost.
 asv saves a class's numbers only when its process ends, so the class keeps its deadline
 (``XFERBENCH_DEADLINE``, absolute, from ``commands/run/budget.py``) itself. Before each
 combination it compares the time left with what the combination is planned to cost at its
-default spec (``Grid.combination_s``: the worst case of its sampling budgets, plus the work
-beside them that ``scripts/grid-time costs`` measured, ``costs.json``):
+default spec (``Grid.combination_s``: the worst case of its sampling budgets, or what
+``scripts/grid-time costs`` measured where that is more (``costs.json``), plus the data a GPU
+machine moves, ``DATA_S``):
 
 - by default a combination is measured at its default spec or not at all: one that no
   longer fits is cut, with the reason, and nothing is ever sampled under a cap, so every
@@ -40,8 +41,13 @@ CAP = env_flag("XFERBENCH_CAP")
 SAMPLING_SHARE = 0.6
 #: Below this many seconds left for a combination it is cut, not measured (``--cap``).
 MIN_COMBINATION_S = 1.0
-#: Work per combination beside its sampling, where costs.json names none for the class.
-DEFAULT_WORK_S = 0.5
+#: A combination's seconds where costs.json names none for the class.
+DEFAULT_COMBINATION_S = 1.0
+#: Building and verifying one combination's data on a GPU machine, beyond what the smoke
+#: sweep's 1 MiB cost where it was measured: at the headline 64 MiB about three passes over
+#: the buffer at a host's fill rate (about 10 GB/s) and an H200's PCIe link (53 GB/s,
+#: REFERENCE.md), 0.03 s; counted as 0.1 s.
+DATA_S = 0.1
 #: A class process's start before its first combination (asv's start and discovery, the
 #: interpreter, torch's import), where costs.json names none for the class.
 DEFAULT_START_S = 5.0
@@ -49,7 +55,8 @@ DEFAULT_START_S = 5.0
 #: module loading, NVML's start. The issue that sized the lease read 6-8 s per class start
 #: on a GPU machine, against 3-5 s measured here (the emulated device initialises nothing).
 DEVICE_INIT_S = 3.0
-#: What scripts/grid-time measured per class: {class: {"work_s", "start_s", ...}}.
+#: What scripts/grid-time costs measured per class: {class: {"start_s", "combination_s",
+#: ...}}, with the device, sweep and load it was measured on.
 COSTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "costs.json")
 
 
@@ -67,10 +74,16 @@ def load_costs(path: str = COSTS_FILE) -> dict[str, dict[str, Any]]:
 COSTS = load_costs()
 
 
-def work_s(class_name: str) -> float:
-    """The measured work of one of ``class_name``'s combinations beside its sampling."""
-    value = COSTS.get(class_name, {}).get("work_s")
-    return float(value) if isinstance(value, (int, float)) and value >= 0 else DEFAULT_WORK_S
+def work_s(class_name: str, sampling: float) -> float:
+    """The work beside its sampling of one of ``class_name``'s combinations: what costs.json
+    measured per combination beyond ``sampling`` (the worst case of its sampling budgets),
+    plus DATA_S. So a combination is planned at the larger of its sampling's worst case and
+    what it was measured at, plus DATA_S: an upper bound wherever the GPU machine's host is
+    no slower than the one measured and its calls are short against max_time_s."""
+    value = COSTS.get(class_name, {}).get("combination_s")
+    measured = float(value) if isinstance(value, (int, float)) and value >= 0 else \
+        DEFAULT_COMBINATION_S
+    return max(0.0, measured - sampling) + DATA_S
 
 
 def start_s(class_name: str, real_accelerator: bool = False) -> float:
