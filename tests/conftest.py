@@ -200,8 +200,11 @@ def committed_results() -> Path:
     if chosen:
         return Path(chosen)
     source = REPO_ROOT / "results"
-    proc = subprocess.run(["git", "ls-files", "-z", "results"], cwd=REPO_ROOT,
-                          capture_output=True, check=False)
+    try:
+        proc = subprocess.run(["git", "ls-files", "-z", "results"], cwd=REPO_ROOT,
+                              capture_output=True, check=False)
+    except OSError:  # no git binary (a GPU machine's image): the folder as it is
+        return source
     tracked = [name for name in proc.stdout.decode().split("\0") if name]
     if proc.returncode != 0 or not tracked:
         return source  # not a git checkout: the folder as it is

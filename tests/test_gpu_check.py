@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -201,10 +202,17 @@ def _saves_every_class_at_the_default_spec(r: dict) -> None:
 
 def _names_each_test_and_ends_with_the_summary(r: dict) -> str:
     tests = (r["out"] / "pytest-gpu.log").read_text()
-    assert "Plugin already registered" not in tests
-    assert "tests/test_copies.py::test_accelerator_copy_runs_and_verifies PASSED" in tests
+    assert "Plugin already registered" not in tests and "emulated device: not loaded" not in tests
+    assert re.search(r"^tests/test_copies\.py::test_accelerator_copy_runs_and_verifies\[.*\] "
+                     r"PASSED", tests, re.MULTILINE), tests[-3000:]
     last = [line for line in tests.splitlines() if line.strip()][-1]
     assert last.startswith("=") and " passed" in last and " in " in last, last
+    assert " failed" not in last and " error" not in last, last
+    # the tests that pin a GPU-only behaviour ran first, from every file (here: skipped)
+    telling = tests.index("tests/test_timing.py::test_non_blocking_pinned_h2d_enqueue_is_much_"
+                          "shorter_than_its_completion SKIPPED")
+    assert telling < tests.index("tests/test_audit_device.py::test_a_faulty_step_is_reported_"
+                                 "exactly")
     return tests
 
 
@@ -232,9 +240,6 @@ def test_a_bare_interpreter_without_git_saves_every_class(bare_rehearsal, bare):
 def test_a_bare_interpreter_runs_the_gpu_tests_without_pytest_benchmark(bare_rehearsal):
     tests = _names_each_test_and_ends_with_the_summary(bare_rehearsal)
     assert "xfer_benchmark needs pytest-benchmark" in tests  # skipped, saying so
-    # the tests that pin a GPU-only behaviour ran first (on emu: skipped, saying why)
-    first = next(line for line in tests.splitlines() if "::" in line and "tests/" in line)
-    assert "SKIPPED" in first and ("CUDA only" in first or "hardware only" in first), first
 
 
 def test_the_sidecar_says_the_run_was_planned_as_a_lease(bare_rehearsal):

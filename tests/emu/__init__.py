@@ -24,7 +24,9 @@ XFERBENCH_EMU_NO_PEER (ordered pairs without peer access, "0>1,1>0"; default: ev
 XFERBENCH_EMU_MEMORY_BYTES (each device's total for get_memory_info, default half the RAM),
 XFERBENCH_EMU_QUEUE_DEPTH (the launch queue's bound per stream, default 1024),
 XFERBENCH_EMU_PIN_COST_US (a fresh pinned block's cost: "BASE" or "BASE,PER_MIB" in
-microseconds, default "20,16"), XFERBENCH_EMU_CACHE (where builds are kept, default
+microseconds, default "20,16"), XFERBENCH_EMU_HOST_STALL (every EVERY-th copy or spin queued
+SECONDS late: "EVERY,SECONDS", default off), XFERBENCH_EMU_CLOCK_READ_S (what each
+clock_info() read costs, default 0), XFERBENCH_EMU_CACHE (where builds are kept, default
 <venv>/xferbench-emu).
 """
 
@@ -120,6 +122,9 @@ def load() -> None:
     library = build()
     import torch
     import torch.utils
+
+    if _loaded:  # importing torch ran the autoload (autoload/sitecustomize.py), which loaded it
+        return
 
     from . import _device_module
 

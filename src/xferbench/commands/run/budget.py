@@ -149,7 +149,7 @@ def check_lease(budget_s: float, classes: Sequence[SuiteClass]) -> None:
     if heads and budget_s < need:
         raise XferbenchError(
             f"--budget {budget_s:g} s is too short for the headline classes: "
-            f"{', '.join(c.name for c in heads)} need {seconds_text(need)} for their "
+            f"{', '.join(c.name for c in heads)} need {math.ceil(need)} s for their "
             "headline combinations at the default spec (each class's start included); give "
             f"at least {math.ceil(need)} s")
 
