@@ -246,8 +246,8 @@ class Grid:
     def combination_s(cls) -> float:
         """What one combination is planned to cost at its default spec: the worst case of its
         sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
-        plus the data a GPU machine moves (_budget.work_s). ``xferbench run --budget`` plans with these, and a class cuts a
-        combination that no longer fits before its deadline."""
+        plus the data a GPU machine moves (_budget.work_s). ``xferbench run --budget`` plans
+        with these, and a class cuts a combination that no longer fits before its deadline."""
         spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
         sampling = _budget.sampling_s(spec, cls.measurements)
         return sampling + _budget.work_s(cls.__name__, sampling)
