@@ -302,7 +302,8 @@ class Grid:
         try:
             for i, combo in enumerate(combos):
                 started, measuring = time.monotonic(), measuring_s()
-                cut = BUDGET.before(self.combination_s(), len(combos) - i, self.measurements)
+                cut = BUDGET.before(self.combination_s(), len(combos) - i, self.measurements,
+                                    first=i == 0)
                 out[combo] = {"skip": cut} if cut else self._measure_one(combo)
                 if not cut:
                     release_memory(device)

@@ -114,15 +114,19 @@ class Budget:
         self.max_time_s: float | None = None  # the cap on the current combination's sampling
         self.capped: str | None = None  # why the current combination is capped, or None
 
-    def before(self, cost_s: float, remaining: int, measurements: int) -> str | None:
+    def before(self, cost_s: float, remaining: int, measurements: int,
+               first: bool = False) -> str | None:
         """Why the next combination (planned at ``cost_s`` at its default spec; ``remaining``
-        combinations left, this one included) is cut, or None; sets its cap under --cap."""
+        combinations left, this one included) is cut, or None; sets its cap under --cap. The
+        ``first`` combination of a class is never cut: a class that was started (its start
+        slower than planned, on a loaded machine) saves at least one number, one
+        combination past its deadline at most."""
         self.max_time_s, self.capped = None, None
         if self.deadline is None:
             return None
         left = self.deadline - time.time()
         if not self.cap:
-            if left < cost_s:
+            if left < cost_s and not first:
                 return (f"cut: the run's budget (--budget) had {max(left, 0):.0f} s left for "
                         f"this class, and this combination is planned at {cost_s:.1f} s at "
                         "its default spec (never sampled under a cap)")

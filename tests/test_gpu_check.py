@@ -36,10 +36,11 @@ IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "p
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
                  "Loop", "Pipeline", "Hazards", "Contention"}
 #: The rehearsal's lease: the smoke sweep's sizes at the default spec, planned as on a GPU
-#: (costs.json); its grid 195 s (`scripts/lease-plan --device emu --sweep smoke` plans the
-#: lease parts at 181 s), the tests 25 s at least (they are cut short there, saying so).
-LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "240",
-         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "195"}
+#: (costs.json); its grid 230 s (`scripts/lease-plan --device emu --sweep smoke` plans the
+#: lease parts at 181 s: a quarter to spare for a loaded CI machine), the tests 25 s at
+#: least (they are cut short there, saying so).
+LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "270",
+         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "230"}
 
 
 def _copy_tree(dest: Path) -> None:
@@ -223,7 +224,8 @@ def test_the_readme_interpreter_in_a_fresh_clone_saves_every_class(readme_rehear
 def test_the_readme_interpreter_runs_the_gpu_tests_with_its_installed_plugin(readme_rehearsal):
     tests = _names_each_test_and_ends_with_the_summary(readme_rehearsal)
     assert "carried wheels" not in readme_rehearsal["log"]  # asv is installed there
-    assert "tests/test_plugin.py::" in tests  # pytest-benchmark there: its gpu test runs
+    plugins = next(line for line in tests.splitlines() if line.startswith("plugins: "))
+    assert "xferbench-" in plugins and "benchmark-" in plugins, plugins  # the entry points
 
 
 def test_a_bare_interpreter_without_git_saves_every_class(bare_rehearsal, bare):

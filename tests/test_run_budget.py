@@ -42,15 +42,18 @@ def test_every_lease_part_is_set_aside_and_the_spare_shared_among_the_rests():
     assert fits.seconds == pytest.approx(400 - 120)
 
 
-def test_short_of_time_the_first_classes_get_their_lease_parts_and_the_last_are_cut():
+def test_short_of_time_every_class_gets_its_share_of_what_is_left_by_its_lease_part():
+    """A machine slower than planned: 80 s left for lease parts of 40 + 30 + 50 s. Each class
+    gets its lease part's share of what is left, so each still measures its first headline
+    combinations (in order, the last ones cut short), none is left without a number."""
     spent, plans = 0.0, [ClassPlan(40, 10, 5), ClassPlan(30, 10, 5), ClassPlan(50, 10, 5)]
     shares = []
     for i in range(len(plans)):
         share = allot(80 + budget.REPORT_S, spent, plans[i:], read_s=2)
         shares.append(share.seconds)
         spent += share.seconds or 0
-    assert shares[:2] == [40, 30]  # in order, each its lease part in full
-    assert shares[2] == pytest.approx(10)  # what is left: cut short inside
+    assert shares == pytest.approx([80 * 40 / 120, 20, 80 - 80 * 40 / 120 - 20])
+    assert spent == pytest.approx(80)
     # too little left to start a class: not started
     tiny = allot(80 + budget.REPORT_S, 76, [ClassPlan(50, 0, 5)], read_s=2)
     assert tiny.seconds is None and tiny.deadline(0) is None
@@ -198,6 +201,16 @@ def test_under_a_budget_each_combination_runs_at_its_default_spec_or_is_cut(monk
     assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s] * 4
 
 
+def test_a_class_that_was_started_always_measures_its_first_combination(monkeypatch):
+    """Its start slower than planned (a loaded machine), a class may find its deadline
+    already near at its first combination: it measures that one (one combination past the
+    deadline at most) and cuts the rest, so that every class started saves a number."""
+    out = _grid_under(monkeypatch, 0.2, cap=False)
+    entries = list(out.values())
+    assert "values" in entries[0] and all("skip" in e for e in entries[1:]), out
+    assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s]
+
+
 def test_with_cap_sampling_is_capped_and_each_capped_combination_says_so(monkeypatch):
     out = _grid_under(monkeypatch, 2.2, cap=True)
     measured = {c: e for c, e in out.items() if "values" in e}
@@ -268,7 +281,8 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
                                                                   budget=None),
                                torch_version="2.11.0", cuda="13.0",
                                device=SimpleNamespace(name="cuda:0"), machine="m",
-                               commit="c" * 40, total=3, groups=(), threads=None)
+                               commit="c" * 40, total=3, groups=(), threads=None,
+                               commit_source="git")
         out = io.StringIO()
         announce(plan, out)
         return out.getvalue()

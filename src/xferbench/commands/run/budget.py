@@ -18,8 +18,10 @@ time left is shared out again:
 - the lease parts of the classes still to run are set aside first;
 - what is left beyond them is shared among the rests of the grid in proportion to their
   plans (each rest in full where it all fits), and a class's unused time flows to the next;
-- short of time for the lease parts, each class in turn gets its lease part while the time
-  lasts, so the headlines are measured in full and the last classes are cut;
+- short of time for the lease parts (a machine slower than planned), what is left is shared
+  among the classes still to run in proportion to their lease parts, so that each still
+  measures its first headline combinations (a class that is started measures at least one:
+  ``benchmarks/_budget.py``);
 - a class left less than its start and ``MIN_SAMPLING_S`` is not started: every combination
   it would have measured is recorded as skipped, with the reason.
 
@@ -130,7 +132,7 @@ def allot(budget_s: float, spent_s: float, plans: Sequence[ClassPlan], read_s: f
         share_of_rest = min(1.0, (left - leases) / rests) if rests else 1.0
         share = left - sum(p.lease_s + share_of_rest * p.rest_s for p in later)
     else:
-        share = min(left, own.lease_s)
+        share = left * own.lease_s / leases
     if share < own.start_s + read_s + MIN_SAMPLING_S:
         return Allotment(None, read_s, left)
     return Allotment(share, read_s, left)
