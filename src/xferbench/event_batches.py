@@ -132,8 +132,11 @@ class EventSampler:
         short (the clock rose since it was calibrated): recalibrate and redo, a few times at
         most. Queued slowly (the host blocked on a full launch queue, or is slow): halve the
         batch, never hold a batch longer. At one call the queue cannot be full, so a slow host
-        (a loaded machine) gets a longer hold, up to MAX_HOLD_S. False when even one call held
-        that long cannot be held: the measurement is then read on the completion clock."""
+        (a loaded machine) gets a longer hold, up to MAX_HOLD_S; a call that then waits the
+        whole spin out waits for the device itself (a probe that missed it): it is timed
+        without a hold, its device time labelled as including the host. False when even one
+        call held that long cannot be held: the measurement is then read on the completion
+        clock."""
         self.counts["redone"] += 1
         if queue_s < 0.5 * self.hold_s and self.recalibrations < MAX_RECALIBRATIONS:
             calibrate_spin(self.dev)
@@ -146,6 +149,10 @@ class EventSampler:
         if self.hold_s < MAX_HOLD_S:
             self.counts["lengthened"] += 1
             self.hold_s = min(MAX_HOLD_S, self.hold_s * LONGER_HOLD)
+            return True
+        if queue_s >= 0.9 * self.hold_s:  # it waited the whole spin out: it waits for itself
+            self.mode = "host-inclusive"  # as waits_for_itself would have said: no hold
+            self.calls = min(self.spec.batch, len(self.starts))
             return True
         self._resize(0, queue_s)
         return False

@@ -242,8 +242,9 @@ def _measure_accelerator(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
             if events.unavailable:  # even one call could not be held: the host clock reads
                 spec, host = spec.replace(clock="completion_s"), True
                 done.spec = spec
-        if host:
-            _host_batch(fn, dev, spec.batch, setup, completion_s, enqueue_s, done.spent)
+        if host:  # a host clock alone is the figure's: its batch ends at the budget
+            _host_batch(fn, dev, spec.batch, setup, completion_s, enqueue_s,
+                        done.spent if spec.clock in ("completion_s", "enqueue_s") else None)
         on_events = spec.clock in (None, "device_s")
         watched = events.watched() if on_events else (  # type: ignore[union-attr]
             enqueue_s if spec.clock == "enqueue_s" else completion_s)
