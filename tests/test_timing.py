@@ -520,5 +520,7 @@ def test_a_host_that_queues_late_gets_a_longer_hold_and_keeps_its_device_time(
     finally:
         emu.set_host_stall(0, 0.0)
     assert m.device_s and m.extra["device_clock"].startswith("held"), m.extra
-    assert m.extra.get("lengthened_batches", 0) >= 1 and m.extra["calls_per_batch"] == 1
+    # holds did end early (and were shrunk or lengthened), yet device time was kept; the
+    # lengthening's own logic is pinned in test_timing_device.py, on a scripted device
+    assert m.extra["redone_batches"] >= 1 and "device_clock_unavailable" not in m.extra
     assert torch.equal(dst.cpu(), src)
