@@ -37,9 +37,13 @@ from asv_runner.benchmarks.mark import skip_for_params
 
 from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
-from xferbench.practices import quick
+from xferbench.practices import headline_nbytes, quick
 from xferbench.results.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
-from xferbench.spec import DEFAULT_SPEC, QUICK_SCALE, MeasureSpec
+from xferbench.spec import DEFAULT_SPEC, MeasureSpec
+from xferbench.timing import measuring_s
+from xferbench.units import size_label
+
+from . import _budget
 
 #: A combination that takes longer than this (seconds) is recorded as failed; the class goes on.
 COMBINATION_TIMEOUT_S = 150
@@ -120,33 +124,18 @@ DEVICE, CAPS = _probe()
 QUICK = quick()
 
 
-#: The moment (time.time()) this class must be done by, from `xferbench run --budget`
-#: (XFERBENCH_DEADLINE): the grid then caps each combination's sampling at its share of what
-#: is left and cuts, with a reason, the combinations it can no longer fit, so that the class
-#: ends in time and asv saves every number it finished (a killed class saves none).
-DEADLINE = float(os.environ.get("XFERBENCH_DEADLINE") or 0) or None
-#: Of a combination's share of the time left, this much goes to sampling (measure()'s
-#: max_time_s over the class's measurements per combination); building, warming up and
-#: verifying take the rest.
-SAMPLING_SHARE = 0.6
-#: Below this many seconds left for a combination it is cut, not measured.
-MIN_COMBINATION_S = 1.0
-#: The sampling cap of the combination being measured (set by Grid.measure_grid).
-_CAP: dict[str, float] = {}
+#: This class process's share of `xferbench run --budget` (_budget.py): each combination at
+#: its default spec or cut, or (--cap) its sampling capped at its share of what is left.
+BUDGET = _budget.Budget()
 #: Grid.measure's key for text beside its numbers, {track method: one line}: the sidecar's
 #: ``observations`` keep it (asv stores numbers only).
 TEXTS = "_texts"
 
 
 def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
-    """``base`` as this process measures it: scaled down in quick mode, and its sampling
-    capped at the current combination's share of the class's budget (``DEADLINE``)."""
-    out = base.for_quick() if QUICK else base
-    cap = _CAP.get("max_time_s")
-    if cap is not None and cap < out.max_time_s:
-        out = out.replace(max_time_s=cap, min_time_s=min(out.min_time_s, cap),
-                          warmup_s=min(out.warmup_s, cap / 4))
-    return out
+    """``base`` as this process measures it: scaled down in quick mode, and under ``--budget
+    --cap`` its sampling capped at the current combination's share of the class's time."""
+    return BUDGET.spec(base.for_quick() if QUICK else base)
 
 
 def skipped(params: Sequence[Sequence[Any]], reason: Callable[..., str | None]) -> list[tuple]:
@@ -167,15 +156,57 @@ def skip_when(params: Sequence[Sequence[Any]], reason: Callable[..., str | None]
     return decorate
 
 
-def asv_samples(samples: Sequence[float], number: int = 1) -> dict[str, Any]:
+class NoSamples(RuntimeError):
+    """A value with no samples: the combination fails with this reason (asv would store an
+    empty sample list as a null that reads as measured)."""
+
+
+def asv_samples(samples: Sequence[float], number: int = 1, what: str = "value") -> dict[str, Any]:
     """A track_ value asv stores like a timing: median, quartiles and, with
-    --record-samples, the samples themselves (asv parses {"samples", "number"} this way)."""
+    --record-samples, the samples themselves (asv parses {"samples", "number"} this way).
+    No samples is no value: NoSamples, naming ``what``."""
+    if not samples:
+        raise NoSamples(f"{what}: no samples were taken")
     return {"samples": [float(x) for x in samples], "number": int(number)}
 
 
 def measured(m: Any, clock: str | None = None) -> dict[str, Any]:
     """A Measurement's samples of ``clock`` (its own clock by default) as asv_samples."""
-    return asv_samples(m.samples(clock), m.calls_per_sample)
+    clock = clock or m.primary_clock
+    return asv_samples(m.samples(clock), m.calls_per_sample,
+                       f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
+
+
+class Skip:
+    """A value that one method of a combination does not have, with the reason: the other
+    methods keep theirs, and asv records this one as skipped (``Grid.setup``)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def device_time(m: Any) -> dict[str, Any] | Skip:
+    """``m``'s device-time samples, or a Skip saying why there are none where the device's
+    clock could not be read (a call that could not be held: the measurement fell back to the
+    completion clock, whose figure another method reports): the machine's answer, not a
+    failure of the suite."""
+    why = m.extra.get("device_clock_unavailable")
+    if not m.device_s and why:
+        return Skip(f"no device time here: {why}")
+    return measured(m, "device_s")
+
+
+class _Values(dict):
+    """A combination's values; a method skipped for it raises asv's skip, with the reason."""
+
+    def __init__(self, values: dict[str, Any], skips: dict[str, str]) -> None:
+        super().__init__(values)
+        self.skips = skips
+
+    def __missing__(self, key: str) -> Any:
+        if key in self.skips:
+            raise NotImplementedError(self.skips[key])
+        raise KeyError(key)
 
 
 def grid_timeout(params: Sequence[Sequence[Any]], reason: Callable[..., str | None],
@@ -211,10 +242,25 @@ class Grid:
     timeout = 60  # a track_ call only looks its value up
     #: How many measure() calls one combination makes: its budget share is split among them.
     measurements = 1
-    #: Seconds one combination takes on an NVIDIA H200 at the default budgets (build, warm-up,
-    #: sampling, verification): an estimate from reading the class, not a measurement.
-    #: ``xferbench run --budget`` shares its time among the classes by these.
-    seconds_per_combination = 1.0
+    #: The spec those measurements use by default (DEFAULT_SPEC, or the practices' BENCH_SPEC).
+    base_spec = DEFAULT_SPEC
+
+    @classmethod
+    def combination_s(cls) -> float:
+        """What one combination is planned to cost at its default spec: the worst case of its
+        sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
+        plus the data a GPU machine moves (_budget.work_s). ``xferbench run --budget`` plans
+        with these, and a class cuts a combination that no longer fits before its deadline."""
+        spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
+        sampling = _budget.sampling_s(spec, cls.measurements)
+        return sampling + _budget.work_s(cls.__name__, sampling)
+
+    @classmethod
+    def lease(cls, combo: Sequence[Any]) -> bool:
+        """Whether ``combo`` is one of the class's lease (headline) combinations, measured
+        before the others: those at the headline size, where the class has a size."""
+        names = list(cls.param_names)
+        return "size" not in names or combo[names.index("size")] == size_label(headline_nbytes())
 
     def measure(self, *combo: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -238,11 +284,14 @@ class Grid:
                 if any(r is None for r in cls.reasons(c).values())]
 
     def measure_grid(self) -> dict[tuple, dict[str, Any]]:
-        """Every combination that runs here, measured in turn: {combo: {"values": {...}}, or
-        {"skip": reason} (does not fit), or {"error": text}}; progress to XFERBENCH_PROGRESS."""
+        """Every combination that runs here, measured in turn, the lease's (headline) ones
+        first: {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
+        {"skip": reason} (does not fit, or cut by the run's budget), or {"error": text};
+        progress to XFERBENCH_PROGRESS."""
         # "bench_copies.Copy", as asv names it (without the benchmarks package)
         name = f"{type(self).__module__.split('.', 1)[-1]}.{type(self).__name__}"
         combos = self.combinations()
+        combos = _budget.lease_order(combos, [self.lease(c) for c in combos])
         out: dict[tuple, dict[str, Any]] = {}
         if not combos:
             return out  # nothing to measure: no torch import, no device initialisation
@@ -255,45 +304,42 @@ class Grid:
         previous = signal.signal(signal.SIGALRM, _alarm)
         try:
             for i, combo in enumerate(combos):
-                started = time.monotonic()
-                cut = self._cap(len(combos) - i)
-                if cut:
-                    out[combo] = {"skip": cut}
-                    progress.report(combo, out[combo], 0.0)
-                    continue
-                signal.setitimer(signal.ITIMER_REAL, COMBINATION_TIMEOUT_S)
-                try:
-                    out[combo] = {"values": self.measure(*combo)}
-                except DoesNotFit as exc:
-                    out[combo] = {"skip": str(exc)}
-                except _CombinationTimeout:
-                    out[combo] = {"error": f"timed out after {COMBINATION_TIMEOUT_S} s"}
-                except Exception as exc:
-                    out[combo] = {"error": f"{type(exc).__name__}: {exc}\n"
-                                           f"{traceback.format_exc()}"}
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                release_memory(device)
-                if (memory_allocated(device) or 0) > (baseline or 0):
-                    release_memory(device, thorough=True)  # a cycle held a tensor: collect it
-                progress.report(combo, out[combo], time.monotonic() - started)
+                started, measuring = time.monotonic(), measuring_s()
+                cut = BUDGET.before(self.combination_s(), len(combos) - i, self.measurements,
+                                    first=i == 0)
+                out[combo] = {"skip": cut} if cut else self._measure_one(combo)
+                if not cut:
+                    release_memory(device)
+                    if (memory_allocated(device) or 0) > (baseline or 0):
+                        release_memory(device, thorough=True)  # a cycle held a tensor
+                progress.report(combo, out[combo], time.monotonic() - started,
+                                measuring_s() - measuring)
         finally:
             signal.signal(signal.SIGALRM, previous)
             progress.close()
         return out
 
-    def _cap(self, remaining: int) -> str | None:
-        """Under a deadline: set the next combination's sampling cap from the time left, or
-        say why it is cut (no time left for it). Without one: no cap, no cut."""
-        _CAP.clear()
-        if DEADLINE is None:
-            return None
-        left = DEADLINE - time.time()
-        if left < MIN_COMBINATION_S:
-            return (f"cut: the run's budget (--budget) left {max(left, 0):.0f} s for this class "
-                    f"and its {remaining} remaining combination(s)")
-        _CAP["max_time_s"] = max(0.01, left / remaining * SAMPLING_SHARE / self.measurements)
-        return None
+    def _measure_one(self, combo: tuple) -> dict[str, Any]:
+        """One combination's entry: its values (a Skip moved to "skips"), and its cap."""
+        signal.setitimer(signal.ITIMER_REAL, COMBINATION_TIMEOUT_S)
+        try:
+            values = self.measure(*combo)
+            entry: dict[str, Any] = {
+                "values": {k: v for k, v in values.items() if not isinstance(v, Skip)}}
+            skips = {k: v.reason for k, v in values.items() if isinstance(v, Skip)}
+            if skips:
+                entry["skips"] = skips
+            if BUDGET.capped:
+                entry["capped"] = BUDGET.capped
+            return entry
+        except (DoesNotFit, _budget.Cut) as exc:
+            return {"skip": str(exc)}
+        except _CombinationTimeout:
+            return {"error": f"timed out after {COMBINATION_TIMEOUT_S} s"}
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"}
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def setup(self, cache: dict[tuple, dict[str, Any]], *combo: Any) -> None:
         entry = cache.get(tuple(combo))
@@ -303,7 +349,7 @@ class Grid:
             raise NotImplementedError(entry["skip"])  # asv's skip: stored as NaN
         if "error" in entry:
             raise RuntimeError(entry["error"])  # this combination's failure, not the class's
-        self.values = entry["values"]
+        self.values = _Values(entry["values"], entry.get("skips") or {})
 
 
 class _Progress:
@@ -317,7 +363,10 @@ class _Progress:
         # the interpreter and torch that measure: xferbench run checks them against its own
         self._write(ProgressLine("start", name, 0, total, executable=executable, torch=torch))
 
-    def report(self, combo: tuple, entry: dict[str, Any], seconds: float) -> None:
+    def report(self, combo: tuple, entry: dict[str, Any], seconds: float,
+               measuring: float = 0.0) -> None:
+        """One combination: its status, seconds (``measuring`` of them inside measure()),
+        values, the methods it skipped and its cap, each with the reason."""
         self.done += 1
         status = SKIPPED if "skip" in entry else FAILED if "error" in entry else MEASURED
         why = (entry.get("skip") or entry.get("error") or "").splitlines()[:1]
@@ -326,7 +375,9 @@ class _Progress:
             "combination", self.name, self.done, self.total,
             params=tuple(str(p) for p in combo), status=status, seconds=round(seconds, 3),
             why="".join(why), values=tuple(_summary(entry.get("values", {})).items()),
-            texts=tuple(sorted((str(k), str(v)) for k, v in texts.items()))))
+            texts=tuple(sorted((str(k), str(v)) for k, v in texts.items())),
+            skips=tuple(sorted((entry.get("skips") or {}).items())),
+            capped=entry.get("capped", ""), measuring_s=round(measuring, 3)))
 
     def _write(self, line: ProgressLine) -> None:
         if self.fh is not None:
@@ -356,12 +407,14 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     (those that run; for a method with none, its first, which asv then records as skipped).
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
-    number; its estimated seconds (``Grid.seconds_per_combination``, quick-scaled), per method
-    what it measures (for a budget to cut), its values and units (for a claims table). Needs no
-    torch: the probe is the environment's."""
+    number; what each combination is planned to cost (``Grid.combination_s``), how many of them
+    are the lease's (headline) ones, the class's measured start (costs.json), per method the
+    combinations it measures, as text, for a run's budget to cut, and its values and units
+    (for a claims table). Needs no torch: the probe is the environment's."""
     out = []
     # run as __main__, this module is not the benchmarks._asv that the suite imports
     base = importlib.import_module(f"{__package__}._asv").Grid
+    real_accelerator = CAPS.device != "cpu" and not CAPS.emulated  # it initialises a device
     for file in files:
         module = importlib.import_module(f"{__package__}.{file}")
         for name, cls in vars(module).items():
@@ -383,14 +436,15 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                 if not chosen and combos:
                     chosen.append([repr(p) for p in combos[0]])
             measured = cls.combinations()
-            scale = QUICK_SCALE if QUICK else 1.0
+            lease = [c for c in measured if cls.lease(c)]
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "params": [[str(v) for v in values] for values in cls.params],
                         "units": {m: getattr(getattr(cls, m), "unit", getattr(cls, "unit", "?"))
                                   for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
-                        "estimate_s": len(measured) * cls.seconds_per_combination * scale,
-                        "runs": runs,
+                        "lease": len(lease), "combination_s": cls.combination_s(),
+                        "estimate_s": len(measured) * cls.combination_s(),
+                        "start_s": _budget.start_s(name, real_accelerator), "runs": runs,
                         "combinations": len(list(itertools.product(*cls.params))),
                         "skips": skips, "select": select})
     return out

@@ -50,8 +50,8 @@ class Contention(Grid):
 
     params = (list(MODES), LANES, SIZES)
     param_names = ["mode", "lane", "size"]
-    seconds_per_combination = 0.5  # on an H200: an estimate (Grid)
     unit = "seconds"
+    measurements = 2  # together and alone
 
     def setup_cache(self):
         self.done = {}

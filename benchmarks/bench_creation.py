@@ -58,8 +58,8 @@ class Creation(Grid):
 
     params = (list(FACTORIES), list(VARIANTS), SIZES)
     param_names = ["factory", "variant", "size"]
-    seconds_per_combination = 0.4  # on an H200: an estimate (Grid)
     unit = "seconds"
+    base_spec = BENCH_SPEC
 
     def setup_cache(self):
         return self.measure_grid()
@@ -103,8 +103,8 @@ class CreatedInForward(Grid):
 
     params = (list(FORWARD_MODES), [str(t) for t in forward_seqs()])
     param_names = ["mode", "seq"]
-    seconds_per_combination = 1.7  # on an H200: an estimate (Grid)
     unit = "seconds"
+    base_spec = BENCH_SPEC
 
     def setup_cache(self):
         return self.measure_grid()

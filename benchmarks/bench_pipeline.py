@@ -4,6 +4,7 @@ size and precision; and model.to(device) once vs every step."""
 from xferbench.practices import BENCH_SPEC
 from xferbench.practices.pipeline import (
     HOST_MEMORY,
+    INPUT_BOUND,
     MODEL_SIZES,
     MOVES,
     WORKERS,
@@ -56,9 +57,15 @@ class Pipeline(Grid):
     params = (list(MODEL_SIZES), list(HOST_MEMORY), [str(w) for w in WORKERS], list(MOVES),
               list(precisions()), list(compiles()))
     param_names = ["size", "host_memory", "workers", "move", "precision", "compile"]
-    seconds_per_combination = 2.2  # on an H200: an estimate (Grid)
     unit = "seconds"
     measurements = 2  # the step, and the step with model.to
+    base_spec = BENCH_SPEC
+
+    @classmethod
+    def lease(cls, combo):
+        """The headline's configuration: the input-bound model, two workers, every host
+        memory and move (its size parameter is the model's, not bytes)."""
+        return combo[0] == INPUT_BOUND and combo[2] == "2"
 
     def setup_cache(self):
         return self.measure_grid()

@@ -30,8 +30,8 @@ class Loop(Grid):
 
     params = (list(READS), WIDTHS)
     param_names = ["read", "width"]
-    seconds_per_combination = 1.0  # on an H200: an estimate (Grid)
     unit = "seconds"
+    base_spec = BENCH_SPEC
 
     def setup_cache(self):
         return self.measure_grid()

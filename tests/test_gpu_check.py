@@ -1,11 +1,21 @@
-"""scripts/gpu-check rehearsed as the GPU machine meets it: a copy of the tree without .git, an
-interpreter holding torch, numpy and pytest but neither xferbench nor asv, asv from wheels
-fetched for that interpreter's Python. It passes only if results with numbers come back."""
+"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, at the
+default measurement spec (no --quick), twice, each rehearsal shared by the tests that read it:
+
+- the README's own interpreter (this one: xferbench installed, pytest-benchmark there) in a
+  fresh clone (the tree committed into a new git repository);
+- a bare interpreter (a venv with torch and the image's usual packages, no xferbench, no asv,
+  no pytest-benchmark) in a copy of the tree without .git, with no git on PATH: asv comes
+  from wheels fetched for that Python, the suite commit is passed in.
+
+Each must exit 0 with every class but Peer saved with numbers, none sampled under a cap, and
+a test log that names each test and ends with pytest's summary line."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,19 +24,67 @@ from pathlib import Path
 import pytest
 
 from xferbench.results import load
+from xferbench.results.sidecar import load_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
-#: What the GPU image holds beside torch (the device tool's page), less what we cannot need.
-IMAGE_PACKAGES = ["numpy", "pytest", "pytest-benchmark", "nvidia-ml-py", "packaging",
-                  "filelock", "pyyaml"]
+#: What the GPU image holds beside torch (the device tool's page), less what we cannot need
+#: and less pytest-benchmark, which the image has: the bare rehearsal runs without it.
+IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml"]
+#: Every class of the suite that one device measures (Peer needs a second).
+SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
+                 "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
+#: The rehearsal's lease: the smoke sweep's sizes at the default spec, planned as on a GPU
+#: (costs.json); its grid 230 s (`scripts/lease-plan --device emu --sweep smoke` plans the
+#: lease parts at 181 s: a quarter to spare for a loaded CI machine), the tests 25 s at
+#: least (they are cut short there, saying so).
+LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "270",
+         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "230"}
+
+
+def _copy_tree(dest: Path) -> None:
+    """The tracked and untracked-not-ignored files, without results/ and .git."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    for name in filter(None, files):
+        if name.startswith("results/") or not (REPO / name).is_file():
+            continue
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, dest / name)
+
+
+def path_without(tool: str, shadow: Path) -> str:
+    """PATH with ``tool`` hidden: each folder holding it shadowed by one of links to the rest."""
+    parts = []
+    for i, folder in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
+        if folder and (Path(folder) / tool).exists():
+            mirror = shadow / str(i)
+            mirror.mkdir(parents=True, exist_ok=True)
+            for entry in Path(folder).iterdir():
+                if entry.name != tool and not (mirror / entry.name).exists():
+                    (mirror / entry.name).symlink_to(entry)
+            folder = str(mirror)
+        parts.append(folder)
+    return os.pathsep.join(parts)
+
+
+def _emu_env() -> dict[str, str]:
+    import emu
+
+    try:
+        emu.build()  # this interpreter's torch is the rehearsals': one build serves both
+    except emu.BuildUnavailable as exc:
+        pytest.skip(f"the emulated device is not available: {exc}")
+    from emu._build import cache_root
+
+    return {"XFERBENCH_EMU": "1", "XFERBENCH_EMU_CACHE": str(cache_root())}
 
 
 @pytest.fixture(scope="module")
-def machine(tmp_path_factory):
-    """(interpreter, tree, tmpdir): a venv with torch only (and the image's usual packages),
-    and a copy of the tracked tree without .git, with .whl/ fetched for that Python."""
+def bare(tmp_path_factory):
+    """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
+    packages only, and a copy of the tree without .git, with .whl/ fetched for that Python."""
     import torch
 
     work = tmp_path_factory.mktemp("gpu-machine")
@@ -36,16 +94,11 @@ def machine(tmp_path_factory):
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, f"torch=={torch.__version__.split('+')[0]}", *IMAGE_PACKAGES],
                    check=True, timeout=900)
-    absent = subprocess.run([str(python), "-c", "import asv"], capture_output=True)
-    assert absent.returncode != 0, "the rehearsal's interpreter must not hold asv"
+    for absent in ("asv", "xferbench", "pytest_benchmark"):
+        proc = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True)
+        assert proc.returncode != 0, f"the bare interpreter must not hold {absent}"
     tree = work / "tree"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split("\n")
-    for name in filter(None, files):
-        if name.startswith("results/") or not (REPO / name).is_file():
-            continue
-        (tree / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, tree / name)
+    _copy_tree(tree)
     version = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info"
                               "[:2])"], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([str(REPO / "scripts" / "fetch-gpu-wheels")], cwd=REPO, check=True,
@@ -54,88 +107,152 @@ def machine(tmp_path_factory):
                         "XFERBENCH_WHEELS_DIR": str(tree / ".whl")})
     tmp = work / "tmp"
     tmp.mkdir()
-    return python, tree, tmp
+    return python, tree, tmp, path_without("git", work / "nogit")
 
 
-def _gpu_check(machine, out: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    python, tree, tmp = machine
+def _gpu_check(python: Path, tree: Path, tmp: Path, out: Path,
+               **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items()
-             if k not in ("PYTHONPATH", "ASV_PYTHONPATH", "VIRTUAL_ENV")}
+             if k not in ("PYTHONPATH", "ASV_PYTHONPATH", "VIRTUAL_ENV", "XFERBENCH_QUICK")}
     return subprocess.run([str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree,
                           capture_output=True, text=True, timeout=900,
                           env={**clean, "PYTHON": str(python), "TMPDIR": str(tmp), **env})
 
 
-def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(machine, tmp_path):
-    proc = _gpu_check(machine, tmp_path / "out")
+def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(bare, tmp_path):
+    """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so
+    a warning on stderr at import (here: a sitecustomize that prints one) leaves it whole."""
+    python, tree, tmp, _path = bare
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text(
+        "import sys\nprint('UserWarning: a warning at import', file=sys.stderr)\n")
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PYTHONPATH=str(noisy))
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gpu-check: no accelerator here"), proc.stderr
-    assert proc.stdout.startswith("gpu-check: torch 2.")  # the torch found, first
+    assert proc.stdout.startswith("gpu-check: torch 2.") and " (CUDA " in proc.stdout
+    assert "UserWarning" not in proc.stdout
     assert not (tmp_path / "out").exists()
 
 
-def test_gpu_check_rehearsal_brings_back_results_with_numbers(machine, tmp_path):
-    out = tmp_path / "out"
-    proc = _gpu_check(machine, out, XFERBENCH_GPU_CHECK_ALLOW_CPU="1",
-                      XFERBENCH_GPU_CHECK_QUICK="1",
-                      XFERBENCH_SUITE_COMMIT="a" * 40, XFERBENCH_MACHINE="rehearsal")
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    first = log.splitlines()[0]
-    assert first.startswith("gpu-check: torch 2.") and "device cpu" in first
-    assert "carried wheels" in log
-    # the machine's own packages are never shadowed: only what it lacked was installed
-    site = machine[2] / "xferbench-site"
-    assert (site / "asv").is_dir() and (site / "asv_runner").is_dir()
-    assert not (site / "packaging").exists() and not (site / "yaml").exists()
+def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(bare, tmp_path):
+    python, tree, tmp, path = bare
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **_emu_env(),
+                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
+                      XFERBENCH_GPU_CHECK_TESTS="15")
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is too short for the headline classes" in lines[0], proc.stderr
+    assert "== gpu tests" not in proc.stdout  # nothing ran after it
+    assert not list((tmp_path / "out").glob("results/*/*.json"))
+
+
+def _rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str) -> dict:
+    proc = _gpu_check(python, tree, tmp, out, **_emu_env(), **LEASE,
+                      XFERBENCH_SUITE_COMMIT="b" * 40, XFERBENCH_MACHINE="emu-rehearsal", **env)
+    return {"proc": proc, "log": proc.stdout + proc.stderr, "out": out}
+
+
+@pytest.fixture(scope="module")
+def readme_rehearsal(tmp_path_factory):
+    """The check with the README's interpreter (xferbench installed: its pytest11 entry point
+    loads the plugin) in a fresh clone of the tree (git there)."""
+    try:
+        importlib.metadata.distribution("xferbench")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("this interpreter is not the README's (xferbench is not installed in it)")
+    work = tmp_path_factory.mktemp("clone")
+    tree = work / "tree"
+    _copy_tree(tree)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "clone"]):
+        subprocess.run([*git, *args], cwd=tree, check=True, capture_output=True)
+    tmp = work / "tmp"
+    tmp.mkdir()
+    return _rehearsal(Path(sys.executable), tree, tmp, work / "out")
+
+
+@pytest.fixture(scope="module")
+def bare_rehearsal(bare, tmp_path_factory):
+    """The check with the bare interpreter, in the tree without .git, git hidden from PATH."""
+    python, tree, tmp, path = bare
+    return _rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out", PATH=path)
+
+
+def _saves_every_class_at_the_default_spec(r: dict) -> None:
+    assert r["proc"].returncode == 0, r["log"][-6000:]
+    out = r["out"]
+    assert "device emu" in r["log"].splitlines()[0]
+    rs = load(str(out / "results"))
+    saved = {x.benchmark.split(".")[1] for x in rs if x.ok}
+    assert saved == SUITE_CLASSES, f"classes without a number: {SUITE_CLASSES - saved}"
+    assert not any(x.quick or x.capped for x in rs)  # the default spec, nothing capped
+    meta = next(out.glob("results/emu-rehearsal/*.metadata"))
+    side = load_sidecar(str(meta.with_suffix(".json")))
+    assert side.runs[-1].complete is True and not side.runs[-1].quick
+    assert not side.runs[-1].capped and not side.capped
+    assert {x.commit for x in rs} == {"b" * 40}  # the real suite commit
+    assert {x.machine for x in rs} == {"emu-rehearsal"}
+    assert "Benchmarking existing" in (out / "asv.log").read_text()  # asv's own output kept
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert len(files) <= 8, files  # what the device tool brings back
     assert all(len(Path(f).parts) <= 3 for f in files)  # no more than 2 folders down
-    rs = load(str(out / "results"))
-    measured = [r for r in rs if r.ok]
-    assert measured and all(r.value > 0 for r in measured if r.unit == "seconds")
-    assert {r.commit for r in rs} == {"a" * 40}  # relabelled with the real suite commit
-    assert {r.machine for r in rs} == {"rehearsal"}
-    meta = next(out.glob("results/rehearsal/*.metadata"))
-    assert json.loads(meta.read_text())["run"]["complete"] is True
     assert "| headline |" in (out / "table.md").read_text()
     assert "tensor-to-new: tensor.to() returns a new tensor" in (out / "table.md").read_text()
 
 
-#: Every class of the suite that one device measures (Peer needs a second): the rehearsal on
-#: the emulated device must save each with numbers.
-SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
-                 "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
-
-
-def test_gpu_check_rehearsed_on_the_emulated_device_saves_every_class(machine, tmp_path):
-    """The whole check as a GPU machine meets it, on tests/emu: the grid under its budget plan
-    saves every class with numbers, and the test stage's log names each test and ends with
-    its summary line."""
-    import emu
-
-    try:
-        emu.build()  # this interpreter's torch is the rehearsal's: the same build serves both
-    except emu.BuildUnavailable as exc:
-        pytest.skip(f"the emulated device is not available: {exc}")
-    from emu._build import cache_root
-
-    out = tmp_path / "out"
-    proc = _gpu_check(machine, out, XFERBENCH_EMU="1", XFERBENCH_EMU_CACHE=str(cache_root()),
-                      XFERBENCH_GPU_CHECK_QUICK="1", XFERBENCH_SWEEP="smoke",
-                      XFERBENCH_GPU_CHECK_BUDGET="420", XFERBENCH_GPU_CHECK_GRID="200",
-                      XFERBENCH_SUITE_COMMIT="b" * 40, XFERBENCH_MACHINE="emu-rehearsal")
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-6000:]
-    assert "device emu" in log.splitlines()[0]
-    rs = load(str(out / "results"))
-    saved = {r.benchmark.split(".")[1] for r in rs if r.ok}
-    assert saved == SUITE_CLASSES, f"classes without a number: {SUITE_CLASSES - saved}"
-    assert "Benchmarking existing" in (out / "asv.log").read_text()  # asv's own output kept
-    assert len([p for p in out.rglob("*") if p.is_file()]) <= 8  # what the device tool returns
-    tests = (out / "pytest-gpu.log").read_text()
-    assert "tests/test_copies.py::test_accelerator_copy_runs_and_verifies" in tests
-    assert " PASSED" in tests
+def _names_each_test_and_ends_with_the_summary(r: dict) -> str:
+    tests = (r["out"] / "pytest-gpu.log").read_text()
+    assert "Plugin already registered" not in tests and "emulated device: not loaded" not in tests
+    assert re.search(r"^tests/test_copies\.py::test_accelerator_copy_runs_and_verifies\[.*\] "
+                     r"PASSED", tests, re.MULTILINE), tests[-3000:]
     last = [line for line in tests.splitlines() if line.strip()][-1]
     assert last.startswith("=") and " passed" in last and " in " in last, last
+    assert " failed" not in last and " error" not in last, last
+    # the tests that pin a GPU-only behaviour ran first, from every file (here: skipped)
+    telling = tests.index("tests/test_timing.py::test_non_blocking_pinned_h2d_enqueue_is_much_"
+                          "shorter_than_its_completion SKIPPED")
+    assert telling < tests.index("tests/test_audit_device.py::test_a_faulty_step_is_reported_"
+                                 "exactly")
+    return tests
+
+
+def test_the_readme_interpreter_in_a_fresh_clone_saves_every_class(readme_rehearsal):
+    _saves_every_class_at_the_default_spec(readme_rehearsal)
+
+
+def test_the_readme_interpreter_runs_the_gpu_tests_with_its_installed_plugin(readme_rehearsal):
+    tests = _names_each_test_and_ends_with_the_summary(readme_rehearsal)
+    assert "carried wheels" not in readme_rehearsal["log"]  # asv is installed there
+    plugins = next(line for line in tests.splitlines() if line.startswith("plugins: "))
+    assert "xferbench-" in plugins and "benchmark-" in plugins, plugins  # the entry points
+
+
+def test_a_bare_interpreter_without_git_saves_every_class(bare_rehearsal, bare):
+    _saves_every_class_at_the_default_spec(bare_rehearsal)
+    log = bare_rehearsal["log"]
+    assert "carried wheels" in log
+    assert "no git checkout here: asv files the results under XFERBENCH_SUITE_COMMIT's" in log
+    # the machine's own packages are never shadowed: only what it lacked was installed
+    site = bare[2] / "xferbench-site"
+    assert (site / "asv").is_dir() and (site / "asv_runner").is_dir()
+    assert not (site / "packaging").exists() and not (site / "yaml").exists()
+
+
+def test_a_bare_interpreter_runs_the_gpu_tests_without_pytest_benchmark(bare_rehearsal):
+    tests = _names_each_test_and_ends_with_the_summary(bare_rehearsal)
+    assert "xfer_benchmark needs pytest-benchmark" in tests  # skipped, saying so
+
+
+def test_the_sidecar_says_the_run_was_planned_as_a_lease(bare_rehearsal):
+    """The run's budget is in its record, and every combination the lease left out is in the
+    sidecar as cut, saying why, none as failed."""
+    out = bare_rehearsal["out"]
+    meta = next(out.glob("results/emu-rehearsal/*.metadata"))
+    data = json.loads(meta.read_text())
+    assert data["run"]["budget_s"] > 0
+    failed = [o for rows in data["outcomes"].values() for o in rows if o["status"] == "failed"]
+    assert failed == []
+    assert "the lease (every class's headline combinations at the default spec" in \
+        bare_rehearsal["log"]

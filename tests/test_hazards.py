@@ -136,6 +136,19 @@ def test_on_a_busy_stream_an_overwritten_pinned_source_is_wrong_every_time(gpu_d
 
 
 @pytest.mark.gpu
+def test_a_deadline_ends_the_trials_and_the_result_says_how_many_ran(gpu_device):
+    """A run's budget ends a fixed count of trials at its deadline (the grid then cuts the
+    combination, or keeps it marked as capped): at least one trial, never past the deadline
+    by more than one. Without a deadline all of them run."""
+    import time
+
+    r = run_hazard("pageable_source_modified", 64 * KiB, gpu_device, TRIALS, "idle",
+                   deadline=time.time())
+    assert r.trials == 1 and r.fraction in (0.0, 1.0)
+    assert run_hazard("pageable_source_modified", 64 * KiB, gpu_device, 7).trials == 7
+
+
+@pytest.mark.gpu
 @pytest.mark.cuda_only("kernels queued behind the spin (the emulated device runs them at once)")
 def test_on_a_busy_stream_a_read_before_sync_is_wrong_every_time(gpu_device):
     r = run_hazard("d2h_read_before_sync", 64 * KiB, gpu_device, 20, "busy")

@@ -254,6 +254,40 @@ def test_the_peer_practice_verifies_every_pair_and_times_each_first_copy_apart(
     assert "already copied in this process" in seen["again"]
 
 
+LOADED = """
+import json, os, sys
+sys.path.insert(0, "tests")
+import emu, torch
+from xferbench.devices import capabilities, resolve_device
+from xferbench.stream_hold import calibrate_spin
+dev = resolve_device("emu:0")
+os.environ["XFERBENCH_PROBE"] = json.dumps({"device": dev.name,
+                                            "capabilities": capabilities(dev).to_dict()})
+calibrate_spin(dev)
+emu.set_host_stall(1, 0.25)  # from now on every copy is queued 0.25 s late: a loaded host
+import benchmarks.bench_peer as bp
+cache = bp.Peer().setup_cache()
+print(json.dumps({" ".join(map(str, k)): v for k, v in cache.items()}))
+"""
+
+
+def test_a_peer_copy_that_cannot_be_held_on_a_loaded_host_is_skipped_not_failed(
+        run_python, two_emu):
+    """On a host that queues every copy late, no hold covers one call: the measurement falls
+    back to the completion clock as its message says, and Peer's device time, which that
+    clock is not, is skipped with the reason; the pair's first copy and peer access keep
+    their values, and nothing is a failure (the run's exit 3 is for the suite's faults)."""
+    cache = _last_json(run_python("-c", LOADED, timeout=300, env={
+        **two_emu, "XFERBENCH_SWEEP": "smoke", "XFERBENCH_QUICK": "1"}))
+    assert cache and not any("error" in e for e in cache.values()), cache
+    first = cache["1 contiguous 1MiB"]
+    assert first["skips"]["track_device_s"].startswith(
+        "no device time here: one call could not be held"), first
+    assert first["values"]["track_first_copy_s"] > 0
+    assert first["values"]["track_peer_access"] == 1.0
+    assert "track_device_s" not in first["values"]
+
+
 # --- xferbench run --devices all on two emulated devices
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks import _asv
 from xferbench.commands.run import budget
-from xferbench.commands.run.budget import allot, check_budget, plan_text
+from xferbench.commands.run.budget import ClassPlan, allot, check_budget, check_lease, plan_text
 from xferbench.commands.run.suite import PRIORITY, SuiteClass
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
@@ -28,27 +28,36 @@ from xferbench.results.sidecar import load_sidecar, record_run
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_with_time_to_spare_a_class_may_use_all_but_what_the_later_ones_need():
-    # 200 s left after the report's reserve, estimates 30 + 70: the first may take 130
-    first = allot(200 + budget.REPORT_S, 0, [30, 70], read_s=3)
-    assert first.seconds == pytest.approx(130) and first.deadline(1000.0) == pytest.approx(1127)
-    # the first class took 20 s: the last one gets all that is left
-    assert allot(200 + budget.REPORT_S, 20, [70], read_s=3).seconds == pytest.approx(180)
+def test_every_lease_part_is_set_aside_and_the_spare_shared_among_the_rests():
+    # 200 s left after the report's reserve; leases 30 + 20, rests 100 + 100: the 150 s
+    # beyond the leases covers three quarters of each rest
+    plans = [ClassPlan(30, 100, 5), ClassPlan(20, 100, 5)]
+    first = allot(200 + budget.REPORT_S, 0, plans, read_s=3)
+    assert first.seconds == pytest.approx(30 + 75) and first.deadline(1000.0) == \
+        pytest.approx(1000 + 105 - 3)
+    # the first class used 60 s of its 105: the last one gets all that is left
+    assert allot(200 + budget.REPORT_S, 60, plans[1:], read_s=3).seconds == pytest.approx(140)
+    # where the whole grid fits, a class may use all but what the later ones are planned at
+    fits = allot(400 + budget.REPORT_S, 0, plans, read_s=3)
+    assert fits.seconds == pytest.approx(400 - 120)
 
 
-def test_short_of_time_the_first_classes_get_their_whole_estimate_and_the_last_are_cut():
-    spent, estimates = 0.0, [40.0, 30.0, 50.0]
+def test_short_of_time_every_class_gets_its_share_of_what_is_left_by_its_lease_part():
+    """A machine slower than planned: 80 s left for lease parts of 40 + 30 + 50 s. Each class
+    gets its lease part's share of what is left, so each still measures its first headline
+    combinations (in order, the last ones cut short), none is left without a number."""
+    spent, plans = 0.0, [ClassPlan(40, 10, 5), ClassPlan(30, 10, 5), ClassPlan(50, 10, 5)]
     shares = []
-    for i in range(len(estimates)):
-        share = allot(80 + budget.REPORT_S, spent, estimates[i:], read_s=2)
+    for i in range(len(plans)):
+        share = allot(80 + budget.REPORT_S, spent, plans[i:], read_s=2)
         shares.append(share.seconds)
         spent += share.seconds or 0
-    assert shares[:2] == [40, 30]  # in order, each in full
-    assert shares[2] == pytest.approx(10)  # what is left: cut short inside
+    assert shares == pytest.approx([80 * 40 / 120, 20, 80 - 80 * 40 / 120 - 20])
+    assert spent == pytest.approx(80)
     # too little left to start a class: not started
-    tiny = allot(80 + budget.REPORT_S, 78, [50.0], read_s=2)
+    tiny = allot(80 + budget.REPORT_S, 76, [ClassPlan(50, 0, 5)], read_s=2)
     assert tiny.seconds is None and tiny.deadline(0) is None
-    assert "had 2 s left for this class" in budget.cut_reason(80, tiny.left_s)
+    assert "had 4.0 s left for this class" in budget.cut_reason(80, tiny.left_s)
 
 
 def test_a_bad_budget_is_one_sentence():
@@ -69,13 +78,31 @@ def test_the_command_refuses_a_bad_budget_with_exit_2_and_writes_nothing(tmp_pat
 
 
 def test_the_plan_says_what_the_budget_holds():
-    groups = [("Copy", 50.0), ("Creation", 20.0), ("Pipeline", 60.0)]
-    assert plan_text(500, groups).endswith("it holds every class, each combination within "
-                                           "its share")
+    groups = [("Copy", ClassPlan(50, 100)), ("Creation", ClassPlan(20, 10)),
+              ("Pipeline", ClassPlan(60, 40))]
+    assert plan_text(500, groups).endswith("it holds the whole grid")
+    text = plan_text(200, groups)
+    assert "the lease (every class's headline combinations at the default spec" in text
+    assert "planned at 130 s, the rest of the grid at 150 s" in text
+    assert "it holds every lease part and about 45% of the rest" in text
+    assert "nothing is sampled under a cap" in text
     text = plan_text(100, groups)
-    assert "holds Copy, Creation in full (70 s)" in text
+    assert "it holds the lease parts of Copy, Creation (70 s)" in text
     assert "Pipeline will be cut short or left out" in text
-    assert "holds no class in full" in plan_text(10, groups)
+    assert "of no class" in plan_text(10, groups)
+
+
+def test_a_budget_too_short_for_the_headline_classes_is_one_sentence():
+    classes = [_cls({"track_step_s": [["cpu", "256"]] * 4}, name="Copy", lease=2),
+               _cls({"track_step_s": [["cpu", "256"]]}, name="Hazards", lease=1)]
+    # Copy's lease part: its start 5 s, 2 combinations of 2 s, its values' reading
+    need = 5 + 2 * 2 + budget.read_time_s(classes[0]) + budget.REPORT_S
+    check_lease(need + 1, classes)
+    with pytest.raises(XferbenchError, match=r"^--budget 10 s is too short for the headline "
+                                             r"classes: Copy need [\d.]+ s for their headline "
+                                             r"combinations at the default spec .*; give at "
+                                             rf"least {int(need) + 1} s$"):
+        check_lease(10, classes)
 
 
 def test_headline_classes_run_first():
@@ -93,9 +120,10 @@ def test_headline_classes_run_first():
     assert all(c.estimate_s > 0 for c in classes if c.measured)
 
 
-def _cls(runs: dict[str, list[list[str]]]) -> SuiteClass:
-    return SuiteClass("bench_sync", "Loop", tuple(runs), ("read", "width"), 2, 2, {}, {},
-                      2.0, runs)
+def _cls(runs: dict[str, list[list[str]]], name: str = "Loop", lease: int = 0) -> SuiteClass:
+    measured = max((len(r) for r in runs.values()), default=0)
+    return SuiteClass("bench_sync", name, tuple(runs), ("read", "width"), measured, measured,
+                      {}, {}, 2.0 * measured, runs, lease, 2.0, 5.0)
 
 
 def test_a_class_left_out_records_each_combination_it_would_have_measured():
@@ -133,9 +161,12 @@ class _Timed(_asv.Grid):
     param_names = ["n"]
     seen: list[float] = []
 
+    @classmethod
+    def combination_s(cls):
+        return 0.7  # planned: it sleeps 0.6 s
+
     def measure(self, n):
-        cap = _asv.spec().max_time_s
-        self.seen.append(cap)
+        self.seen.append(_asv.spec().max_time_s)
         time.sleep(0.6)
         return {"track_x": float(n)}
 
@@ -143,46 +174,100 @@ class _Timed(_asv.Grid):
         return 0.0
 
 
-def test_inside_a_class_sampling_is_capped_and_what_no_longer_fits_is_cut(monkeypatch):
+def _grid_under(monkeypatch, budget_s: float, cap: bool) -> dict:
     import torch  # noqa: F401  (imported before the clock starts: the grid imports it)
 
+    from benchmarks import _budget
+
     _Timed.seen = []
-    monkeypatch.setattr(_asv, "DEADLINE", time.time() + _asv.MIN_COMBINATION_S + 1.0)
+    monkeypatch.setattr(_asv, "BUDGET", _budget.Budget(time.time() + budget_s, cap))
     monkeypatch.setattr(_asv, "DEVICE", "cpu")
-    out = _Timed().measure_grid()
+    return _Timed().measure_grid()
+
+
+def test_under_a_budget_each_combination_runs_at_its_default_spec_or_is_cut(monkeypatch):
+    out = _grid_under(monkeypatch, 1.6, cap=False)
     measured = [c for c, e in out.items() if "values" in e]
+    cut = [e["skip"] for e in out.values() if "skip" in e]
+    assert len(measured) == 2 and len(cut) == 2, out  # 0.7 s planned each, 1.6 s in all
+    assert all(s.startswith("cut: the run's budget (--budget) had") and "planned at 0.7 s"
+               in s and "never sampled under a cap" in s for s in cut)
+    # nothing sampled under a cap: the default spec's budget, and no entry says capped
+    assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s] * 2
+    assert not any("capped" in e for e in out.values())
+    monkeypatch.setattr(_asv, "BUDGET", _asv._budget.Budget(None, False))
+    _Timed.seen = []
+    assert all("values" in e for e in _Timed().measure_grid().values())
+    assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s] * 4
+
+
+def test_a_class_that_was_started_always_measures_its_first_combination(monkeypatch):
+    """Its start slower than planned (a loaded machine), a class may find its deadline
+    already near at its first combination: it measures that one (one combination past the
+    deadline at most) and cuts the rest, so that every class started saves a number."""
+    out = _grid_under(monkeypatch, 0.2, cap=False)
+    entries = list(out.values())
+    assert "values" in entries[0] and all("skip" in e for e in entries[1:]), out
+    assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s]
+
+
+def test_with_cap_sampling_is_capped_and_each_capped_combination_says_so(monkeypatch):
+    out = _grid_under(monkeypatch, 2.2, cap=True)
+    measured = {c: e for c, e in out.items() if "values" in e}
     cut = [e["skip"] for e in out.values() if "skip" in e]
     assert measured and cut and len(measured) + len(cut) == 4
     assert all(s.startswith("cut: the run's budget (--budget) left") for s in cut)
     # each measured combination's sampling: its share of what was left, not the default
     assert all(cap < _asv.DEFAULT_SPEC.max_time_s for cap in _Timed.seen)
-    monkeypatch.setattr(_asv, "DEADLINE", None)
-    _Timed.seen = []
-    assert all("values" in e for e in _Timed().measure_grid().values())
-    assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s] * 4
+    assert all(e["capped"].startswith("sampled under a budget cap: max_time_s ")
+               for e in measured.values())
+
+
+def test_a_run_whose_budget_cannot_hold_the_headline_classes_is_refused_before_it_runs(
+        tmp_path):
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "xferbench", "run", "--budget", "5",
+                           "--device", "cpu", "--results", str(results)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--budget 5 s is too short for the headline classes" in lines[0]
+    assert not results.exists()
+
+
+def test_cap_without_a_budget_is_one_sentence(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "xferbench", "run", "--cap", "--results",
+                           str(tmp_path / "r")], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "xferbench: --cap caps sampling to fit a --budget: give --budget S with it"]
 
 
 @pytest.mark.slow
 def test_a_run_under_a_budget_ends_in_time_and_says_what_it_cut(tmp_path):
     results = tmp_path / "results"
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "xferbench", "run", "--budget", "25",
-                           "--device", "cpu", "--results", str(results)],
+    # 20 s: Copy's start and its lease row fit, the whole CPU grid (about 21 s on a quiet
+    # 2-core machine) does not
+    proc = subprocess.run([sys.executable, "-m", "xferbench", "run", "--budget", "20",
+                           "--bench", "bench_copies.Copy", "--device", "cpu",
+                           "--results", str(results)],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     took = time.monotonic() - started
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    assert took < 25 + 15, f"{took:.0f} s for --budget 25"  # asv's exits, a loaded machine
-    assert "--budget 25 s for a grid estimated at" in proc.stdout
+    assert took < 20 + 15, f"{took:.0f} s for --budget 20"  # asv's exits, a loaded machine
+    assert "xferbench run: --budget 20 s: the lease (every class's headline" in proc.stdout
     path = next(p for p in results.glob("*/*.json") if p.name != "machine.json")
     side = load_sidecar(str(path))
-    assert side.runs[-1].budget_s == 25.0 and side.runs[-1].complete is True
-    reasons = {row.reason.split(" had ")[0].split(" left ")[0]
-               for rows in side.outcomes.values() for row in rows if "budget" in row.reason}
-    assert reasons, "a 25 s budget cuts some of the default grid on this CPU"
+    assert side.runs[-1].budget_s == 20.0 and side.runs[-1].complete is True
+    assert not side.runs[-1].capped and not side.capped  # nothing sampled under a cap
+    reasons = {row.reason for rows in side.outcomes.values() for row in rows
+               if "budget" in row.reason}
+    assert reasons, "a 20 s budget cuts some of Copy's default grid on this CPU"
     assert all(r.startswith("cut: the run's budget (--budget") for r in reasons)
-    # the headline class ran first and saved its numbers
-    assert "bench_copies.Copy.track_completion_s" in side.benchmarks
-    assert any(r.ok for r in load(str(results)) if r.benchmark.startswith("bench_copies.Copy."))
+    # the lease's combination (the copy table's row at 64 MiB) came first and has its number
+    assert any(r.ok and r.param_dict["size"] == "64MiB" for r in load(str(results))
+               if r.benchmark == "bench_copies.Copy.track_completion_s")
 
 
 def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
@@ -200,7 +285,7 @@ def test_the_run_says_first_when_the_link_runs_below_its_maximum_under_load():
                                torch_version="2.11.0", cuda="13.0",
                                device=SimpleNamespace(name="cuda:0"), machine="m",
                                commit="c" * 40, total=3, groups=(), threads=None,
-                               suite=Suite("/clone", CLONE))
+                               suite=Suite("/clone", CLONE), commit_source="git")
         out = io.StringIO()
         announce(plan, out)
         return out.getvalue()

@@ -67,6 +67,34 @@ def test_progress_prints_each_combination_with_done_total_and_time_left(tmp_path
         "pinned host memory needs an accelerator")
 
 
+def test_a_method_skipped_and_a_capped_combination_reach_the_sidecar_apart(tmp_path):
+    """A measured combination may lack one method's value (no device time here) and may be
+    sampled under a budget cap: the first is an outcome of that method alone, the second a
+    "capped" row of every method, and the line says both."""
+    base = {"class": "bench_copies.Copy", "total": 2}
+    params = ["h2d", "pinned", "non_blocking", "one", "64MiB"]
+    progress, lines = _follow(tmp_path, [
+        {**base, "event": "start", "done": 0},
+        {**base, "event": "combination", "done": 1, "params": params, "status": "measured",
+         "seconds": 0.8, "why": "", "values": {"track_completion_s": 0.0012},
+         "skips": {"track_device_s": "no device time here: one call could not be held"},
+         "capped": "sampled under a budget cap: max_time_s 0.17 s of its default 1 s"},
+    ])
+    assert lines[2].endswith("completion_s 1.2 ms; device_s skipped: no device time here: "
+                             "one call could not be held (0.8 s) [sampled under a budget cap]")
+    copy = SuiteClass("bench_copies", "Copy", ("track_completion_s", "track_device_s"),
+                      COPY.param_names, 1, 1, {}, {})
+    out = outcomes([copy], progress)
+    assert list(out) == ["bench_copies.Copy.track_device_s"]  # the method alone
+    assert out["bench_copies.Copy.track_device_s"][0].reason.startswith("no device time here")
+    from xferbench.commands.run.transaction import capped
+
+    rows = capped([copy], progress)
+    assert sorted(rows) == ["bench_copies.Copy.track_completion_s",
+                            "bench_copies.Copy.track_device_s"]
+    assert rows["bench_copies.Copy.track_device_s"][0].status == "capped"
+
+
 def test_each_measuring_class_is_an_asv_call_selecting_what_runs():
     copy_select = (r"^bench_copies\.Copy\.track_device_s\((?:'h2d',\ 'pageable',\ "
                    r"'blocking',\ 'one',\ '4KiB'|'h2d',\ 'pageable',\ 'blocking',\ 'one',\ "

@@ -88,6 +88,51 @@ def test_setup_turns_each_outcome_into_asvs_own(suite):
         toy.setup(cache, "b", 6)
 
 
+def test_a_value_with_no_samples_fails_its_combination_with_the_reason(suite, tmp_path):
+    """An empty sample list would be stored by asv as a null that the progress line called
+    measured; it is a failed combination, saying which measurement took none."""
+    from xferbench.measurement import Measurement
+    from xferbench.spec import MeasureSpec
+
+    empty = Measurement(device="cuda:0", completion_s=(), spec=MeasureSpec(label="h2d 1MiB"),
+                        stop="max_time_s")
+    cache = toy_class(suite, lambda x, n: {"track_even": suite.measured(empty)})().setup_cache()
+    assert cache[("a", 2)]["error"].startswith(
+        "NoSamples: h2d 1MiB on completion_s (stopped: max_time_s): no samples were taken")
+    lines = [json.loads(x) for x in (tmp_path / "progress.jsonl").read_text().splitlines()]
+    assert {r["status"] for r in lines[1:]} == {"failed"}
+
+
+def test_a_method_without_device_time_is_skipped_and_the_others_keep_their_values(suite):
+    """A call that could not be held has no device time: that method is skipped with the
+    reason (the machine's answer, not exit 3), the combination's other values stay."""
+    from xferbench.measurement import Measurement
+    from xferbench.spec import MeasureSpec
+
+    why = "one call could not be held: it queues 4 operation(s) in 3 ms behind a hold"
+    m = Measurement(device="cuda:0", completion_s=(1e-3, 1.1e-3, 1.2e-3),
+                    spec=MeasureSpec(clock="completion_s"), extra={
+                        "device_clock": "unavailable", "device_clock_unavailable": why})
+
+    class Two(toy_class(suite, None)):
+        def measure(self, x, n):
+            return {"track_even": suite.device_time(m), "track_host": suite.measured(m)}
+
+        def track_host(self, cache, x, n):
+            return self.values["track_host"]
+
+    Two.__module__ = "benchmarks.bench_toy"
+    cache = Two().setup_cache()
+    entry = cache[("a", 2)]
+    assert entry["skips"] == {"track_even": f"no device time here: {why}"}
+    assert entry["values"]["track_host"]["samples"] == [1e-3, 1.1e-3, 1.2e-3]
+    two = Two()
+    two.setup(cache, "a", 2)
+    assert two.track_host(cache, "a", 2)["number"] == 1
+    with pytest.raises(NotImplementedError, match="no device time here: one call could not"):
+        two.track_even(cache, "a", 2)  # asv: this method skipped, with the reason
+
+
 def test_a_combination_over_its_time_limit_fails_alone(suite, monkeypatch):
     monkeypatch.setattr(suite, "COMBINATION_TIMEOUT_S", 0.2)
 

@@ -154,6 +154,54 @@ def test_a_call_that_cannot_be_held_alone_is_read_on_the_completion_clock(monkey
     assert any(w.startswith("no device time: one call could not be held") for w in m.warnings)
 
 
+def test_one_call_is_held_longer_before_its_device_time_is_given_up(monkeypatch):
+    """A batch of one call cannot fill the launch queue: before device time is given up, its
+    hold grows (x4 a try) to MAX_HOLD_S; only a hold that long ending first gives it up."""
+    fake = FakeDevice(early=[True] * 50, call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET)
+    assert max(fake.holds) == pytest.approx(eb.MAX_HOLD_S)
+    assert m.extra["lengthened_batches"] >= 3 and m.extra["calls_per_batch"] == 1
+    assert f"behind a hold of {eb.MAX_HOLD_S:g} s that still ended first" in \
+        m.extra["device_clock_unavailable"]
+    # held long enough once, it keeps device time: two early holds, then a held one
+    fake = FakeDevice(early=[True] * 8, call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, **BUDGET)
+    assert m.device_s and m.extra["device_clock"] == "held", m.extra
+
+
+def test_a_call_that_waits_the_whole_spin_out_is_timed_without_a_hold(monkeypatch):
+    """A call that waits for the device itself, which the probe missed, waits out every hold
+    queued before it: held for MAX_HOLD_S it still takes the whole spin. It is then what
+    waits_for_itself would have said, timed without a hold (device time labelled as
+    including the host), not given up for the completion clock."""
+    fake = FakeDevice(early=[True] * 50, call_s=RESOLVED).install(monkeypatch)
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(eb, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    calls = []
+
+    def waits() -> None:  # warm-up, plan and probe: quick; then each waits out the hold
+        calls.append(1)
+        clock.now += max(fake.pending_hold, 0.0003) if len(calls) > 3 else 0.0003
+
+    m = timing.measure(waits, device=CUDA, **{**BUDGET, "max_time_s": 0.3, "min_samples": 3})
+    assert m.extra["device_clock"] == "host-inclusive" and m.device_s, m.extra
+    assert "device_clock_unavailable" not in m.extra
+    assert max(fake.holds) == pytest.approx(eb.MAX_HOLD_S)  # it was tried at the longest
+
+
+def test_a_host_batch_of_slow_calls_ends_at_its_budget_not_after_the_whole_batch(monkeypatch):
+    """A host batch is spec.batch calls (10); calls of 30 ms (cold pinning, say) made it run
+    300 ms past a 50 ms budget. It now stops once the budget is spent and MIN_SAMPLES are in."""
+    FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+
+    def slow() -> None:
+        time.sleep(0.03)
+
+    m = timing.measure(slow, device=CUDA, clock="completion_s", warmup_s=0.0,
+                       min_time_s=0.01, max_time_s=0.05, batch=10)
+    assert 3 <= len(m.completion_s) < 10 and m.total_s < 0.2, (len(m.completion_s), m.total_s)
+
+
 def test_the_launch_queue_bounds_the_calls_behind_one_hold(monkeypatch):
     fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
     m = timing.measure(_call, device=CUDA, **BUDGET, ops_per_call=200)

@@ -100,6 +100,59 @@ def host_free_memory() -> int | None:
         return None
 
 
+#: virtio drivers whose bound device lets a microVM's memory grow while it runs (memory
+#: hot-plug; a balloon the host deflates): MemAvailable then says what the machine has now,
+#: not what it can have (a lent GPU machine's RAM "starts small and grows as it is used").
+GROWING_MEMORY_DRIVERS = ("virtio_mem", "virtio_balloon")
+#: The host memory a machine whose memory grows is lent with, in bytes, where MemTotal does
+#: not say it yet (the device tool's notes give 128 GiB for an H200 machine).
+HOST_MEMORY_VAR = "XFERBENCH_HOST_MEMORY_BYTES"
+
+
+def host_memory_grows() -> bool:
+    """Whether a memory hot-plug or balloon device is bound here (sysfs; False off Linux)."""
+    for driver in GROWING_MEMORY_DRIVERS:
+        try:
+            if any(name.startswith("virtio") for name in
+                   os.listdir(f"/sys/bus/virtio/drivers/{driver}")):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _mem_total() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def host_memory_limit() -> tuple[int | None, str]:
+    """(bytes, what they are) that a workload's host buffers must fit in: MemAvailable; on a
+    machine whose memory grows (``host_memory_grows``), the larger of MemAvailable and the
+    memory it is lent with (HOST_MEMORY_VAR where set, else MemTotal, which a balloon does
+    not shrink), so that a microVM that starts small is not refused what it will be given."""
+    free = host_free_memory()
+    if not host_memory_grows():
+        return free, "free host memory"
+    declared = os.environ.get(HOST_MEMORY_VAR, "").strip()
+    if declared:
+        if not declared.isdigit():
+            raise XferbenchError(f"{HOST_MEMORY_VAR}={declared!r} is not a byte count: give "
+                                 "the host memory the machine is lent with, in bytes")
+        grown, what = int(declared), f"host memory this machine is lent with ({HOST_MEMORY_VAR})"
+    else:
+        grown, what = _mem_total(), "host memory this machine may grow to (MemTotal)"
+    if grown is None or (free is not None and free >= grown):
+        return free, "free host memory"
+    return grown, what
+
+
 def memory_allocated(device: Device) -> int | None:
     """Bytes held by PyTorch's caching allocator on ``device``; None on the CPU."""
     if not device.is_accelerator:
@@ -152,10 +205,10 @@ def check_fits(nbytes: int, device: Device, *, copies: int = 2, host_copies: int
             f"{free / 2**30:.1f} GiB free on {device.name}"
         )
     if host_copies and device.is_accelerator:
-        host_free = host_free_memory()
+        host_free, what = host_memory_limit()
         if host_free is not None and nbytes * host_copies > 0.9 * host_free:
             return (
                 f"{nbytes / 2**20:.0f} MiB x{host_copies} does not fit in the "
-                f"{host_free / 2**30:.1f} GiB of free host memory"
+                f"{host_free / 2**30:.1f} GiB of {what}"
             )
     return None

@@ -29,6 +29,10 @@ RESOLVE_S = 100 * EVENT_RESOLUTION_S
 #: A batch whose spin ran short (the SM clock rose after calibration) recalibrates the spin
 #: and is redone at most this often per measurement; after that, early holds shrink the batch.
 MAX_RECALIBRATIONS = 3
+#: A single call whose hold still ends early (a loaded host queues it slowly) is held this
+#: many times longer at each try, up to MAX_HOLD_S: with one call the launch queue cannot be
+#: full, so a longer hold costs spin time only. Past MAX_HOLD_S it cannot be held.
+LONGER_HOLD = 4
 
 class EventSampler:
     """Event batches of one measurement: how many calls go behind one hold, whether a sample
@@ -45,7 +49,8 @@ class EventSampler:
         self.batched = False
         self.recalibrations = 0
         self.discarded: list[float] = []
-        self.counts = {"held": 0, "redone": 0, "shrunk": 0, "unheld": 0, "discarded": 0}
+        self.counts = {"held": 0, "redone": 0, "shrunk": 0, "lengthened": 0, "unheld": 0,
+                       "discarded": 0}
         self.slowed: list[str] = []
         self.calls, self.hold_s, self.enqueue_one = spec.batch, 0.0, 0.0
         self._events(spec.batch)
@@ -77,14 +82,20 @@ class EventSampler:
         self.mode = "held"
         self._resize(min(self.spec.batch, by_queue, by_hold))
 
-    def _resize(self, calls: int) -> None:
-        """Hold ``calls`` calls per batch, for twice their queueing time; none: unavailable."""
+    def _resize(self, calls: int, queue_s: float | None = None) -> None:
+        """Hold ``calls`` calls per batch, for twice their queueing time; none: unavailable
+        (``queue_s``: the last try's queueing, where a hold of MAX_HOLD_S still ended early)."""
         if calls < 1:
+            if queue_s is not None:
+                held = (f"in {queue_s * 1e3:.3g} ms behind a hold of {MAX_HOLD_S:g} s that "
+                        "still ended first (a host slowed by other work, or a spin that ran "
+                        "short)")
+            else:
+                held = (f"in {self.enqueue_one * 1e3:.3g} ms, beyond what one stream hold "
+                        f"covers (at most {MAX_QUEUED_OPS} operations, {MAX_HOLD_S:g} s)")
             self.unavailable = (
                 f"one call could not be held: it queues {self.spec.ops_per_call} operation(s) "
-                f"in {self.enqueue_one * 1e3:.3g} ms, beyond what one stream hold covers "
-                f"(at most {MAX_QUEUED_OPS} operations, {MAX_HOLD_S:g} s); read on the "
-                "completion clock instead")
+                f"{held}; read on the completion clock instead")
             return
         if calls > len(self.starts):
             self._events(calls)
@@ -104,8 +115,10 @@ class EventSampler:
                 self.fn()
                 self.ends[i].record(self.stream)
             queue_s = time.perf_counter() - t0
-            state = self.clock.read() if on_hold else None  # read while the spin runs
-            early = on_hold and self.guard.query()
+            early = on_hold and self.guard.query()  # first: nothing else inside the hold
+            # telemetry (NVML's two calls) after the hold's window, while the batch runs: a
+            # slow read inside it would make every batch look early
+            state = self.clock.read() if on_hold else None
             synchronize(self.dev)
             if not early:
                 break
@@ -118,15 +131,31 @@ class EventSampler:
         """The hold ended before the batch was queued. Queued quickly, the spin itself ran
         short (the clock rose since it was calibrated): recalibrate and redo, a few times at
         most. Queued slowly (the host blocked on a full launch queue, or is slow): halve the
-        batch, never hold longer. False when even one call cannot be held."""
+        batch, never hold a batch longer. At one call the queue cannot be full, so a slow host
+        (a loaded machine) gets a longer hold, up to MAX_HOLD_S; a call that then waits the
+        whole spin out waits for the device itself (a probe that missed it): it is timed
+        without a hold, its device time labelled as including the host. False when even one
+        call held that long cannot be held: the measurement is then read on the completion
+        clock."""
         self.counts["redone"] += 1
         if queue_s < 0.5 * self.hold_s and self.recalibrations < MAX_RECALIBRATIONS:
             calibrate_spin(self.dev)
             self.recalibrations += 1
             return True
-        self.counts["shrunk"] += 1
-        self._resize(self.calls // 2)
-        return self.unavailable is None
+        if self.calls > 1:
+            self.counts["shrunk"] += 1
+            self._resize(self.calls // 2)
+            return True
+        if self.hold_s < MAX_HOLD_S:
+            self.counts["lengthened"] += 1
+            self.hold_s = min(MAX_HOLD_S, self.hold_s * LONGER_HOLD)
+            return True
+        if queue_s >= 0.9 * self.hold_s:  # it waited the whole spin out: it waits for itself
+            self.mode = "host-inclusive"  # as waits_for_itself would have said: no hold
+            self.calls = min(self.spec.batch, len(self.starts))
+            return True
+        self._resize(0, queue_s)
+        return False
 
     def _keep(self, state: Any) -> None:
         calls = [self.starts[i].elapsed_time(self.ends[i]) * 1e-3 for i in range(self.calls)]
@@ -179,7 +208,7 @@ class EventSampler:
         }
         if self.unavailable:
             out["device_clock_unavailable"] = self.unavailable
-        for key in ("shrunk", "unheld", "discarded"):
+        for key in ("shrunk", "lengthened", "unheld", "discarded"):
             if self.counts[key]:
                 out[f"{key}_batches"] = self.counts[key]
         if self.slowed:

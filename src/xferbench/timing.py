@@ -50,6 +50,15 @@ MAX_TIMER_OVERHEAD = 1e-4
 #: sample is no spread), up to SLOW_CALL_CAP times the budget.
 SLOW_CALL_CAP = 5
 
+#: Seconds this process has spent inside measure() (warm-up, planning, sampling), for the
+#: suite's cost accounting (``measuring_s``): what a combination spends beside it is its work.
+_MEASURING_S = [0.0]
+
+
+def measuring_s() -> float:
+    """Seconds this process has spent inside ``measure()`` so far."""
+    return _MEASURING_S[0]
+
 
 def measure(fn: Callable[[], Any], spec: MeasureSpec | None = None, *,
             device: str | Device = "auto", setup: Callable[[], Any] | None = None,
@@ -67,6 +76,15 @@ def measure(fn: Callable[[], Any], spec: MeasureSpec | None = None, *,
     a host clock). Quick mode is the caller's to resolve (``spec.for_quick()``): measure
     reads no environment.
     """
+    started = time.perf_counter()
+    try:
+        return _measure(fn, spec, device, setup, changes)
+    finally:
+        _MEASURING_S[0] += time.perf_counter() - started
+
+
+def _measure(fn: Callable[[], Any], spec: MeasureSpec | None, device: str | Device,
+             setup: Callable[[], Any] | None, changes: dict[str, Any]) -> Measurement:
     spec = (spec or DEFAULT_SPEC).replace(**changes) if changes else (spec or DEFAULT_SPEC)
     dev = resolve_device(device)
     if spec.clock not in (None, "completion_s") and not dev.is_accelerator:
@@ -90,13 +108,19 @@ class _Stopper:
         self.spec = spec
         self.next_check = spec.min_samples
 
+    def spent(self, samples: int) -> bool:
+        """Whether the budget is spent with ``samples`` samples taken: at max_time_s once
+        there are MIN_SAMPLES, at SLOW_CALL_CAP times it in any case."""
+        elapsed = time.perf_counter() - self.started
+        return elapsed >= self.spec.max_time_s and (
+            samples >= MIN_SAMPLES or elapsed >= SLOW_CALL_CAP * self.spec.max_time_s)
+
     def __call__(self, samples: list[float], settle: bool = True) -> str | None:
         """Why sampling ends now, or None. ``settle`` False: the samples may not end it on
         their noise (they were all taken on a slowed device), only on the budget."""
         elapsed = time.perf_counter() - self.started
         spec = self.spec
-        if elapsed >= spec.max_time_s and (len(samples) >= MIN_SAMPLES
-                                           or elapsed >= SLOW_CALL_CAP * spec.max_time_s):
+        if self.spent(len(samples)):
             return "max_time_s"
         if settle and elapsed >= spec.min_time_s and len(samples) >= self.next_check:
             if Stats.of(samples).iqr_rel <= spec.target_iqr:
@@ -181,10 +205,15 @@ def _measure_cpu(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
 
 
 def _host_batch(fn: Callable[[], Any], dev: Device, n: int, setup: Callable[[], Any] | None,
-                completion_s: list[float], enqueue_s: list[float]) -> None:
-    """``n`` calls, each from an idle device: synchronise before reading the clock."""
+                completion_s: list[float], enqueue_s: list[float],
+                over: Callable[[int], bool] | None = None) -> None:
+    """``n`` calls, each from an idle device: synchronise before reading the clock. ``over``
+    (the samples so far) ends the batch early once the budget is spent: a batch of slow
+    calls (cold pinning, say) never outruns max_time_s by a whole batch."""
     perf = time.perf_counter
     for _ in range(n):
+        if over is not None and over(len(completion_s)):
+            return
         if setup is not None:
             setup()
             synchronize(dev)
@@ -213,8 +242,9 @@ def _measure_accelerator(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
             if events.unavailable:  # even one call could not be held: the host clock reads
                 spec, host = spec.replace(clock="completion_s"), True
                 done.spec = spec
-        if host:
-            _host_batch(fn, dev, spec.batch, setup, completion_s, enqueue_s)
+        if host:  # a host clock alone is the figure's: its batch ends at the budget
+            _host_batch(fn, dev, spec.batch, setup, completion_s, enqueue_s,
+                        done.spent if spec.clock in ("completion_s", "enqueue_s") else None)
         on_events = spec.clock in (None, "device_s")
         watched = events.watched() if on_events else (  # type: ignore[union-attr]
             enqueue_s if spec.clock == "enqueue_s" else completion_s)

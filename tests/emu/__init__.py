@@ -24,7 +24,9 @@ XFERBENCH_EMU_NO_PEER (ordered pairs without peer access, "0>1,1>0"; default: ev
 XFERBENCH_EMU_MEMORY_BYTES (each device's total for get_memory_info, default half the RAM),
 XFERBENCH_EMU_QUEUE_DEPTH (the launch queue's bound per stream, default 1024),
 XFERBENCH_EMU_PIN_COST_US (a fresh pinned block's cost: "BASE" or "BASE,PER_MIB" in
-microseconds, default "20,16"), XFERBENCH_EMU_CACHE (where builds are kept, default
+microseconds, default "20,16"), XFERBENCH_EMU_HOST_STALL (every EVERY-th copy or spin queued
+SECONDS late: "EVERY,SECONDS", default off), XFERBENCH_EMU_CLOCK_READ_S (what each
+clock_info() read costs, default 0), XFERBENCH_EMU_CACHE (where builds are kept, default
 <venv>/xferbench-emu).
 """
 
@@ -80,6 +82,15 @@ def _check_environment() -> None:
         raise ValueError(
             f"XFERBENCH_EMU_PIN_COST_US='{text}' is not a cost in microseconds: BASE or "
             "BASE,PER_MIB, each >= 0 (as 20,16)")
+    text = os.environ.get("XFERBENCH_EMU_HOST_STALL")
+    every, _, seconds = (text or "").partition(",")
+    if text is not None and not (every.isdigit() and int(every) >= 1 and _is_pin_cost(seconds)):
+        raise ValueError(
+            f"XFERBENCH_EMU_HOST_STALL='{text}' is not a stall: EVERY,SECONDS (as 3,0.005)")
+    text = os.environ.get("XFERBENCH_EMU_CLOCK_READ_S")
+    if text is not None and not (_is_pin_cost(text) and "," not in text):
+        raise ValueError(
+            f"XFERBENCH_EMU_CLOCK_READ_S='{text}' is not a delay: seconds >= 0 (as 0.005)")
 
 
 def _is_pair_list(text: str) -> bool:
@@ -112,6 +123,9 @@ def load() -> None:
     import torch
     import torch.utils
 
+    if _loaded:  # importing torch ran the autoload (autoload/sitecustomize.py), which loaded it
+        return
+
     from . import _device_module
 
     torch.ops.load_library(str(library))
@@ -140,6 +154,23 @@ def copy_delay(seconds: float) -> Iterator[None]:
         yield
     finally:
         set_copy_delay(previous)
+
+
+def set_host_stall(every: int, seconds: float) -> None:
+    """Every ``every``-th work job queued from now on (a copy, a spin) sleeps ``seconds`` on
+    the calling thread first: a host descheduled on a loaded machine, which queues the calls
+    behind a stream hold late (0: off; default XFERBENCH_EMU_HOST_STALL, else off)."""
+    import torch
+
+    torch.ops.xferbench_emu.set_host_stall(int(every), float(seconds))
+
+
+def set_clock_read_delay(seconds: float) -> None:
+    """Each ``torch.emu.clock_info()`` from now on takes ``seconds`` more, as NVML's calls can
+    in a microVM (default XFERBENCH_EMU_CLOCK_READ_S, else 0)."""
+    from . import _device_module
+
+    _device_module.set_clock_read_delay(seconds)
 
 
 def pending(device: int = 0) -> int:

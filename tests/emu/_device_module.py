@@ -8,6 +8,8 @@ entries delegate to ``torch.accelerator``, which reaches the C++ backend directl
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -204,9 +206,23 @@ def _sleep(cycles: int) -> None:
     torch.ops.xferbench_emu._sleep(int(cycles))
 
 
+#: What each clock_info() read costs beyond its own work, in seconds (emu.set_clock_read_delay,
+#: else XFERBENCH_EMU_CLOCK_READ_S): NVML's calls can be slow in a microVM.
+_CLOCK_READ_S: list[float] = [float(os.environ.get("XFERBENCH_EMU_CLOCK_READ_S") or 0.0)]
+
+
+def set_clock_read_delay(seconds: float) -> None:
+    if not seconds >= 0:
+        raise ValueError(f"a clock read delay of {seconds} s is not a delay: give seconds >= 0")
+    _CLOCK_READ_S[0] = float(seconds)
+
+
 def clock_info(device: Any = None) -> dict[str, Any]:
     """The SM clock now: ``{"sm_clock_mhz": ..., "max_sm_clock_mhz": 1980.0,
-    "throttle_reasons": [...]}`` (reasons as emu.set_throttle set them; none by default)."""
+    "throttle_reasons": [...]}`` (reasons as emu.set_throttle set them; none by default).
+    Slowed by emu.set_clock_read_delay, as NVML's reads in a microVM can be."""
+    if _CLOCK_READ_S[0]:
+        time.sleep(_CLOCK_READ_S[0])
     index = torch.accelerator._utils._get_device_index(device, optional=True)
     mhz, max_mhz, reasons = torch.ops.xferbench_emu.clock_info(index)
     return {"sm_clock_mhz": float(mhz), "max_sm_clock_mhz": float(max_mhz),

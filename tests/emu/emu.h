@@ -103,6 +103,10 @@ double elapsed_ms(void* start, void* end);
 // window between "the call returned" and "the data landed" wide enough to observe.
 void set_copy_delay(double seconds);
 double copy_delay();
+// The host-stall knob (XFERBENCH_EMU_HOST_STALL="EVERY,SECONDS", set_host_stall): every
+// EVERY-th work job queued sleeps SECONDS on the calling thread first (every 0: off).
+void host_stall();
+void set_host_stall(int64_t every, double seconds);
 
 // ---- the SM clock (clock.cpp)
 // An H200's: idle at kIdleMHz; ramps linearly to kMaxMHz over the ramp time once the device

@@ -348,6 +348,9 @@ TORCH_LIBRARY(xferbench_emu, m) {
   m.def("device_count() -> int", [] { return static_cast<int64_t>(device_count()); });
   m.def("set_copy_delay(float seconds) -> ()", [](double seconds) { set_copy_delay(seconds); });
   m.def("copy_delay() -> float", [] { return copy_delay(); });
+  m.def("set_host_stall(int every, float seconds) -> ()", [](int64_t every, double seconds) {
+    set_host_stall(every, seconds);
+  });
   m.def("pending(int device) -> int", [](int64_t device) {
     return pending_jobs(static_cast<c10::DeviceIndex>(device));
   });

@@ -49,6 +49,9 @@ class Worker {
     if (bounded) {
       queue_depth(); // a bad XFERBENCH_EMU_QUEUE_DEPTH raises here, before any lock
     }
+    if (kind == JobKind::kWork) {
+      host_stall(); // a loaded host, where the stall knob asks for one: before the lock
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (bounded) { // the launch queue: block while the stream already holds `depth` jobs
@@ -195,7 +198,51 @@ std::atomic<uint32_t> next_side_stream[kMaxDevices];
 
 std::atomic<double> g_copy_delay_s{0.0};
 
+// The host-stall knob: every `every`-th work job queued (a copy, a spin) first sleeps
+// `seconds` on the calling thread, as a host descheduled on a loaded machine queues late.
+// every 0: not read yet (XFERBENCH_EMU_HOST_STALL); -1: off.
+std::atomic<int64_t> g_stall_every{0};
+std::atomic<double> g_stall_s{0.0};
+std::atomic<uint64_t> g_stall_count{0};
+
+void read_stall_environment() {
+  int64_t every = -1;
+  double seconds = 0.0;
+  if (const char* text = std::getenv("XFERBENCH_EMU_HOST_STALL")) {
+    char* end = nullptr;
+    const long long n = std::strtoll(text, &end, 10);
+    const bool comma = end != text && *end == ',';
+    const double s = comma ? std::strtod(end + 1, &end) : -1.0;
+    TORCH_CHECK(
+        comma && *end == '\0' && n >= 1 && s >= 0.0, "emu: XFERBENCH_EMU_HOST_STALL='", text,
+        "' is not a stall: EVERY,SECONDS (as 3,0.005)");
+    every = n;
+    seconds = s;
+  }
+  g_stall_s.store(seconds);
+  int64_t unset = 0;
+  g_stall_every.compare_exchange_strong(unset, every); // set_host_stall may have won
+}
+
 } // namespace
+
+void host_stall() {
+  if (g_stall_every.load() == 0) {
+    read_stall_environment();
+  }
+  const int64_t every = g_stall_every.load();
+  if (every > 0 && (g_stall_count.fetch_add(1) + 1) % static_cast<uint64_t>(every) == 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(g_stall_s.load()));
+  }
+}
+
+void set_host_stall(int64_t every, double seconds) {
+  TORCH_CHECK(every >= 0 && seconds >= 0.0, "emu: a host stall needs every >= 0 (0: off) and "
+              "seconds >= 0, got ", every, " and ", seconds);
+  g_stall_s.store(seconds);
+  g_stall_count.store(0);
+  g_stall_every.store(every == 0 ? -1 : every);
+}
 
 c10::Stream current_stream(c10::DeviceIndex index) {
   index = resolve_index(index);

@@ -15,7 +15,7 @@ from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
 from ..units import format_value
-from .provenance import link_caution, series_provenance
+from .provenance import CAPPED, link_caution, series_provenance
 from .repeats import chart_lane, chart_machines
 from .sitemap import figure_path
 
@@ -52,6 +52,8 @@ class Citation:
     figure_exists: bool
     others: tuple[str, ...]  # other series that measured it ("torch X on M")
     quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
+    #: how this number was sampled under a budget cap (--budget --cap), None where it was not
+    capped: str | None = None
     caution: str | None = None  # what a quote must say with it (a degraded link), or None
     pcie_under_load: bool = False  # pcie_gen/width were read while copies ran (not at idle)
     #: why the page bans this series from citation (a CPU run, no metadata...): the same words
@@ -137,6 +139,8 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
     everywhere = [r for r in found if r.ok]
     label = benchmark + (f" ({_kv(params)})" if params else "")
     measured = _in_mode(everywhere, label, mode, allow_quick)
+    uncapped = [r for r in measured if not r.capped]  # a capped number only where it is all
+    measured = uncapped or measured
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
@@ -238,9 +242,17 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick, caution=link_caution(meta) if gpu else None,
-        not_for_citation=tuple(series_provenance(rs, r.series).reasons()),
+        not_for_citation=_not_for_citation(rs, r), capped=r.capped,
         mode=mode_option(r.mode), how=labels(r.mode),
     )
+
+
+def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
+    """The series' reasons, and this number's own cap where it was sampled under one."""
+    reasons = series_provenance(rs, r.series).reasons()
+    if r.capped and CAPPED not in reasons:
+        reasons.append(CAPPED)
+    return tuple(reasons)
 
 
 def command(c: Citation) -> str:

@@ -18,12 +18,16 @@ from typing import Any
 from ..metadata import MachineMetadata
 from ..results import Result, ResultSet
 from ..results.runrecords import ISO_FORMAT
+from ..results.series import CAPPED as SERIES_CAPPED
 from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
 __all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banner",
            "cautions", "differences", "link_caution", "provenance", "series_provenance"]
 
+#: The reason of a series run with ``--budget --cap`` (its mode ``capped: yes``, or a
+#: combination its sidecar lists as capped): the mode table's (``results.series``).
+CAPPED = SERIES_CAPPED
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
 CUT_SHORT = "the run was cut short: some classes were not measured"
 NO_METADATA = "no metadata recorded: the hardware is unknown"
@@ -58,6 +62,7 @@ class Provenance:
     @property
     def key(self) -> SeriesKey:
         return SeriesKey(self.machine, self.torch, self.mode)
+    capped: bool = False  # some of its numbers sampled under a budget cap (--budget --cap)
 
     @property
     def label(self) -> str:
@@ -95,6 +100,8 @@ class Provenance:
     def reasons(self) -> list[str]:
         """Why this series is not for citation (empty: it may be cited)."""
         out = mode_reasons(self.mode)
+        if self.capped and CAPPED not in out:
+            out.append(CAPPED)
         if not self.has_metadata:
             out.append(NO_METADATA)
         elif self.cpu_only:
@@ -156,6 +163,7 @@ def series_provenance(rs: ResultSet, key: SeriesKey) -> Provenance:
         complete=run.complete if run else None, has_metadata=bool(side and side.metadata),
         commits=tuple(sorted({r.commit for r in results})),
         caution=link_caution(meta) if rs.gpu_for(newest) else None, mode=key.mode,
+        capped=any(r.capped for r in results) or bool(run and run.capped),
     )
 
 

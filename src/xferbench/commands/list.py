@@ -37,10 +37,11 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
         mine = [r for r in newest if r.benchmark == name]
         series: dict[SeriesKey, list[Any]] = {}
         for r in mine:
-            entry = series.setdefault(r.series, [0, 0, []])
+            entry = series.setdefault(r.series, [0, 0, [], 0])
             entry[0] += r.ok
             entry[1] += 1
             entry[2] = entry[2] or [k for k, _ in r.params]
+            entry[3] += bool(r.ok and r.capped)  # sampled under a budget cap
         out.append({
             "benchmark": name,
             "unit": rs.benchmarks.get(name, {}).get("unit") or (mine[0].unit if mine else None),
@@ -48,8 +49,9 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
             "series": [{"machine": k.machine, "torch": k.torch, "mode": mode_option(k.mode),
                         "how": k.how, "quick": any(m == "quick" for m, _ in k.mode),
                         "not_for_citation": k.reasons(), "measured": n, "combinations": c,
+                        "capped": capped,
                         "param_names": names if names != listed else None}
-                       for k, (n, c, names) in sorted(
+                       for k, (n, c, names, capped) in sorted(
                            series.items(), key=lambda kv: (kv[0].machine,
                                                            version_key(kv[0].torch),
                                                            kv[0].mode))],
@@ -67,8 +69,10 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
             how = f", {s['how']}" if s["mode"] != "default" else ""
             own = (f" (its parameters then: {', '.join(s['param_names']) or 'none'})"
                    if s["param_names"] is not None else "")
-            lines.append(f"  measured {s['measured']} of {s['combinations']}: {s['machine']}, "
-                         f"torch {s['torch']}{how}{own}")
+            capped = (f" ({s['capped']} sampled under a budget cap: not for citation)"
+                      if s.get("capped") else "")
+            lines.append(f"  measured {s['measured']} of {s['combinations']}{capped}: "
+                         f"{s['machine']}, torch {s['torch']}{how}{own}")
         lines.append("")
     lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value"
                  " [--mode MODE for a series measured another way]")

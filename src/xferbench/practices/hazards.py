@@ -28,6 +28,7 @@ synchronise and torch's generic tensor API.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +85,7 @@ class HazardResult:
     kind: str
     stream: str
     nbytes: int
-    trials: int
+    trials: int  # the trials run: fewer than asked where a deadline ended them
     wrong: int  # trials in which the unsafe pattern saw wrong data
     torn: int  # of those, trials that saw part of the right value (a copy in progress)
     device: str
@@ -122,10 +123,12 @@ def busy_s(nbytes: int) -> float:
 
 
 def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
-               trials: int = TRIALS, stream: str = "idle") -> HazardResult:
+               trials: int = TRIALS, stream: str = "idle",
+               deadline: float | None = None) -> HazardResult:
     """``trials`` trials of the pattern ``kind`` with ``nbytes`` of uint8 on a ``stream``
     stream: how many saw wrong data. VerificationError when the copy itself is wrong after
-    synchronising."""
+    synchronising. ``deadline`` (time.time()) ends the trials early: the result then says
+    how many ran (``trials``), at least one."""
     import torch
 
     dev = resolve_device(device)
@@ -138,16 +141,20 @@ def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
     if why:
         raise DoesNotFit(f"{kind} {size_label(nbytes)}: {why}")
     on_dev = torch.zeros(nbytes, dtype=torch.uint8, device=dev.torch())
-    # one host buffer for every trial: pinning is not what is tried
+    # one host buffer for every trial: pinning is not what is tried; and one, touched now,
+    # for what each trial reads back (a fresh tensor a trial faulted in 64 MiB page by page)
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind in UNSAFE)
+    seen = torch.zeros(nbytes, dtype=torch.uint8)
     trial = _TRIALS[kind]
     hold = busy_s(nbytes) if stream == "busy" else 0.0
-    wrong = torn = 0
+    wrong = torn = done = 0
     for t in range(trials):
-        got, right = trial(dev, on_dev, host, _value(t), hold)
-        w, p = seen_wrong(got, right)
-        wrong, torn = wrong + w, torn + p
-    return HazardResult(kind, stream, nbytes, trials, wrong, torn, dev.name)
+        if done and deadline is not None and time.time() >= deadline:
+            break
+        right = trial(dev, on_dev, host, seen, _value(t), hold)
+        w, p = seen_wrong(seen, right)
+        wrong, torn, done = wrong + w, torn + p, done + 1
+    return HazardResult(kind, stream, nbytes, done, wrong, torn, dev.name)
 
 
 def _busy(dev: Device, hold: float) -> None:
@@ -156,24 +163,26 @@ def _busy(dev: Device, hold: float) -> None:
         raise XferbenchError(f"{dev} has no spin to make its stream busy")
 
 
-def _d2h_read_before_sync(dev: Device, on_dev: Any, host: Any, v: int,
-                          hold: float) -> tuple[Any, int]:
+def _d2h_read_before_sync(dev: Device, on_dev: Any, host: Any, seen: Any, v: int,
+                          hold: float) -> int:
+    """The trial: what the host read into ``seen``; returns the value it should have read."""
     host.zero_()
     synchronize(dev)
     _busy(dev, hold)
     on_dev.fill_(v)  # the device work whose result the host wants
     host.copy_(on_dev, non_blocking=True)
-    read = host.clone()  # the unsafe read: no synchronise before it
+    seen.copy_(host)  # the unsafe read: no synchronise before it
     synchronize(dev)
     if not bool(host.eq(v).all()):
         raise VerificationError(f"d2h_read_before_sync: after synchronising, the host copy is "
                                 f"not {v}")
-    return read, v
+    return v
 
 
-def _source_modified(dev: Device, on_dev: Any, src: Any, v: int,
-                     hold: float) -> tuple[Any, int]:
-    """Both source overwrites: ``src`` is pinned or pageable, as the hazard's name says."""
+def _source_modified(dev: Device, on_dev: Any, src: Any, seen: Any, v: int,
+                     hold: float) -> int:
+    """Both source overwrites: ``src`` is pinned or pageable, as the hazard's name says; the
+    device copy read back into ``seen``."""
     on_dev.zero_()
     src.fill_(v)
     synchronize(dev)
@@ -181,11 +190,11 @@ def _source_modified(dev: Device, on_dev: Any, src: Any, v: int,
     on_dev.copy_(src, non_blocking=True)
     src.fill_(OVERWRITE)  # the write: the copy may not have read the source yet
     synchronize(dev)
-    got = on_dev.to("cpu")
-    if not bool((got.eq(v) | got.eq(OVERWRITE)).all()):
+    seen.copy_(on_dev)  # a blocking copy back: the device's work is done
+    if not bool((seen.eq(v) | seen.eq(OVERWRITE)).all()):
         raise VerificationError(f"source overwrite: the device copy holds neither {v} nor "
                                 f"{OVERWRITE}")
-    return got, v
+    return v
 
 
 _TRIALS = {

@@ -38,7 +38,13 @@ def host_allocations_per_call(run: Callable[[], Any], device: Device,
     """Pinned host blocks the caching host allocator allocates per call of ``run`` (after
     ``setup``, where given): about 0 when every call reuses a cached block (warm), about 1 per
     pinned tensor when each call must allocate and page-lock (cold). None where the backend
-    keeps no count."""
+    keeps no count. Without a ``setup`` two calls run first, uncounted: a measurement cut at
+    its budget after a few slow calls may not have brought the cache to its steady state
+    (as many blocks as the copies in flight at once need)."""
+    if setup is None:
+        for _ in range(2):
+            run()
+            synchronize(device)
     before = host_allocations(device)
     if before is None:
         return None

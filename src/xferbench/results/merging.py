@@ -301,11 +301,15 @@ def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidec
     ordered = tuple(runs[k] for k in sorted(runs))[-RUNS_KEPT:]
     benchmarks, outcomes = dict(old.benchmarks), dict(old.outcomes)
     observations, names = dict(old.observations), dict(old.param_names)
+    capped = dict(old.capped)
     for name in taken:
         if name in new.benchmarks:
             benchmarks[name] = new.benchmarks[name]
         if name in new.outcomes:
             outcomes[name] = new.outcomes[name]
+        capped.pop(name, None)  # the kept result's run says whether it was capped
+        if name in new.capped:
+            capped[name] = new.capped[name]
         observations.pop(name, None)  # the kept result's run says what it saw, or nothing
         if name in new.observations:
             observations[name] = new.observations[name]
@@ -313,5 +317,6 @@ def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidec
             names[name] = new.param_names[name]
     newest = max((old, new), key=lambda s: str(s.run.started_at if s.run else ""))
     return Sidecar(newest.metadata, ordered, MappingProxyType(benchmarks),
-                   MappingProxyType(outcomes), observations=MappingProxyType(observations),
+                   MappingProxyType(outcomes), capped=MappingProxyType(capped),
+                   observations=MappingProxyType(observations),
                    param_names=MappingProxyType(names))

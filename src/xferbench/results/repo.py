@@ -7,9 +7,12 @@ Shared by ``run`` and ``publish``; no command imports another for these.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import XferbenchError
@@ -18,7 +21,6 @@ from .safefiles import load_json, write_json_safely
 from .suite import CLONE, Suite, repository_url
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
-
 
 def git_head(repo: str) -> str:
     try:
@@ -31,19 +33,75 @@ def git_head(repo: str) -> str:
     return out.stdout.strip()
 
 
-def suite_commit(suite: Suite) -> str:
-    """The commit ``suite``'s results are filed under: a clone's HEAD, or the commit the
-    package was built from."""
-    if suite.source == CLONE or suite.identity is None:
-        return git_head(suite.root)
-    return suite.identity.commit
+#: Where the package's suite commit comes from (``SuiteCommit.source``).
+PACKAGE_COMMIT = "package"
+#: The suite commit a tree without git is labelled with (a GPU machine's copy of the tree):
+#: ``xferbench run`` reads it where git cannot answer, and asv's listing repository
+#: (``listedrepo.py``) files the run under it.
+SUITE_COMMIT_VAR = "XFERBENCH_SUITE_COMMIT"
+#: The files whose content makes a tree's own hash, where neither git nor SUITE_COMMIT_VAR
+#: says the commit: the suite and the package that measures it.
+TREE_PARTS = ("asv.conf.json", "benchmarks", os.path.join("src", "xferbench"))
+
+
+@dataclass(frozen=True)
+class SuiteCommit:
+    """The commit a run's results are labelled with, and where it came from: "git" (the
+    checkout's HEAD), "package" (the commit the installed package was built from), "given"
+    (SUITE_COMMIT_VAR, in a tree without git) or "tree" (the tree's own hash: relabel it
+    with the real commit, scripts/relabel)."""
+
+    commit: str
+    source: str
+    date_ms: int | None = None  # the commit's date where git cannot say it (the package's)
+
+    @property
+    def needs_git(self) -> bool:
+        return self.source == "git"
+
+
+def git_checkout(repo: str) -> bool:
+    """Whether ``repo`` is a git checkout with a commit that a git binary here can read."""
+    return os.path.exists(os.path.join(repo, ".git")) and bool(_git(repo, "rev-parse", "HEAD"))
+
+
+def tree_hash(repo: str) -> str:
+    """A 40-character hash of the suite's files (TREE_PARTS): the same tree, the same hash."""
+    digest = hashlib.sha1(b"xferbench tree\0")
+    for part in TREE_PARTS:
+        top = os.path.join(repo, part)
+        paths = [top] if os.path.isfile(top) else sorted(
+            os.path.join(d, f) for d, dirs, files in os.walk(top) for f in files
+            if "__pycache__" not in d and not f.endswith(".pyc"))
+        for path in paths:
+            digest.update(os.path.relpath(path, repo).encode() + b"\0")
+            with open(path, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()
+
+
+def suite_commit(suite: Suite, environ: dict[str, str] | None = None) -> SuiteCommit:
+    """What ``suite``'s results are labelled with: the package's own commit; a clone's git
+    HEAD; in a tree without git (no .git, or no git binary), SUITE_COMMIT_VAR if set, else
+    the tree's own hash."""
+    if suite.source != CLONE and suite.identity is not None:
+        return SuiteCommit(suite.identity.commit, PACKAGE_COMMIT, suite.identity.date_ms)
+    environ = os.environ if environ is None else environ
+    repo = suite.root
+    if git_checkout(repo):
+        return SuiteCommit(git_head(repo), "git")
+    given = environ.get(SUITE_COMMIT_VAR, "").strip()
+    if given:
+        if not re.fullmatch(r"[0-9a-f]{40}", given):
+            raise XferbenchError(f"{SUITE_COMMIT_VAR}={given!r} is not a commit: give the "
+                                 "suite's full 40-character git hash")
+        return SuiteCommit(given, "given")
+    return SuiteCommit(tree_hash(repo), "tree")
 
 
 def current_branch(repo: str) -> str | None:
-    out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=repo,
-                         capture_output=True, text=True)
-    name = out.stdout.strip()
-    return name if out.returncode == 0 and name and name != "HEAD" else None
+    name = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+    return name if name and name != "HEAD" else None
 
 
 def git_branches(repo: str, wanted: list[str]) -> list[str]:
@@ -140,33 +198,41 @@ def result_commits(results_dir: str) -> dict[str, int]:
     return out
 
 
-def write_asv_config(suite: Suite, results_dir: str, workdir: str) -> str:
+def write_asv_config(suite: Suite, results_dir: str, workdir: str,
+                     commit: SuiteCommit | None = None) -> str:
     """asv.conf.json of ``suite`` with absolute paths, the results folder and a private
     work folder (environments, html) filled in; written into ``workdir``; returns its path.
 
-    A clone's commits are its git history. The package's suite has no git: asv reads a
-    listing instead (``listedrepo``), of the suite's commit and every commit the results
-    folder holds, each with its date, so that publish orders them as a clone would.
+    A clone's commits are its git history. The package's suite, and a tree without git (a
+    GPU machine's copy, an image with no git binary), have none: asv reads a listing instead
+    (``listedrepo``), of the suite's commit (``commit``, else ``suite_commit``) and every
+    commit the results folder holds, each with its date, so that a run is filed under the
+    suite's commit and publish orders them as a clone would; asv then needs no git at all.
 
     The commit links (asv's ``show_commit_url``) come from the repository's own remote where
     asv.conf.json names none (a clone's links lead to its own commits, and one with no web
-    remote has none), and for the package from its metadata's repository address."""
+    remote has none), and for the package (or a real commit given to a tree without git) from
+    the package metadata's repository address."""
     repo = suite.root
     conf = load_asv_config(repo)
     conf.pop("plugins", None)  # stock asv's labels (_asvplugin): xferbench labels its own files
-    if suite.source == CLONE:
+    commit = commit or suite_commit(suite)
+    if commit.needs_git:
         branch = current_branch(repo)
         if branch:  # asv refuses a commit on a branch its configuration does not name
             conf["branches"] = [branch]
         conf["repo"] = repo
         url = web_commit_url(own_remote(repo))
     else:
-        assert suite.identity is not None
         listing = os.path.join(workdir, "commits.json")
-        commits = {**result_commits(results_dir), suite.identity.commit: suite.identity.date_ms}
-        write_json_safely(listing, {"head": suite.identity.commit, "commits": commits})
+        dated = commit.date_ms if commit.date_ms is not None else int(time.time() * 1000)
+        commits = {**result_commits(results_dir), commit.commit: dated}
+        write_json_safely(listing, {"head": commit.commit, "commits": commits})
         conf.update({"repo": listing, "dvcs": LISTED_DVCS, "plugins": [LISTED_PLUGIN]})
-        url = web_commit_url(repository_url()) if suite.identity.commit_known else None
+        known = commit.source == "given" or (
+            commit.source == PACKAGE_COMMIT and suite.identity is not None
+            and suite.identity.commit_known)
+        url = web_commit_url(repository_url()) if known else None  # a real commit's page
     if not conf.get("show_commit_url") and url:
         conf["show_commit_url"] = url
     conf.update({

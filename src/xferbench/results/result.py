@@ -38,6 +38,9 @@ class Result:
     #: how it was measured, where not the default way (series.mode_of): (("quick", "yes"),)
     mode: Mode = ()
     device: str = "unknown"  # the device that measured it ("cpu", "cuda:0"), as labelled
+    #: why this combination was sampled under a budget cap (``--budget --cap``; its
+    #: sidecar's "capped"), None where it was not: never a default figure, not for citing
+    capped: str | None = None
 
     @property
     def series(self) -> SeriesKey:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -174,7 +174,21 @@ def version_key(version: str) -> tuple:
 def _read(path: str, benchmarks: dict[str, dict[str, Any]]) -> tuple[list[Result],
                                                                        Sidecar | None]:
     side = load_sidecar(path)
-    return parse_results_file(path, benchmarks, side), side
+    return mark_capped(parse_results_file(path, benchmarks, side), side), side
+
+
+def mark_capped(results: list[Result], side: Sidecar | None) -> list[Result]:
+    """``results`` with each combination that its sidecar says was sampled under a budget
+    cap marked so (``Result.capped``: how)."""
+    if not side or not side.capped:
+        return results
+    def key(name: str, params: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return name, tuple(sorted((str(k), str(v)) for k, v in params))  # any order
+
+    rows = {key(name, o.params): o.reason for name, outcomes in side.capped.items()
+            for o in outcomes}
+    return [replace(r, capped=why) if (why := rows.get(key(r.benchmark, r.params))) else r
+            for r in results]
 
 
 def load_file(path: str) -> ResultSet:

@@ -14,6 +14,9 @@ from typing import Any
 #: An Outcome's status: skipped (at discovery, or did not fit) or failed while measuring.
 SKIPPED = "skipped"
 FAILED = "failed"
+#: The status of a combination that has a number, sampled under a budget cap (``--budget
+#: --cap``): kept apart from the outcomes (sidecar ``capped``), never a default figure.
+CAPPED = "capped"
 #: A ProgressLine's status for a combination with its numbers.
 MEASURED = "measured"
 
@@ -105,6 +108,7 @@ class RunRecord:
     budget_s: float | None = None  # --budget, where the run had one
     #: the suite it ran: "clone", or "package 0.1.0" (the installed package's, suite.py)
     suite: str | None = None
+    capped: bool = False  # --budget --cap: its combinations may be sampled under a cap
 
     def with_call(self, call: AsvCall) -> RunRecord:
         return replace(self, files=(*self.files, call))
@@ -118,6 +122,8 @@ class RunRecord:
         for key in ("finished_at", "snapshot_commit", "budget_s", "suite"):  # only when known
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.capped:
+            out["capped"] = True
         return out
 
     @classmethod
@@ -134,7 +140,7 @@ class RunRecord:
             finished_at=_str_or_none(data.get("finished_at")),
             snapshot_commit=_str_or_none(data.get("snapshot_commit")),
             budget_s=_float_or_none(data.get("budget_s")),
-            suite=_str_or_none(data.get("suite")))
+            suite=_str_or_none(data.get("suite")), capped=data.get("capped") is True)
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,10 @@ class ProgressLine:
     executable: str | None = None  # the start line's
     torch: str | None = None  # the start line's
     texts: tuple[tuple[str, str], ...] = ()  # (track method, what it saw), where it says
+    #: (track method, why it has no value) for methods of a measured combination without one
+    skips: tuple[tuple[str, str], ...] = ()
+    capped: str = ""  # why its values were sampled under a budget cap, "" where they were not
+    measuring_s: float = 0.0  # of its seconds, those spent inside measure()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.event, "class": self.class_name,
@@ -165,9 +175,13 @@ class ProgressLine:
         else:
             out.update({"params": list(self.params), "status": self.status,
                         "seconds": self.seconds, "why": self.why,
-                        "values": dict(self.values)})
+                        "values": dict(self.values), "measuring_s": self.measuring_s})
             if self.texts:
                 out["texts"] = dict(self.texts)
+            if self.skips:
+                out["skips"] = dict(self.skips)
+            if self.capped:
+                out["capped"] = self.capped
         return out
 
     @classmethod
@@ -183,4 +197,7 @@ class ProgressLine:
             values=tuple((str(k), float(v)) for k, v in sorted(values.items())),
             executable=_str_or_none(data.get("executable")),
             torch=_str_or_none(data.get("torch")),
-            texts=tuple((str(k), str(v)) for k, v in sorted((data.get("texts") or {}).items())))
+            texts=tuple((str(k), str(v)) for k, v in sorted((data.get("texts") or {}).items())),
+            skips=tuple((str(k), str(v)) for k, v in sorted((data.get("skips") or {}).items())),
+            capped=str(data.get("capped") or ""),
+            measuring_s=float(data.get("measuring_s") or 0.0))

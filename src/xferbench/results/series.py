@@ -44,8 +44,7 @@ class ModeKey:
 QUICK = "a quick run (shortened budgets): a smoke test, not a measurement"
 SMOKE = ("a smoke sweep (one size, 1 MiB, stands in for every size): an end-to-end check, "
          "not a measurement")
-CAPPED = ("sampled under a cap (--budget): each combination's sampling was cut to the run's "
-          "budget, so its noise is not the default budgets', not a full measurement")
+CAPPED = "sampled under a budget cap (--budget --cap): fewer samples than the default spec"
 
 
 def _index(value: str) -> str:

@@ -32,7 +32,9 @@ from .safefiles import load_json, remove_file, write_json_atomic
 #:      records updated "run" alone), "run" wins.
 #:      Fields added within 2 (absent means not recorded; older readers ignore them):
 #:      run.budget_s (`xferbench run --budget`); run.suite ("clone", or "package 0.1.0": the
-#:      suite an installed package carries, results/suite.py).
+#:      suite an installed package carries, results/suite.py); run.capped (`--budget --cap`:
+#:      its combinations may be sampled under a cap) and "capped" (per benchmark, each
+#:      combination that was, with how: the same rows as "outcomes", status "capped").
 #:   3: + "param_names" (per benchmark, its parameter names when the run measured it: a
 #:      suite that later gains, drops or renames a parameter rewrites benchmarks.json, and
 #:      the file's own names keep its values from being read under the new ones). Files of
@@ -64,6 +66,9 @@ class Sidecar:
     #: benchmark -> its combinations without a number in that run
     outcomes: Mapping[str, tuple[Outcome, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: benchmark -> its combinations sampled under a budget cap in that run (--budget --cap)
+    capped: Mapping[str, tuple[Outcome, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
     #: benchmark -> what its combinations saw beside their numbers in that run
     observations: Mapping[str, tuple[Observation, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -85,6 +90,9 @@ class Sidecar:
             "benchmarks": dict(self.benchmarks),
             "outcomes": {name: [o.to_dict() for o in rows]
                          for name, rows in self.outcomes.items()},
+            **({"capped": {name: [o.to_dict() for o in rows]
+                           for name, rows in self.capped.items() if rows}}
+               if any(self.capped.values()) else {}),
             **({"observations": {name: [o.to_dict() for o in rows]
                                  for name, rows in self.observations.items()}}
                if self.observations else {}),
@@ -94,7 +102,6 @@ class Sidecar:
     def from_dict(cls, data: dict[str, Any]) -> Sidecar:
         """A sidecar of the current version (``upgrade`` first for any other)."""
         meta = data.get("metadata") or {}
-        outcomes = data.get("outcomes") or {}
         observations = data.get("observations") or {}
         names = data.get("param_names") or {}
         return cls(
@@ -104,9 +111,7 @@ class Sidecar:
             benchmarks=MappingProxyType(
                 {str(k): None if v is None else str(v)
                  for k, v in (data.get("benchmarks") or {}).items()}),
-            outcomes=MappingProxyType(
-                {str(name): tuple(Outcome.from_dict(o) for o in rows if isinstance(o, dict))
-                 for name, rows in outcomes.items() if isinstance(rows, list)}),
+            outcomes=_rows(data.get("outcomes")), capped=_rows(data.get("capped")),
             observations=MappingProxyType(
                 {str(name): tuple(Observation.from_dict(o) for o in rows
                                   if isinstance(o, dict))
@@ -114,6 +119,14 @@ class Sidecar:
             param_names=MappingProxyType(
                 {str(name): tuple(str(n) for n in value)
                  for name, value in names.items() if isinstance(value, list)}))
+
+
+def _rows(data: Any) -> Mapping[str, tuple[Outcome, ...]]:
+    """{benchmark: its Outcome rows} from a sidecar's "outcomes" or "capped"."""
+    return MappingProxyType(
+        {str(name): tuple(Outcome.from_dict(o) for o in rows if isinstance(o, dict))
+         for name, rows in (data if isinstance(data, dict) else {}).items()
+         if isinstance(rows, list)})
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
@@ -189,12 +202,14 @@ def _readable(results_path: str) -> Sidecar | None:
 def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
                outcomes: Mapping[str, list[Outcome]],
                unrun: Mapping[str, list[Outcome]] | None = None,
-               observations: Mapping[str, list[Observation]] | None = None) -> None:
+               observations: Mapping[str, list[Observation]] | None = None,
+               capped: Mapping[str, list[Outcome]] | None = None) -> None:
     """Update the sidecar of ``results_path`` after ``run`` saved the benchmarks ``saved``
-    into it, with ``outcomes`` (per benchmark, its combinations without a number), and
+    into it, with ``outcomes`` (per benchmark, its combinations without a number),
     ``unrun``: the outcomes of benchmarks the run did not start (cut by its budget), kept only
     where no run measured them before (a number saved earlier stays, with its outcomes),
-    and ``observations``: per benchmark, what its combinations saw beside their numbers.
+    ``observations``: per benchmark, what its combinations saw beside their numbers, and
+    ``capped``: per benchmark, its combinations sampled under a budget cap.
 
     The sidecar keeps every run that wrote into the file (``runs``), which run measured each
     benchmark (``benchmarks``), and each benchmark's combinations without a number
@@ -204,13 +219,14 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     old = _readable(results_path) or Sidecar(None)
     runs = [r for r in old.runs if r.started_at != run.started_at] + [run]
     benchmarks = dict(old.benchmarks)
-    kept = dict(old.outcomes)
+    kept, kept_capped = dict(old.outcomes), dict(old.capped)
     seen = dict(old.observations)
     names = dict(old.param_names)
     declared = _declared_names(results_path)
     for name in saved:
         benchmarks[name] = run.started_at
         kept[name] = tuple(outcomes.get(name, ()))
+        kept_capped[name] = tuple((capped or {}).get(name, ()))  # this run's, or none
         seen.pop(name, None)  # what an earlier run saw is not what this one measured
         if (observations or {}).get(name):
             seen[name] = tuple(observations[name])  # type: ignore[index]
@@ -220,8 +236,9 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
         if name not in benchmarks:
             kept[name] = tuple(rows)
     new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
-                  MappingProxyType(kept), observations=MappingProxyType(seen),
-                  param_names=MappingProxyType(names))
+                  MappingProxyType(kept),
+                  MappingProxyType({k: v for k, v in kept_capped.items() if v}),
+                  observations=MappingProxyType(seen), param_names=MappingProxyType(names))
     write_json_atomic(metadata_path(results_path), new.to_dict())
 
 

@@ -70,7 +70,8 @@ def provenance_section(series: list[SeriesView], commit_url: str | None) -> list
     for s in series:
         p = s.provenance
         build = p.torch + (f" (git {p.torch_git[:8]})" if p.torch_git else "")
-        run = p.how + (", cut short" if p.complete is False else "")
+        run = p.how + (", cut short" if p.complete is False else "") \
+            + (", sampled under a budget cap" if p.capped and "capped" not in p.how else "")
         values = [f'<span class="series" data-machine="{e(p.machine)}" data-torch='
                   f'"{e(p.torch)}">{e(p.label)}</span>', e(p.date),
                   ", ".join(commit_link(c, commit_url) for c in p.commits or (p.commit,)),

@@ -78,10 +78,14 @@ def register_cli(sub: Any) -> None:
                    help="size grid (default: $XFERBENCH_SWEEP or 'default'; smoke: one small "
                         "size that stands in for the headline size, every branch, no headline)")
     p.add_argument("--budget", type=float, default=None, metavar="S",
-                   help="end the run within S seconds: the headline classes first, each "
-                        "class's sampling capped to its share of what is left, and what no "
-                        "longer fits cut, each combination saying why (never a class killed: "
-                        "every class saves what it finished)")
+                   help="end the run within S seconds: the headline classes first, each its "
+                        "headline combinations first, every combination at its default spec "
+                        "or cut, saying why (never a class killed: every class saves what it "
+                        "finished); too short for the headline classes: refused")
+    p.add_argument("--cap", action="store_true",
+                   help="with --budget: cap each combination's sampling to its share of what "
+                        "is left, to measure more of the grid on fewer samples (a series of "
+                        "its own, -capped, not for citation)")
     add_format(p, help="text (default) or a JSON summary on stdout (progress on stderr)")
     p.set_defaults(func=cmd_run, needs_torch=True)
 

@@ -1,24 +1,31 @@
 """A run's budget (``xferbench run --budget S``): the whole run ends within S seconds, every
-class saving what it finished.
+class saving what it finished, every number at its default spec.
 
 asv saves a class's numbers only when its process ends, so a run that is killed at its limit
 loses the class in progress. Under a budget the classes run in priority order (``PRIORITY``:
-the README's headlines first), and each asv call gets a deadline (``XFERBENCH_DEADLINE``, an
-absolute time) that its process keeps by itself: each combination's sampling is capped at its
-share of what is left, and the combinations that no longer fit are cut, each with a reason
-(``benchmarks/_asv.py``, ``Grid._cap``). Before each call the time left is shared out again:
+the README's headlines first) and each class measures its lease (headline) combinations
+before the rest of its grid; each asv call gets a deadline (``XFERBENCH_DEADLINE``, an
+absolute time) that its process keeps by itself, cutting, with the reason, each combination
+that no longer fits at its default spec (``benchmarks/_budget.py``). Nothing is sampled under
+a cap unless ``--cap`` asks for it, and a capped run is a series of its own.
 
-- time to spare (the rest of the grid is estimated to fit): a class may use all that is
-  left but what the classes after it are estimated to need (a class that outruns its estimate
-  is not cut while time is spare), and time it did not use flows to the next;
-- short of time: each class in turn gets its whole estimate, while the time lasts, so the
-  headlines are measured in full and the last classes are cut short or left out;
-- a class left less than ``CLASS_START_S`` and ``MIN_SAMPLING_S`` is not started: every
-  combination it would have measured is recorded as skipped, with the reason.
+The plan, per class (``ClassPlan``): its lease part (the class's start, its lease
+combinations, asv's reading of its values) and the rest of its grid, each combination planned
+at ``Grid.combination_s``: the worst case of its sampling budgets plus the work beside them
+that ``scripts/grid-time costs`` measured (``benchmarks/costs.json``). Before each call the
+time left is shared out again:
 
-The estimates are ``Grid.seconds_per_combination`` (read from each class, for an H200 at the
-default budgets) times the combinations measured here, plus the process's start and asv's
-reading of each value (``CLASS_START_S``, ``VALUE_READ_S``): estimates, not measurements.
+- the lease parts of the classes still to run are set aside first;
+- what is left beyond them is shared among the rests of the grid in proportion to their
+  plans (each rest in full where it all fits), and a class's unused time flows to the next;
+- short of time for the lease parts (a machine slower than planned), what is left is shared
+  among the classes still to run in proportion to their lease parts, so that each still
+  measures its first headline combinations (a class that is started measures at least one:
+  ``benchmarks/_budget.py``);
+- a class left less than its start and ``MIN_SAMPLING_S`` is not started: every combination
+  it would have measured is recorded as skipped, with the reason.
+
+A budget too short for the headline classes' lease parts is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -28,15 +35,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...errors import XferbenchError
-from ...units import format_seconds
-from .suite import SuiteClass
+from .suite import HEADLINE_CLASSES, SuiteClass
 
-#: A class's process before its first combination: start, the suite's import, torch's import
-#: and the device's initialisation (1-3 s of CUDA context on a GPU). An estimate.
-CLASS_START_S = 5.0
 #: asv reads each track value back, after the grid, in a process forked for it (about 30 ms
 #: each on a 2-core VM; the forks are the same on any machine), then saves the results file.
-#: Estimates.
+#: Measured by scripts/grid-time costs as each class's end.
 VALUE_READ_S = 0.03
 CLASS_END_S = 2.0
 #: Kept back at the end of the run for its report.
@@ -44,6 +47,12 @@ REPORT_S = 2.0
 #: A class left less than this for sampling, beyond its start and its values' reading, is
 #: not started.
 MIN_SAMPLING_S = 2.0
+
+
+def seconds_text(seconds: float) -> str:
+    """A planned duration as the plan prints it: whole seconds from 10 s, tenths below."""
+    seconds = max(seconds, 0.0)
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
 def check_budget(seconds: float | None) -> float | None:
@@ -60,12 +69,38 @@ def read_time_s(c: SuiteClass) -> float:
     return CLASS_END_S + VALUE_READ_S * sum(len(rows) for rows in c.runs.values())
 
 
-def estimate_s(classes: Sequence[SuiteClass]) -> float:
-    """One asv call's estimated seconds: its grids, one process start, its values' reading."""
-    measured = [c for c in classes if c.measured]
-    if not measured:
-        return 0.0
-    return CLASS_START_S + sum(c.estimate_s + read_time_s(c) for c in measured)
+@dataclass(frozen=True)
+class ClassPlan:
+    """What one asv call is planned to cost: ``lease_s`` (its start, its lease combinations,
+    its values' reading) and ``rest_s`` (the rest of its grid), at the default spec."""
+
+    lease_s: float = 0.0
+    rest_s: float = 0.0
+    start_s: float = 0.0  # of lease_s: the process's start before its first combination
+
+    def __add__(self, other: ClassPlan) -> ClassPlan:
+        return ClassPlan(self.lease_s + other.lease_s, self.rest_s + other.rest_s,
+                         self.start_s + other.start_s)
+
+    @property
+    def total_s(self) -> float:
+        return self.lease_s + self.rest_s
+
+
+def class_plan(c: SuiteClass) -> ClassPlan:
+    """``c``'s plan; a class that measures nothing here costs nothing."""
+    if not c.measured:
+        return ClassPlan()
+    return ClassPlan(c.start_s + c.lease * c.combination_s + read_time_s(c),
+                     (c.measured - c.lease) * c.combination_s, c.start_s)
+
+
+def plan_of(classes: Sequence[SuiteClass]) -> ClassPlan:
+    """One asv call's plan: its classes' together."""
+    out = ClassPlan()
+    for c in classes:
+        out = out + class_plan(c)
+    return out
 
 
 @dataclass(frozen=True)
@@ -82,40 +117,77 @@ class Allotment:
         return None if self.seconds is None else now + self.seconds - self.read_s
 
 
-def allot(budget_s: float, spent_s: float, estimates: Sequence[float], read_s: float
+def allot(budget_s: float, spent_s: float, plans: Sequence[ClassPlan], read_s: float
           ) -> Allotment:
-    """The share of the next call, whose estimate is ``estimates[0]`` (the rest: the calls
-    after it), after ``spent_s`` of ``budget_s``."""
+    """The share of the next call, whose plan is ``plans[0]`` (the rest: the calls after
+    it), after ``spent_s`` of ``budget_s``."""
     left = budget_s - spent_s - REPORT_S
-    own, rest = estimates[0], sum(estimates)
-    if own <= 0:  # measures nothing here: asv only records the skips
+    own = plans[0]
+    if own.total_s <= 0:  # measures nothing here: asv only records the skips
         return Allotment(max(left, 0.0), 0.0, left)
-    share = left - (rest - own) if left >= rest else min(left, own)
-    if share < CLASS_START_S + read_s + MIN_SAMPLING_S:
+    later = plans[1:]
+    leases = own.lease_s + sum(p.lease_s for p in later)
+    if left >= leases:  # every lease part fits: the spare shared among the rests
+        rests = own.rest_s + sum(p.rest_s for p in later)
+        share_of_rest = min(1.0, (left - leases) / rests) if rests else 1.0
+        share = left - sum(p.lease_s + share_of_rest * p.rest_s for p in later)
+    else:
+        share = left * own.lease_s / leases
+    if share < own.start_s + read_s + MIN_SAMPLING_S:
         return Allotment(None, read_s, left)
     return Allotment(share, read_s, left)
 
 
 def cut_reason(budget_s: float, left_s: float) -> str:
     return (f"cut: the run's budget (--budget {budget_s:g} s) had "
-            f"{format_seconds(max(left_s, 0.0))} left for this class, too little to start it")
+            f"{seconds_text(max(left_s, 0.0))} left for this class, too little to start it")
 
 
-def plan_text(budget_s: float, groups: Sequence[tuple[str, float]]) -> str:
-    """One sentence on what ``budget_s`` holds: ``groups`` are (title, estimate) in order."""
-    total = sum(e for _t, e in groups)
-    head = (f"--budget {budget_s:g} s for a grid estimated at {format_seconds(total)} "
-            "(on an H200)")
-    if total <= budget_s:
-        return f"{head}: it holds every class, each combination within its share"
+def check_lease(budget_s: float, classes: Sequence[SuiteClass]) -> None:
+    """One sentence, before anything runs, where ``budget_s`` cannot hold the lease parts
+    of the headline classes (their headline combinations at the default spec)."""
+    heads = [c for c in classes if c.name in HEADLINE_CLASSES and c.measured]
+    need = plan_of(heads).lease_s + REPORT_S
+    if heads and budget_s < need:
+        raise XferbenchError(
+            f"--budget {budget_s:g} s is too short for the headline classes: "
+            f"{', '.join(c.name for c in heads)} need {math.ceil(need)} s for their "
+            "headline combinations at the default spec (each class's start included); give "
+            f"at least {math.ceil(need)} s")
+
+
+def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: bool = False
+              ) -> str:
+    """One sentence on what ``budget_s`` holds: ``groups`` are (title, plan) in order;
+    ``cap``: --cap, each combination's sampling capped to fit rather than cut."""
+    if cap:
+        total = sum(p.total_s for _t, p in groups)
+        return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(total)} "
+                "at the default spec: each combination's sampling is capped at its share of "
+                "what is left, and what no longer fits is cut; a series of its own (-capped), "
+                "every capped combination marked, none of it for citation")
+    total = ClassPlan()
+    for _title, p in groups:
+        total = total + p
+    head = (f"--budget {budget_s:g} s: the lease (every class's headline combinations at "
+            f"the default spec, each class's start) is planned at "
+            f"{seconds_text(total.lease_s)}, the rest of the grid at "
+            f"{seconds_text(total.rest_s)}")
+    if total.total_s <= budget_s - REPORT_S:
+        return f"{head}: it holds the whole grid"
+    if total.lease_s <= budget_s - REPORT_S:
+        spare = budget_s - REPORT_S - total.lease_s
+        part = min(1.0, spare / total.rest_s) if total.rest_s else 1.0
+        return (f"{head}: it holds every lease part and about {part:.0%} of the rest; what "
+                "does not fit is cut, each combination saying why (nothing is sampled under "
+                "a cap)")
     held, used = [], 0.0
-    for title, est in groups:
-        if used + est > budget_s:
+    for title, p in groups:
+        if used + p.lease_s > budget_s - REPORT_S:
             break
         held.append(title)
-        used += est
-    rest = [t for t, _e in groups[len(held):]]
-    holds = (f"holds {', '.join(held)} in full ({format_seconds(used)})" if held
-             else "holds no class in full")
-    return f"{head}: it {holds}; {', '.join(rest)} will be cut short or left out, each " \
-           "combination without a number saying why"
+        used += p.lease_s
+    rest = [t for t, _p in groups[len(held):]]
+    return (f"{head}: it holds the lease parts of {', '.join(held) or 'no class'} "
+            f"({seconds_text(used)}); {', '.join(rest)} will be cut short or left out, "
+            "each combination without a number saying why")

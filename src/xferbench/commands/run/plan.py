@@ -25,11 +25,11 @@ from ...results.machines import (
     default_machine_name,
     torch_label,
 )
-from ...results.repo import load_asv_config, suite_commit
+from ...results.repo import SuiteCommit, load_asv_config, suite_commit
 from ...results.safefiles import check_output_folder
 from ...results.suite import CLONE, Suite, find_suite
 from ..options import bench_pattern
-from .budget import check_budget, estimate_s
+from .budget import ClassPlan, check_budget, check_lease, plan_of
 from .devices import parse_devices
 from .suite import SuiteClass, describe_suite
 
@@ -51,6 +51,7 @@ class Options:
     asked_at: float = 0.0  # time.monotonic() when checked: the budget counts from here
     devices: tuple[str, ...] | None = None  # --devices: ("all",) or indices (devices.py)
     numa: str = "off"  # --numa: off, or auto (numa.py)
+    cap: bool = False  # --cap: under --budget, sampling capped to fit (a series of its own)
 
 
 def check_options(args: argparse.Namespace) -> Options:
@@ -66,13 +67,16 @@ def check_options(args: argparse.Namespace) -> Options:
     machine = check_machine_name(args.machine) if args.machine is not None else None
     quick = bool(args.quick) or env_flag("XFERBENCH_QUICK")  # one parser for every flag
     budget = check_budget(getattr(args, "budget", None))
+    cap = bool(getattr(args, "cap", False))
+    if cap and budget is None:
+        raise XferbenchError("--cap caps sampling to fit a --budget: give --budget S with it")
     check_output_folder("--results", args.results)
     if machine is not None:
         check_machine_folder(os.path.abspath(args.results), machine)
     return Options(os.path.abspath(args.results), args.results, args.bench, machine,
                    args.threads, sweep, quick, args.device, args.format, budget,
                    time.monotonic(), parse_devices(getattr(args, "devices", None)),
-                   getattr(args, "numa", None) or "off")
+                   getattr(args, "numa", None) or "off", cap)
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,9 @@ class Group:
         return ", ".join(c.name for c in self.classes if c.measured) or self.title
 
     @property
-    def estimate_s(self) -> float:
-        return estimate_s(self.classes)
+    def plan(self) -> ClassPlan:
+        """What the call is planned to cost at the default spec (budget.py)."""
+        return plan_of(self.classes)
 
 
 def group_classes(classes: list[SuiteClass], bench: str | None) -> list[Group]:
@@ -133,6 +138,14 @@ class RunPlan:
     threads: int | None  # OMP_NUM_THREADS of the benchmark processes; None: torch's default
     groups: tuple[Group, ...]
     classes: tuple[SuiteClass, ...]
+    #: where ``commit`` came from: git, or (a tree without git) given or the tree's own hash
+    commit_source: str = "git"  # SuiteCommit.source: where the commit came from
+    commit_date_ms: int | None = None  # the commit's date where git cannot say it
+
+    @property
+    def suite_commit(self) -> SuiteCommit:
+        """The commit the run files its results under, and where it came from."""
+        return SuiteCommit(self.commit, self.commit_source, self.commit_date_ms)
 
     @property
     def repo(self) -> str:
@@ -158,7 +171,8 @@ class RunPlan:
         return ("-quick" if self.options.quick else "") + (
             f"-threads{self.options.threads}" if self.options.threads is not None else "") + (
             f"-sweep{self.options.sweep}" if self.options.sweep != "default" else "") + (
-            f"-dev{self.device.index}" if self.device.index else "")  # one series per device
+            f"-dev{self.device.index}" if self.device.index else "") + (  # one per device
+            "-capped" if self.options.cap else "")  # sampled under a budget cap
 
     @property
     def series_params(self) -> dict[str, str]:
@@ -168,6 +182,8 @@ class RunPlan:
             params["threads"] = str(self.options.threads)
         if self.options.sweep != "default":  # a smoke run never replaces a default run's file
             params["sweep"] = self.options.sweep
+        if self.options.cap:  # --budget --cap: never filed as default figures
+            params["capped"] = "yes"
         return params
 
     def env(self, work: str | None = None, progress: str | None = None) -> dict[str, str]:
@@ -180,6 +196,7 @@ class RunPlan:
                                            "capabilities": self.meta.to_dict()["capabilities"]}),
             "XFERBENCH_SWEEP": self.options.sweep,
             "XFERBENCH_QUICK": "1" if self.options.quick else "0",
+            "XFERBENCH_CAP": "1" if self.options.cap else "0",
         })
         if self.options.devices:  # --devices: the devices every series of the run measures
             env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
@@ -209,7 +226,7 @@ def make_plan(opts: Options) -> RunPlan:
     check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
     suite = find_suite()  # before torch: a run without a suite says so at once
     load_asv_config(suite.root)  # a damaged asv.conf.json is said now, before the lock is taken
-    commit = suite_commit(suite)
+    found: SuiteCommit = suite_commit(suite)
     dev = resolve_device(opts.device)
     meta = collect(dev, under_load=True)  # the link and clock as the suite will meet them
     if meta.emulated and suite.source == CLONE and os.path.realpath(
@@ -225,7 +242,10 @@ def make_plan(opts: Options) -> RunPlan:
         meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
     machine = opts.machine or default_machine_name(meta)
     check_machine_folder(opts.results_dir, machine)  # never into a folder of the user's
-    plan = RunPlan(opts, dev, suite, commit, meta, machine, torch_version, cuda, threads, (), ())
+    plan = RunPlan(opts, dev, suite, found.commit, meta, machine, torch_version, cuda, threads,
+                   (), (), found.source, found.date_ms)
     classes = describe_suite(suite.root, plan.env())
+    if opts.budget is not None and opts.bench is None:
+        check_lease(opts.budget, classes)  # before anything runs
     return replace(plan, classes=tuple(classes),
                    groups=tuple(group_classes(classes, opts.bench)))

@@ -11,7 +11,15 @@ import threading
 import time
 from typing import TextIO
 
-from ...results.runrecords import FAILED, MEASURED, SKIPPED, Observation, Outcome, ProgressLine
+from ...results.runrecords import (
+    CAPPED,
+    FAILED,
+    MEASURED,
+    SKIPPED,
+    Observation,
+    Outcome,
+    ProgressLine,
+)
 from ...units import format_seconds, format_value
 
 
@@ -25,6 +33,10 @@ class Progress:
         self.outcomes: dict[str, list[Outcome]] = {}  # class -> runtime skips/failures
         #: benchmark -> what its measured combinations saw beside their numbers
         self.observations: dict[str, list[Observation]] = {}
+        #: benchmark -> its skips inside measured combinations (one method without a value)
+        self.method_outcomes: dict[str, list[Outcome]] = {}
+        #: class -> its combinations sampled under a budget cap (--budget --cap)
+        self.capped: dict[str, list[Outcome]] = {}
         self._param_names: dict[str, list[str]] = {}
         self.expect: dict[str, str] = {}
         #: Set when a class's process ran another interpreter or torch than this run's.
@@ -79,12 +91,17 @@ class Progress:
             return
         self.done += 1
         names = self._param_names.get(name) or [f"p{i}" for i in range(len(line.params))]
+        params = tuple(zip(names, line.params))
         if line.status in (SKIPPED, FAILED):
-            self.outcomes.setdefault(name, []).append(
-                Outcome(tuple(zip(names, line.params)), line.status, line.why))
+            self.outcomes.setdefault(name, []).append(Outcome(params, line.status, line.why))
         for method, text in line.texts:
             self.observations.setdefault(f"{name}.{method}", []).append(
-                Observation(tuple(zip(names, line.params)), text))
+                Observation(params, text))
+        for method, why in line.skips:
+            self.method_outcomes.setdefault(f"{name}.{method}", []).append(
+                Outcome(params, SKIPPED, why))
+        if line.capped:
+            self.capped.setdefault(name, []).append(Outcome(params, CAPPED, line.capped))
         print(self.format(line), file=self.out, flush=True)
 
     def format(self, line: ProgressLine) -> str:
@@ -97,7 +114,9 @@ class Progress:
         if line.status != MEASURED:
             return f"{head} {what}: {line.status}: {line.why}"
         values = ", ".join(f"{m.removeprefix('track_')} {_value(m, v)}" for m, v in line.values)
-        return f"{head} {what}: {values} ({line.seconds:.1f} s)"
+        values += "".join(f"; {m.removeprefix('track_')} skipped: {why}" for m, why in line.skips)
+        capped = " [sampled under a budget cap]" if line.capped else ""
+        return f"{head} {what}: {values} ({line.seconds:.1f} s){capped}"
 
 
 def _value(method: str, value: float) -> str:

@@ -64,6 +64,7 @@ class RunReport:
             "quick": plan.options.quick, "seconds": round(self.seconds, 1),
             "measured": self.measured, "skipped": self.skipped, "failed": self.failed,
             "asv_exit": list(self.asv_exit), "budget_s": plan.options.budget,
+            "capped": plan.options.cap,
             "cut_classes": list(self.cut_classes),
             "headlines": {v.headline.key: v.ratio for v in headlines(self._rs())},
         }

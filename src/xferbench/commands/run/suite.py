@@ -22,6 +22,9 @@ BENCH_FILES = ("bench_copies", "bench_sync", "bench_pipeline", "bench_hazards", 
 #: named here runs after these, in file order.
 PRIORITY = ("Copy", "Creation", "Loop", "Pipeline", "Hazards", "PinMemory", "PinThenCopy",
             "Overlap", "CreatedInForward")
+#: The classes behind the README's headlines: a budget that cannot hold their headline
+#: combinations is refused before anything runs.
+HEADLINE_CLASSES = PRIORITY[:4]
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,12 @@ class SuiteClass:
     combinations: int  # combinations declared
     skips: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
     select: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
-    estimate_s: float = 0.0  # its grid's seconds on an H200, estimated (Grid)
+    estimate_s: float = 0.0  # its grid's planned seconds at the default spec (Grid)
     #: per method, the combinations it measures here (values as text)
     runs: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
+    lease: int = 0  # of ``measured``, the lease's (headline) combinations, measured first
+    combination_s: float = 0.0  # what one combination is planned to cost (Grid)
+    start_s: float = 0.0  # the class process's start before its first combination
 
     def cut(self, reason: str) -> dict[str, list[Outcome]]:
         """{benchmark: its Outcomes} for a class the run's budget left out: every combination
@@ -82,7 +88,8 @@ def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
     data.sort(key=lambda d: rank.get(d["class"], len(PRIORITY)))  # stable: file order after
     return [SuiteClass(d["file"], d["class"], tuple(d["methods"]), tuple(d["param_names"]),
                        int(d["measured"]), int(d["combinations"]), d["skips"], d["select"],
-                       float(d["estimate_s"]), d["runs"])
+                       float(d["estimate_s"]), d["runs"], int(d.get("lease", 0)),
+                       float(d.get("combination_s", 0.0)), float(d.get("start_s", 0.0)))
             for d in data]
 
 

@@ -18,13 +18,12 @@ from ...results.asvconfig import check_wrapper, interpreter_wrapper
 from ...results.asvfiles import benchmark_list, keep_param_values, label_results, results_file
 from ...results.backup import protected
 from ...results.machines import write_machine_file
-from ...results.repo import write_asv_config
+from ...results.repo import SUITE_COMMIT_VAR, write_asv_config
 from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...results.sidecar import record_run
 from ...results.suite import PACKAGE
-from ...units import format_seconds
 from .asvcall import run_asv, sigterm_as_interrupt
-from .budget import allot, cut_reason, plan_text, read_time_s
+from .budget import allot, cut_reason, plan_text, read_time_s, seconds_text
 from .plan import Group, RunPlan
 from .progress import Progress, progress_path
 from .suite import SuiteClass, skipped_at_discovery
@@ -61,23 +60,33 @@ class Ledger:
         done = {name for c in self.done for name in c.benchmarks()}
         record_run(s.results_file, meta, self.record, self.saved,
                    outcomes(self.done, progress), self.cut,
-                   {k: v for k, v in progress.observations.items() if k in done})
+                   observations={k: v for k, v in progress.observations.items() if k in done},
+                   capped=capped(self.done, progress))
 
 
 def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
     """Every combination of the finished classes that has no number, with its reason: skipped
-    at discovery (per method), or skipped or failed while measuring (per class)."""
+    at discovery (per method), skipped or failed while measuring (per class), or one method
+    of a measured combination without a value (per method)."""
     out = skipped_at_discovery(done)
     for c in done:
         for row in progress.outcomes.get(c.full_name, []):
             for name in c.benchmarks():
                 out.setdefault(name, []).append(row)
-    return out
+        for name in c.benchmarks():
+            out.setdefault(name, []).extend(progress.method_outcomes.get(name, []))
+    return {name: rows for name, rows in out.items() if rows}
+
+
+def capped(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
+    """Every combination of the finished classes sampled under a budget cap, per benchmark."""
+    return {name: list(progress.capped[c.full_name]) for c in done
+            if progress.capped.get(c.full_name) for name in c.benchmarks()}
 
 
 def setup(plan: RunPlan, work: str, lock_fd: int, out: TextIO) -> Setup:
     wrapper = interpreter_wrapper(plan.torch_version, plan.cuda, plan.series_suffix)
-    conf = write_asv_config(plan.suite, plan.options.results_dir, work)
+    conf = write_asv_config(plan.suite, plan.options.results_dir, work, plan.suite_commit)
     write_machine_file(work, plan.machine, plan.meta)
     target = results_file(plan.options.results_dir, plan.machine, plan.commit, wrapper)
     log = os.path.join(tempfile.gettempdir(),
@@ -122,7 +131,7 @@ def budgeted_call(plan: RunPlan, s: Setup, index: int, progress: Progress, ledge
     if budget_s is None:
         asv_call(plan, s, group, progress, ledger)
         return
-    share = allot(budget_s, spent_s, [g.estimate_s for g in plan.groups[index:]],
+    share = allot(budget_s, spent_s, [g.plan for g in plan.groups[index:]],
                   sum(read_time_s(c) for c in group.classes if c.measured))
     if share.seconds is None:
         reason = cut_reason(budget_s, share.left_s)
@@ -132,8 +141,9 @@ def budgeted_call(plan: RunPlan, s: Setup, index: int, progress: Progress, ledge
             progress.total -= c.measured
         ledger.cut_classes.append(group.measured_names)
         return
-    print(f"  {group.measured_names}: {format_seconds(share.seconds)} of the "
-          f"{format_seconds(share.left_s)} left (estimated {format_seconds(group.estimate_s)})",
+    print(f"  {group.measured_names}: {seconds_text(share.seconds)} of the "
+          f"{seconds_text(share.left_s)} left (planned: {seconds_text(group.plan.lease_s)} "
+          f"its lease part, {seconds_text(group.plan.rest_s)} the rest of its grid)",
           file=s.out, flush=True)
     asv_call(plan, s, group, progress, ledger, share.deadline(time.time()))
 
@@ -172,14 +182,19 @@ def announce(plan: RunPlan, out: TextIO) -> None:
         why = "" if plan.options.threads else ": on a CPU, as torch.utils.benchmark (--threads N)"
         print(f"xferbench run: {plan.threads} torch thread(s) in the benchmark processes{why}",
               file=out, flush=True)
+    if plan.commit_source in ("given", "tree"):
+        how = (f"{SUITE_COMMIT_VAR}'s" if plan.commit_source == "given" else
+               "the tree's own hash (relabel it: scripts/relabel RESULTS COMMIT)")
+        print(f"xferbench run: no git checkout here: asv files the results under {how} suite "
+              f"commit {plan.commit[:8]}", file=out, flush=True)
     caution = link_caution(plan.meta)
     if caution:
         print(f"xferbench run: caution: {caution}; every figure and citation of this run says "
               "so", file=out, flush=True)
     if plan.options.budget is not None:
         print("xferbench run: " + plan_text(plan.options.budget, [
-            (g.measured_names, g.estimate_s) for g in plan.groups if g.estimate_s]),
-            file=out, flush=True)
+            (g.measured_names, g.plan) for g in plan.groups if g.plan.total_s],
+            plan.options.cap), file=out, flush=True)
 
 
 def carry_out(plan: RunPlan, s: Setup) -> Done:
@@ -188,7 +203,7 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
     opts = plan.options
     ledger = Ledger(RunRecord(plan.commit, plan.machine, plan.device.name, opts.sweep,
                               opts.quick, opts.bench, iso_now(), budget_s=opts.budget,
-                              suite=plan.suite.record()))
+                              suite=plan.suite.record(), capped=opts.cap))
     announce(plan, s.out)
     print(f"xferbench run: asv's own output goes to {s.log}", file=s.out, flush=True)
     started = time.monotonic()

@@ -1,0 +1,162 @@
+"""The run's budget inside one class's process (``xferbench run --budget``), and what each
+combination is planned to cost.
+
+asv saves a class's numbers only when its process ends, so the class keeps its deadline
+(``XFERBENCH_DEADLINE``, absolute, from ``commands/run/budget.py``) itself. Before each
+combination it compares the time left with what the combination is planned to cost at its
+default spec (``Grid.combination_s``: the worst case of its sampling budgets, or what
+``scripts/grid-time costs`` measured where that is more (``costs.json``), plus the data a GPU
+machine moves, ``DATA_S``):
+
+- by default a combination is measured at its default spec or not at all: one that no
+  longer fits is cut, with the reason, and nothing is ever sampled under a cap, so every
+  number of a budgeted run is a default run's number (its series is the plain one);
+- with ``--cap`` (``XFERBENCH_CAP=1``) each combination's sampling is capped at its share of
+  what is left instead (more combinations, each on fewer samples); the run is then a series
+  of its own (``capped: yes``) and every combination sampled under a cap says so.
+
+Work that would ignore the deadline is bounded by it too: a practice with a fixed count of
+trials (``Hazards``) stops at the deadline, and what it measured is then cut (by default) or
+kept marked as capped (``--cap``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from xferbench.flags import env_flag
+from xferbench.spec import MeasureSpec
+
+#: The moment (time.time()) this class must be done by, or None without a budget.
+DEADLINE = float(os.environ.get("XFERBENCH_DEADLINE") or 0) or None
+#: ``--cap``: sample each combination for its share of what is left (a capped series).
+CAP = env_flag("XFERBENCH_CAP")
+#: Of a combination's share of the time left, this much goes to sampling under ``--cap``
+#: (measure()'s max_time_s over the class's measurements per combination); building,
+#: warming up and verifying take the rest.
+SAMPLING_SHARE = 0.6
+#: Below this many seconds left for a combination it is cut, not measured (``--cap``).
+MIN_COMBINATION_S = 1.0
+#: A combination's seconds where costs.json names none for the class.
+DEFAULT_COMBINATION_S = 1.0
+#: Building and verifying one combination's data on a GPU machine, beyond what the smoke
+#: sweep's 1 MiB cost where it was measured: at the headline 64 MiB about three passes over
+#: the buffer at a host's fill rate (about 10 GB/s) and an H200's PCIe link (53 GB/s,
+#: REFERENCE.md), 0.03 s; counted as 0.1 s.
+DATA_S = 0.1
+#: A class process's start before its first combination (asv's start and discovery, the
+#: interpreter, torch's import), where costs.json names none for the class.
+DEFAULT_START_S = 5.0
+#: What a real accelerator adds to that start in a fresh process: the CUDA context, lazy
+#: module loading, NVML's start. The issue that sized the lease read 6-8 s per class start
+#: on a GPU machine, against 3-5 s measured here (the emulated device initialises nothing).
+DEVICE_INIT_S = 3.0
+#: What scripts/grid-time costs measured per class: {class: {"start_s", "combination_s",
+#: ...}}, with the device, sweep and load it was measured on.
+COSTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "costs.json")
+
+
+def load_costs(path: str = COSTS_FILE) -> dict[str, dict[str, Any]]:
+    """costs.json's classes ({} where it is missing or unreadable: the defaults apply)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    classes = data.get("classes") if isinstance(data, dict) else None
+    return classes if isinstance(classes, dict) else {}
+
+
+COSTS = load_costs()
+
+
+def work_s(class_name: str, sampling: float) -> float:
+    """The work beside its sampling of one of ``class_name``'s combinations: what costs.json
+    measured per combination beyond ``sampling`` (the worst case of its sampling budgets),
+    plus DATA_S. So a combination is planned at the larger of its sampling's worst case and
+    what it was measured at, plus DATA_S: an upper bound wherever the GPU machine's host is
+    no slower than the one measured and its calls are short against max_time_s."""
+    value = COSTS.get(class_name, {}).get("combination_s")
+    measured = float(value) if isinstance(value, (int, float)) and value >= 0 else \
+        DEFAULT_COMBINATION_S
+    return max(0.0, measured - sampling) + DATA_S
+
+
+def start_s(class_name: str, real_accelerator: bool = False) -> float:
+    """The start of ``class_name``'s process as measured here (costs.json), plus
+    DEVICE_INIT_S on a real accelerator."""
+    value = COSTS.get(class_name, {}).get("start_s")
+    here = float(value) if isinstance(value, (int, float)) and value >= 0 else DEFAULT_START_S
+    return here + (DEVICE_INIT_S if real_accelerator else 0.0)
+
+
+def sampling_s(spec: MeasureSpec, measurements: int) -> float:
+    """The worst case of ``measurements`` measurements' warm-up and sampling under ``spec``
+    (the stop rule may end each earlier, at min_time_s, once the noise target is met)."""
+    return measurements * (spec.warmup_s + spec.max_time_s)
+
+
+class Cut(Exception):
+    """A combination not measured, or not kept, under the run's budget: recorded as skipped,
+    with the reason."""
+
+
+class Budget:
+    """One class process's budget: before each combination, whether it fits (or, with
+    ``--cap``, the cap on its sampling); after it, whether it was sampled under a cap."""
+
+    def __init__(self, deadline: float | None = DEADLINE, cap: bool = CAP) -> None:
+        self.deadline, self.cap = deadline, cap
+        self.max_time_s: float | None = None  # the cap on the current combination's sampling
+        self.capped: str | None = None  # why the current combination is capped, or None
+
+    def before(self, cost_s: float, remaining: int, measurements: int,
+               first: bool = False) -> str | None:
+        """Why the next combination (planned at ``cost_s`` at its default spec; ``remaining``
+        combinations left, this one included) is cut, or None; sets its cap under --cap. The
+        ``first`` combination of a class is never cut: a class that was started (its start
+        slower than planned, on a loaded machine) saves at least one number, one
+        combination past its deadline at most."""
+        self.max_time_s, self.capped = None, None
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.time()
+        if not self.cap:
+            if left < cost_s and not first:
+                return (f"cut: the run's budget (--budget) had {max(left, 0):.0f} s left for "
+                        f"this class, and this combination is planned at {cost_s:.1f} s at "
+                        "its default spec (never sampled under a cap)")
+            return None
+        if left < MIN_COMBINATION_S:
+            return (f"cut: the run's budget (--budget) left {max(left, 0):.0f} s for this class "
+                    f"and its {remaining} remaining combination(s)")
+        self.max_time_s = max(0.01, left / remaining * SAMPLING_SHARE / max(measurements, 1))
+        return None
+
+    def spec(self, base: MeasureSpec) -> MeasureSpec:
+        """``base`` under the current combination's cap (--cap), which it then records."""
+        cap = self.max_time_s
+        if cap is None or cap >= base.max_time_s:
+            return base
+        self.capped = (f"sampled under a budget cap: max_time_s {cap:.3g} s of its default "
+                       f"{base.max_time_s:g} s (--budget --cap)")
+        return base.replace(max_time_s=cap, min_time_s=min(base.min_time_s, cap),
+                            warmup_s=min(base.warmup_s, cap / 4))
+
+    def stopped_early(self, done: int, planned: int, what: str) -> None:
+        """A practice with a fixed count stopped at the deadline after ``done`` of ``planned``
+        ``what``: cut by default (Cut), kept marked as capped under --cap."""
+        why = f"the run's budget (--budget) ended it after {done} of {planned} {what}"
+        if not self.cap:
+            raise Cut(f"cut: {why}; a figure of fewer {what} than its default is not kept")
+        self.capped = f"sampled under a budget cap: {why} (--budget --cap)"
+
+
+def lease_order(combos: Sequence[tuple], lease: Sequence[bool]) -> list[tuple]:
+    """``combos`` with the lease's (headline) combinations first, each part in its order."""
+    first = [c for c, yes in zip(combos, lease) if yes]
+    return first + [c for c, yes in zip(combos, lease) if not yes]
