@@ -14,7 +14,7 @@ from conftest import committed_results
 
 from xferbench import XferbenchError
 from xferbench.analysis.citation import cite, format_markdown, parse_params
-from xferbench.analysis.provenance import repeats
+from xferbench.analysis.repeats import chart_machines as repeats
 from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
 from xferbench.results import load

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import committed_results
 
-from xferbench.analysis.provenance import provenance, repeats
+from xferbench.analysis.provenance import provenance
+from xferbench.analysis.repeats import chart_machines as repeats
 from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
 from xferbench.commands.publish.sections import banner_html
