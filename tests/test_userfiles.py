@@ -390,6 +390,31 @@ def test_a_machine_whose_folder_is_the_users_is_refused(tmp_path, capsys):
     assert sorted(p.name for p in results.rglob("*")) == ["README", "notes", "todo.md"]
 
 
+def test_a_machine_name_that_another_machine_holds_is_refused(tmp_path, capsys):
+    """The same name on other hardware (the VM moved from AMD to Intel): its results would
+    read as the first machine's and asv would rewrite its record; refused before anything
+    runs, the folder as it was. The same hardware goes on (the check passes)."""
+    from xferbench.metadata import collect
+    from xferbench.devices import resolve_device
+    from xferbench.results.machines import check_same_machine, machine_record
+
+    results = tmp_path / "results"
+    box = results / "box"
+    box.mkdir(parents=True)
+    here = machine_record("box", collect(resolve_device("cpu")))
+    record = {**here, "cpu": "a CPU that is not this one", "version": 1}
+    (box / "machine.json").write_text(json.dumps(record))
+    before = (box / "machine.json").read_bytes()
+    refused(capsys, ["run", "--device", "cpu", "--machine", "box", "--results", str(results)],
+            "box/machine.json describes other hardware (cpu a CPU that is not this one; "
+            "this machine: cpu ", "give this machine a name of its own")
+    assert (box / "machine.json").read_bytes() == before
+    assert sorted(p.name for p in results.rglob("*")) == ["box", "machine.json"]
+    (box / "machine.json").write_text(json.dumps({**here, "os": "an older kernel",
+                                                  "ram": "1", "version": 1}))
+    check_same_machine(str(results), "box", collect(resolve_device("cpu")))  # no refusal
+
+
 def test_the_lock_leaves_no_file_behind_and_asking_makes_none(tmp_path):
     results = tmp_path / "results"
     assert not lock.lock_is_held(str(results / "nope")) and not (results / "nope").exists()

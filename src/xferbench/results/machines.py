@@ -4,6 +4,7 @@ record, written so that asv asks no questions."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -73,8 +74,8 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def write_machine_file(home: str, name: str, meta: MachineMetadata) -> None:
-    """Register the machine without questions: asv reads ~/.asv-machine.json."""
+def machine_record(name: str, meta: MachineMetadata) -> dict[str, str]:
+    """asv's record of this machine (its machine.json): arch, CPU (and GPU), cores, OS, RAM."""
     ram = ""
     try:
         ram = str(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
@@ -83,6 +84,40 @@ def write_machine_file(home: str, name: str, meta: MachineMetadata) -> None:
     cpu = str(meta.cpu_model or "unknown")
     if meta.gpu_name:
         cpu = f"{cpu}; GPU {meta.gpu_name}"
-    record = {"arch": _text(meta.arch), "cpu": cpu, "machine": name,
-              "num_cpu": _text(meta.cpu_count), "os": _text(meta.os), "ram": ram}
+    return {"arch": _text(meta.arch), "cpu": cpu, "machine": name,
+            "num_cpu": _text(meta.cpu_count), "os": _text(meta.os), "ram": ram}
+
+
+#: The fields of asv's machine record that name the hardware: a machine folder whose
+#: machine.json differs in one of them holds another machine's results (the OS and the RAM
+#: the kernel reports may change on one machine).
+HARDWARE = ("arch", "cpu", "num_cpu")
+
+
+def check_same_machine(results_dir: str, name: str, meta: MachineMetadata) -> None:
+    """Refuse to file this machine's results under ``name`` where the results folder already
+    holds that name for other hardware: asv would rewrite its machine.json to describe this
+    host, and the figures there, measured elsewhere, would read as this machine's."""
+    path = os.path.join(results_dir, name, "machine.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return  # none yet, or unreadable: check_folder says so in its own words
+    if not isinstance(saved, dict):
+        return
+    here = machine_record(name, meta)
+    differ = [k for k in HARDWARE if k in saved and str(saved[k]) != here[k]]
+    if differ:
+        then = ", ".join(f"{k} {saved[k]}" for k in differ)
+        now = ", ".join(f"{k} {here[k]}" for k in differ)
+        raise XferbenchError(
+            f"--machine {name}: {path} describes other hardware ({then}; this machine: "
+            f"{now}), so these results would be filed as that machine's and its record "
+            "rewritten: give this machine a name of its own (--machine)")
+
+
+def write_machine_file(home: str, name: str, meta: MachineMetadata) -> None:
+    """Register the machine without questions: asv reads ~/.asv-machine.json."""
+    record = machine_record(name, meta)
     write_json_safely(os.path.join(home, ".asv-machine.json"), {name: record, "version": 1})

@@ -21,6 +21,7 @@ from ...practices import parse_sweep
 from ...results import check_folder
 from ...results.machines import (
     check_machine_folder,
+    check_same_machine,
     check_machine_name,
     default_machine_name,
     torch_label,
@@ -242,6 +243,7 @@ def make_plan(opts: Options) -> RunPlan:
         meta = replace(meta, torch_threads=threads)  # the benchmark processes', not this one's
     machine = opts.machine or default_machine_name(meta)
     check_machine_folder(opts.results_dir, machine)  # never into a folder of the user's
+    check_same_machine(opts.results_dir, machine, meta)  # nor into another machine's
     plan = RunPlan(opts, dev, suite, found.commit, meta, machine, torch_version, cuda, threads,
                    (), (), found.source, found.date_ms)
     classes = describe_suite(suite.root, plan.env())
