@@ -21,7 +21,7 @@ from xferbench.analysis.comparison import (
     WORSE,
     compare_results,
 )
-from xferbench.analysis.stats import higher_is_better, mann_whitney_u
+from xferbench.analysis.stats import higher_is_better, mann_whitney_u, verdict
 from xferbench.cli import main
 from xferbench.commands.compare import compare
 from xferbench.results import Result, load
@@ -119,6 +119,28 @@ def test_without_samples_disjoint_confidence_intervals_decide():
     assert compare_results([a], [_r(1.3, "seconds", None, (1.25, 1.35))])[0][0].mark == WORSE
     assert compare_results([a], [_r(1.3, "seconds", None, (1.0, 1.6))])[0][0].mark == (
         NOT_SIGNIFICANT)
+
+
+@pytest.mark.parametrize("unit,a,b,mark", [
+    ("syncs", 0.0, 1.0, WORSE), ("syncs", 2.0, 1.0, BETTER), ("syncs", 1.0, 1.0,
+                                                              NOT_SIGNIFICANT),
+    ("allocations", 1.0, 3.0, WORSE), ("bytes", 4096.0, 4096.0, NOT_SIGNIFICANT),
+    ("holds", 1.0, 0.0, WORSE), ("holds", 0.0, 1.0, BETTER)])
+def test_a_count_or_a_behaviour_that_changes_is_a_change(unit, a, b, mark):
+    """Counted once, not sampled (syncs per step, a behaviour check): no noise to test
+    against, so a difference is a change, not "no detectable difference"."""
+    rows, _ = compare_results([_r(a, unit, None)], [_r(b, unit, None)])
+    assert rows[0].mark == mark and rows[0].test == "exact"
+    assert higher_is_better("holds") and not higher_is_better("syncs")
+    v = verdict(_r(a, unit, None), _r(b, unit, None))
+    assert v.significant == (a != b) and v.test == "exact"
+    if unit == "holds":
+        assert v.word == ("no longer holds" if b < a else "now holds")
+
+
+def test_a_fraction_without_samples_is_still_undecided():
+    rows, _ = compare_results([_r(0.2, "fraction", None)], [_r(0.9, "fraction", None)])
+    assert rows[0].mark == NOT_SIGNIFICANT and rows[0].test == "none"
 
 
 def test_significant_change_under_threshold_is_within():

@@ -259,7 +259,7 @@ def claim_sentence(cell: Cell, alpha: float) -> str:
 
 #: How the verdict's test is named in a sentence.
 TESTS = {"mann-whitney": "Mann-Whitney U", "99% CI": "asv's 99% confidence intervals",
-         "none": "no test (no samples)"}
+         "exact": "exact (a count: any difference is one)", "none": "no test (no samples)"}
 
 
 def _evidence_words(f: FigureVerdict, alpha: float, single: bool = True) -> str:

@@ -105,10 +105,21 @@ def _tie_term(values: Sequence[float]) -> float:
     return float(sum(t**3 - t for t in counts.values()))
 
 
-def higher_is_better(unit: str) -> bool:
-    """Rates (GB/s, steps/s: any unit per second) grow when things improve; seconds,
-    fractions and counts shrink."""
+#: Units of figures counted or observed once, not sampled (syncs per step, allocations per
+#: call, peak bytes, whether a behaviour holds): the same workload gives the same count, so
+#: two that differ differ (the "exact" test); no noise to test them against.
+EXACT_UNITS = frozenset({"syncs", "allocations", "bytes", "holds"})
+
+
+def is_rate(unit: str) -> bool:
+    """GB/s, steps/s: any unit per second."""
     return unit.strip().endswith("/s")
+
+
+def higher_is_better(unit: str) -> bool:
+    """Rates (GB/s, steps/s: any unit per second) grow when things improve, and so does a
+    behaviour check (1 holds, 0 does not); seconds, fractions and counts shrink."""
+    return is_rate(unit) or unit.strip() == "holds"
 
 
 def worse_by(ratio: float, unit: str) -> float:
@@ -127,13 +138,16 @@ class Significance:
 
 def significance(a: Result, b: Result, alpha: float = ALPHA) -> Significance:
     """Mann-Whitney U on the recorded samples; without samples, asv's 99% confidence
-    intervals (disjoint = significant); without either, never significant."""
+    intervals (disjoint = significant); a count or an observation (``EXACT_UNITS``) without
+    either: any difference ("exact"); else never significant."""
     if a.samples and b.samples and len(a.samples) >= 2 and len(b.samples) >= 2:
         _, p = _cached_u(tuple(a.samples), tuple(b.samples))
         return Significance(p < alpha, p, "mann-whitney")
     if a.ci_99 and b.ci_99:
         (a_lo, a_hi), (b_lo, b_hi) = sorted(a.ci_99), sorted(b.ci_99)
         return Significance(a_hi < b_lo or b_hi < a_lo, None, "99% CI")
+    if a.unit in EXACT_UNITS and b.unit == a.unit and a.ok and b.ok:
+        return Significance(a.value != b.value, None, "exact")
     return Significance(False, None, "none")
 
 
@@ -224,6 +238,8 @@ def _pairwise_ratios_at(den: Sequence[float], num: Sequence[float],
 FASTER = "faster"
 SLOWER = "slower"
 NO_DIFFERENCE = "no detectable difference"
+NOW_HOLDS = "now holds"  # a behaviour check: 0 in A, 1 in B
+NO_LONGER_HOLDS = "no longer holds"
 #: Significant, but by no more than the threshold: a difference too small to count.
 WITHIN_THRESHOLD = "within threshold"
 
@@ -296,8 +312,10 @@ def verdict(a: Result, b: Result, alpha: float = ALPHA, threshold: float = THRES
     if sig.significant and up is not None and small:
         word = WITHIN_THRESHOLD
     elif sig.significant and up is not None:
-        if higher_is_better(a.unit) or a.unit == "seconds":
+        if is_rate(a.unit) or a.unit == "seconds":
             word = SLOWER if up != higher_is_better(a.unit) else FASTER
+        elif a.unit == "holds":
+            word = NOW_HOLDS if up else NO_LONGER_HOLDS
         else:
             word = "higher" if up else "lower"
     return Verdict(ratio, interval, n_a, n_b, sig.significant, sig.p_value, sig.test, word,

@@ -244,7 +244,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
 def _p(row: Row) -> str:
     if row.p_value is not None:
         return "<1e-4" if row.p_value < 1e-4 else f"{row.p_value:.4f}"
-    return {"99% CI": "(CI)", "none": "-"}.get(row.test, "-")
+    return {"99% CI": "(CI)", "exact": "(exact)", "none": "-"}.get(row.test, "-")
 
 
 def _ratio(row: Row) -> str:

@@ -83,7 +83,7 @@ def interval(iv: tuple[float, float] | None, alpha: float, test: str) -> str:
     """"0.981x to 1.004x (95%)"; an open side says so; where there are too few samples,
     "unbounded"."""
     if iv is None:
-        return "n/a (no samples)" if test != "99% CI" else "n/a"
+        return {"99% CI": "n/a", "exact": "exact (a count)"}.get(test, "n/a (no samples)")
     lo, hi = iv
     level = "asv's 99% CIs" if test == "99% CI" else f"{1 - alpha:.0%}"
     if lo <= 0 and math.isinf(hi):
