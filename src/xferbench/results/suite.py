@@ -89,16 +89,21 @@ def _parents(path: str) -> Iterator[str]:
 
 
 def _is_suite(folder: str) -> bool:
-    """``folder`` holds this project's asv.conf.json and a benchmarks/ folder."""
+    """``folder`` holds an asv.conf.json and this project's benchmarks/ (its ``_asv.py``),
+    and the configuration names no other project. Known by its files, not by reading the
+    configuration alone: a damaged asv.conf.json still marks its clone (whose reader then
+    says what is wrong), never sends a run to another clone."""
     conf = os.path.join(folder, "asv.conf.json")
-    if not (os.path.isfile(conf) and os.path.isdir(os.path.join(folder, "benchmarks"))):
+    if not (os.path.isfile(conf) and os.path.isfile(os.path.join(folder, "benchmarks",
+                                                                   "_asv.py"))):
         return False
     try:
-        with open(conf, encoding="utf-8") as fh:
+        with open(conf, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
     except OSError:
-        return False
-    return re.search(r'"project"\s*:\s*"' + PROJECT + '"', text) is not None
+        return True  # unreadable: load_asv_config says so
+    named = re.search(r'"project"\s*:\s*"([^"]*)"', text)
+    return named is None or named.group(1) == PROJECT
 
 
 def find_clone(start: str | None = None) -> str | None:
