@@ -108,8 +108,9 @@ def test_stock_asv_refuses_a_quick_run_in_its_own_environments(suite):
 def test_xferbench_runs_asv_without_the_plugin(tmp_path):
     """xferbench run labels its own files: its asv configuration carries no plugin."""
     from xferbench.results.repo import write_asv_config
+    from xferbench.results.suite import CLONE, Suite
 
-    conf = json.loads(Path(write_asv_config(str(REPO), str(tmp_path / "r"),
+    conf = json.loads(Path(write_asv_config(Suite(str(REPO), CLONE), str(tmp_path / "r"),
                                             str(tmp_path))).read_text())
     assert "plugins" not in conf
     from asv import util
