@@ -81,6 +81,38 @@ def _emu_env() -> dict[str, str]:
     return {"XFERBENCH_EMU": "1", "XFERBENCH_EMU_CACHE": str(cache_root())}
 
 
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def fetched_and_image() -> tuple[set[str], set[str]]:
+    """What scripts/fetch-gpu-wheels downloads, and what it says the image holds."""
+    text = (REPO / "scripts" / "fetch-gpu-wheels").read_text()
+    image = re.search(r"^# the image holds: (.*)$", text, re.M)
+    assert image, "scripts/fetch-gpu-wheels no longer says what the image holds"
+    held = {_canonical(n) for n in image.group(1).split()}
+    args = text.split('-d "$dest"', 1)[1].split("\nls ", 1)[0]
+    fetched = {_canonical(re.split(r"[=<>]", a)[0]) for a in args.replace("\\", " ").split()}
+    return fetched, held
+
+
+@pytest.mark.parametrize("python", ["3.12"])
+def test_every_dependency_is_fetched_or_in_the_image(python):
+    """A dependency added to pyproject.toml and not to the wheels the check carries breaks
+    the bare machine at import (pathspec did): each is fetched or the image has it."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    fetched, held = fetched_and_image()
+    assert {"asv", "torch", "matplotlib"} <= fetched | held
+    env = {"python_version": python, "sys_platform": "linux", "platform_system": "Linux"}
+    needed = {_canonical(r.name) for r in map(Requirement, deps)
+              if r.marker is None or r.marker.evaluate(env)}
+    assert sorted(needed - fetched - held) == []
+
+
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory):
     """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
