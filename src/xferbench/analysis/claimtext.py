@@ -23,6 +23,7 @@ from .claims import (
     FigureVerdict,
 )
 from .claimtable import RATIO, Claim, ClaimFigure
+from .repeats import chart_lane, chart_machines
 from .sitemap import figure_path
 
 SCHEMA_VERSION = 1
@@ -297,10 +298,12 @@ def cite_lines(cell: Cell, cites: list[Citation], others: list[Cell], alpha: flo
 def figure_citations(rs: ResultSet, cell: Cell, site: str = "site") -> list[Citation]:
     """The citation of every figure the cell rests on, with its trend chart under ``site``."""
     out = []
+    charts = chart_machines(rs)  # a repeat's series is drawn in its host's first chart
     for fv in cell.figures:
         for r in (fv.practice, fv.baseline):
             if r is not None and r.ok:
-                path = os.path.join(site, figure_path(r.benchmark, r.param_dict, r.machine))
+                path = os.path.join(site, figure_path(r.benchmark, r.param_dict,
+                                                      chart_lane(charts, r.series)))
                 out.append(citation(rs, r, figure=path, figure_exists=os.path.isfile(path)))
     return out
 

@@ -32,7 +32,7 @@ def claims_section(cat: Catalog, alpha: float) -> list[str]:
         f'<th colspan="{sum(p.machine == m for p in report.series)}">{e(m)}</th>'
         for m in machines) + "</tr>",
         "<tr>" + "".join(f"<th>{_release(p.torch)}</th>" for p in report.series) + "</tr>"]
-    rows = [_row(claim, cells, benches, alpha) for claim, cells in report.rows]
+    rows = [_row(claim, cells, benches, alpha, cat) for claim, cells in report.rows]
     return ['<section id="claims">', f"<h2>Claims {self_link('claims')}</h2>",
             "<p>Each piece of advice the suite settles, in its words, and its verdict in "
             "every series, recomputed from the results (<code>xferbench claims</code> prints "
@@ -83,10 +83,11 @@ def _runs(cells: tuple[Cell, ...]) -> list[list[Cell]]:
     return out
 
 
-def _row(claim: Claim, cells: tuple[Cell, ...], benches: set[str], alpha: float) -> str:
+def _row(claim: Claim, cells: tuple[Cell, ...], benches: set[str], alpha: float,
+         cat: Catalog) -> str:
     ident = anchor("claim", claim.id)
     marks = _Marks(ident)
-    tds = [_cell(run, len(cells), benches, alpha, marks) for run in _runs(cells)]
+    tds = [_cell(run, len(cells), benches, alpha, marks, cat) for run in _runs(cells)]
     notes = sorted({c.note for c in cells if c.note})
     first = (f'<td data-label="claim"><strong>{e(claim.title)}</strong> {self_link(ident)}'
              f"<small><code>{e(claim.id)}</code> {e(claim.text)}</small>"
@@ -97,7 +98,8 @@ def _row(claim: Claim, cells: tuple[Cell, ...], benches: set[str], alpha: float)
     return f'<tr id="{e(ident)}">{first}{"".join(tds)}</tr>'
 
 
-def _cell(run: list[Cell], total: int, benches: set[str], alpha: float, marks: _Marks) -> str:
+def _cell(run: list[Cell], total: int, benches: set[str], alpha: float, marks: _Marks,
+          cat: Catalog) -> str:
     c = run[0]
     if len(run) == total:
         label = "every series"
@@ -110,7 +112,8 @@ def _cell(run: list[Cell], total: int, benches: set[str], alpha: float, marks: _
     extra = []
     if c.verdict in DECIDED and fv is not None and fv.practice is not None:
         r = fv.practice
-        href = figure_path(r.benchmark, r.param_dict, r.machine)
+        # the trend chart that draws this series (a repeat's is its host's first name)
+        href = figure_path(r.benchmark, r.param_dict, cat.chart_of(r.series))
         extra.append(_figure(c, alpha))
         for text in (fv.observed, c.reason if c.verdict != "cannot tell" else ""):
             if text:
