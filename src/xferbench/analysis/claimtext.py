@@ -144,28 +144,47 @@ def _summary(cells: list[Cell]) -> str:
     return ", ".join(f"{v} {counts[v]}" for v in order)
 
 
-def markdown_table(report: ClaimsReport) -> list[str]:
-    """The README's short table: a column per machine, each cell a claim's verdicts across
-    the machine's releases (a count per verdict); claims that no release decided and whose
-    cells agree share a row. Then why those were not decided, and the series' caveats."""
+def summary_rows(report: ClaimsReport) -> tuple[list[str], dict[str, int],
+                                                list[tuple[list[Claim], tuple[str, ...], bool]]]:
+    """The short table's machines, each one's release count, and its rows: (claims, a
+    cell per machine counting the verdicts across its releases, decided anywhere); the
+    claims no release decided whose cells agree share a row, after the decided ones."""
     machines = list(dict.fromkeys(p.machine for p in report.series))
     releases = {m: sum(p.machine == m for p in report.series) for m in machines}
-    decided: list[tuple[str, tuple[str, ...]]] = []
-    shared: dict[tuple[str, ...], list[str]] = {}
-    why: dict[str, list[str]] = {}
+    decided: list[tuple[list[Claim], tuple[str, ...], bool]] = []
+    shared: dict[tuple[str, ...], list[Claim]] = {}
     for claim, cells in report.rows:
         row = tuple(_summary([c for c in cells if c.machine == m]) for m in machines)
         if any(c.verdict in DECIDED for c in cells):
-            decided.append((f"{claim.title} (`{claim.id}`)", row))
+            decided.append(([claim], row, True))
         else:
-            shared.setdefault(row, []).append(f"`{claim.id}`")
+            shared.setdefault(row, []).append(claim)
+    return machines, releases, [*decided, *((claims, row, False)
+                                            for row, claims in shared.items())]
+
+
+def undecided_reasons(report: ClaimsReport) -> dict[str, list[str]]:
+    """Why claims have no verdict: each reason once, with the claims it applies to."""
+    why: dict[str, list[str]] = {}
+    for claim, cells in report.rows:
         for c in cells:
             if c.verdict in (NOT_MEASURABLE, NOT_MEASURED) and claim.id not in why.get(
                     c.reason, []):
                 why.setdefault(c.reason, []).append(claim.id)
+    return why
+
+
+def markdown_table(report: ClaimsReport) -> list[str]:
+    """The README's short table (``summary_rows``): a column per machine, each cell a
+    claim's verdicts across the machine's releases. Then why those were not decided, and
+    the series' caveats."""
+    machines, releases, rows = summary_rows(report)
+    why = undecided_reasons(report)
     out = ["| claims | " + " | ".join(f"{m}, {releases[m]} releases" for m in machines) + " |",
            "| --- |" + " --- |" * len(machines)]
-    for name, row in [*decided, *((", ".join(ids), row) for row, ids in shared.items())]:
+    for claims, row, decided in rows:
+        name = (f"{claims[0].title} (`{claims[0].id}`)" if decided
+                else ", ".join(f"`{c.id}`" for c in claims))
         out.append(f"| {name} | " + " | ".join(row) + " |")
     out.append("")
     if why:

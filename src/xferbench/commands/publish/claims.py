@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from ...analysis.claims import DECIDED, Cell, ClaimsReport, evaluate
 from ...analysis.claimtable import Claim, load_table
-from ...analysis.claimtext import LEGEND, figure_text, source_text, times
+from ...analysis.claimtext import (
+    LEGEND,
+    figure_text,
+    source_text,
+    summary_rows,
+    times,
+    undecided_reasons,
+)
 from ...analysis.sitemap import figure_path
 from ...results.discovery import suite_repo
 from .catalog import Catalog
@@ -25,6 +32,9 @@ def claims_report(cat: Catalog, alpha: float) -> ClaimsReport:
 
 
 def claims_section(cat: Catalog, alpha: float) -> list[str]:
+    """The short table first (a row per decided claim, the undecided ones sharing rows, a
+    cell per machine counting its releases' verdicts), so that the headlines follow within
+    a screen or two; the full table, a column per series, behind its summary line."""
     report = claims_report(cat, alpha)
     benches = set(cat.names())
     machines = list(dict.fromkeys(p.machine for p in report.series))
@@ -33,16 +43,41 @@ def claims_section(cat: Catalog, alpha: float) -> list[str]:
         for m in machines) + "</tr>",
         "<tr>" + "".join(f"<th>{_release(p.torch)}</th>" for p in report.series) + "</tr>"]
     rows = [_row(claim, cells, benches, alpha, cat) for claim, cells in report.rows]
+    every = (f"Every claim in every series: {len(report.rows)} claims, "
+             f"{len(report.series)} series, each verdict linking to its evidence")
     return ['<section id="claims">', f"<h2>Claims {self_link('claims')}</h2>",
-            "<p>Each piece of advice the suite settles, in its words, and its verdict in "
-            "every series, recomputed from the results (<code>xferbench claims</code> prints "
-            "the same with every figure; <code>xferbench cite --claim ID</code> gives the "
-            "sentence to quote). Each verdict links to its evidence: the figure's trend "
-            "chart, or why it has no number. A verdict carries its series' caveats (the "
-            f"banner above).</p><p class=\"legend\"><small>{e(LEGEND)}.</small></p>",
+            "<p>Each piece of advice the suite settles, and its verdicts, recomputed from the "
+            "results (<code>xferbench claims</code> prints the same with every figure; "
+            "<code>xferbench cite --claim ID</code> gives the sentence to quote). A verdict "
+            "carries its series' caveats (the banner above).</p>",
+            *_summary_table(report),
+            f'<details class="claims-all"><summary>{e(every)}</summary>',
+            f'<p class="legend"><small>{e(LEGEND)}.</small></p>',
             '<div class="claims-wrap"><table class="claims stack"><thead>', *head,
-            "</thead><tbody>", *rows, "</tbody></table></div>", *_changes(report),
+            "</thead><tbody>", *rows, "</tbody></table></div></details>", *_changes(report),
             "</section>"]
+
+
+def _summary_table(report: ClaimsReport) -> list[str]:
+    machines, releases, rows = summary_rows(report)
+    out = ['<div class="claims-wrap"><table class="claims-summary stack"><thead><tr>'
+           "<th>claim</th>" + "".join(f"<th>{e(m)}, {releases[m]} releases</th>"
+                                      for m in machines) + "</tr></thead><tbody>"]
+    for claims, row, decided in rows:
+        links = [f'<a href="#{e(anchor("claim", c.id))}">'
+                 + (f"{e(c.title)}</a> <code>{e(c.id)}</code>" if decided
+                    else f"<code>{e(c.id)}</code></a>") for c in claims]
+        cells = "".join(f'<td data-label="{e(m)}" class="{VERDICT_CLASS.get(v, "")}">{e(v)}'
+                        "</td>" for m, v in zip(machines, row))
+        out.append(f'<tr><td data-label="claim">{", ".join(links)}</td>{cells}</tr>')
+    why = undecided_reasons(report)
+    out.append("</tbody></table></div>")
+    if why:
+        out.append('<details class="claims-why"><summary>Why the others are not decided'
+                   "</summary><ul>" + "".join(
+                       f"<li>{', '.join(f'<code>{e(i)}</code>' for i in ids)}: {e(reason)}</li>"
+                       for reason, ids in why.items()) + "</ul></details>")
+    return out
 
 
 def _release(torch: str) -> str:

@@ -108,15 +108,11 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
             f"Mann-Whitney U test on the samples does not reject at {1 - alpha:.0%} (the test "
             "<code>xferbench compare</code> runs); the verdict is that test's. Rows the test "
             "cannot tell from 1 are grey, and the figures draw points, never a trend.</p>"]
-    for row in heads:
+    # the measured first, each with its figure and table; the others after them, a line each
+    for row in [h for h in heads if h.measured]:
         ident = anchor("headline", row.key)
         body += [f'<section class="headline" id="{e(ident)}">',
                  f"<h3>{e(row.title)} {self_link(ident)}</h3>"]
-        if not row.measured:
-            notes = sorted({c.value.note for c in row.cells if c.value.note})
-            body += [f'<p class="na">Not measured: {e("; ".join(notes) or "no results")}.</p>',
-                     "</section>"]
-            continue
         body += ['<div class="figures wide">',
                  *figure(headline_figure_path(row.key), row.title + ": speed-up per version",
                          attrs=' class="wide"',
@@ -142,6 +138,15 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
         body += table("headlines", HEADLINE_HEADERS, rows)
         body += citations(cites)
         body.append("</section>")
+    unmeasured = [h for h in heads if not h.measured]
+    if unmeasured:
+        body.append('<section class="headline-na"><h3>Not measured here</h3><ul>')
+        for row in unmeasured:
+            ident = anchor("headline", row.key)
+            notes = sorted({c.value.note for c in row.cells if c.value.note})
+            body.append(f'<li class="na" id="{e(ident)}">{e(row.title)}: '
+                        f'{e("; ".join(notes) or "no results")} {self_link(ident)}</li>')
+        body.append("</ul></section>")
     body.append("</section>")
     return body
 

@@ -175,5 +175,9 @@
     var name = fromHash();
     if (name) open(name, false);
   });
-  open(fromHash() || names[0], true);
+  /* without a name in the address, the first benchmark that some series measured */
+  var first = names.filter(function (n) {
+    return data.series.some(function (s) { return s.graphs[n]; });
+  })[0];
+  open(fromHash() || first || names[0], true);
 }());
