@@ -24,6 +24,9 @@ from xferbench.results import load
 from xferbench.results.runrecords import CAPPED as CAPPED_STATUS
 from xferbench.results.sidecar import load_sidecar
 
+# alone, after the others (scripts/test): it runs under a time budget
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH = "bench_copies.Copy.track_completion_s"
 ROW = {"direction": "h2d", "host_memory": "pageable", "sync": "blocking", "layout": "one",

@@ -27,7 +27,8 @@ from xferbench.results import load
 from xferbench.results.sidecar import load_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+# alone, after the others (scripts/test): the rehearsals run under a lease's time budget
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 #: What the GPU image holds beside torch (the device tool's page), less what we cannot need
 #: and less pytest-benchmark, which the image has: the bare rehearsal runs without it.

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import torch
 
+# alone, after the others (scripts/test): it asserts lint's speed
+pytestmark = pytest.mark.serial
+
 TORCH = Path(torch.__file__).resolve().parent
 FLOOR_LINES_PER_S = 4_000
 

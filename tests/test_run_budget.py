@@ -25,6 +25,9 @@ from xferbench.results import load
 from xferbench.results.runrecords import Outcome, RunRecord
 from xferbench.results.sidecar import load_sidecar, record_run
 
+# alone, after the others (scripts/test): it runs under time budgets
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[1]
 
 

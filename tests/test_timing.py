@@ -20,6 +20,9 @@ from xferbench.timing import (
 )
 from xferbench.units import format_seconds
 
+# alone, after the others (scripts/test): it asserts timing on this machine's clocks
+pytestmark = pytest.mark.serial
+
 MiB = 2**20
 
 

@@ -18,6 +18,9 @@ from xferbench import timing
 from xferbench.devices import Device
 from xferbench.telemetry import ClockState
 
+# alone, after the others (scripts/test): it asserts timing on this machine's clocks
+pytestmark = pytest.mark.serial
+
 CUDA = Device("cuda", 0)
 
 
