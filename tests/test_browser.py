@@ -172,6 +172,9 @@ def test_site_renders_offline_with_both_versions(browser, served_site, tmp_path:
     page.screenshot(path=str(shot), full_page=True)
     shutil.copyfile(shot, SCREENSHOT_COPY)
     assert shot.stat().st_size > 10_000
+    # the full-page shot brings every lazy figure into view: let them load before leaving,
+    # or the navigation aborts them (a request the page did not fail)
+    page.wait_for_load_state("networkidle")
 
     page.goto(served_site + "asv.html", wait_until="load")
     page.wait_for_selector("#asv-table tbody tr")

@@ -63,9 +63,12 @@ def results_copy(tmp_path: Path) -> Path:
     return dest
 
 
-def newest_file_of(root: Path, version: str) -> Path:
+def newest_file_of(root: Path, version: str, machine: str = "cpu-2core-vm") -> Path:
+    """The newest results file of ``version`` on ``machine`` (a full sweep's: the Intel
+    host's files hold the behaviour checks alone, no samples)."""
     files = [p for p in result_files(root)
-             if json.loads(p.read_text())["params"]["torch"].split("+")[0] == version]
+             if json.loads(p.read_text())["params"]["torch"].split("+")[0] == version
+             and p.parent.name == machine]
     return max(files, key=lambda p: json.loads(p.read_text())["date"])
 
 

@@ -178,7 +178,7 @@ def test_bmf_is_bencher_shaped_with_times_in_nanoseconds(capsys, gpu_results):
 def test_bmf_over_several_series_says_how_to_choose_one(capsys, results):
     code, out, err = export(capsys, "--results", str(results), "--format", "bmf")
     assert code == 2 and out == ""
-    assert "12 series" in err and "--machine, --torch" in err and "\n" not in err.strip()
+    assert "18 series" in err and "--machine, --torch" in err and "\n" not in err.strip()
     code, out, err = export(capsys, "--results", str(results), "--format", "bmf",
                             "--machine", "cpu-2core-vm-rerun", "--torch", "2.13.0")
     assert code == 0, err

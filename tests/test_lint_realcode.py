@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 # alone, after the others (scripts/test): it asserts lint's speed

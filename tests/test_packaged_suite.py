@@ -31,6 +31,7 @@ COMMIT = "ab" * 20
 def _suite_folder(where: Path, project: str = "xferbench") -> Path:
     where.mkdir(parents=True, exist_ok=True)
     (where / "benchmarks").mkdir(exist_ok=True)
+    (where / "benchmarks" / "_asv.py").write_text("")  # the suite's own module marks it
     (where / "asv.conf.json").write_text(
         '{\n  // a comment, as asv allows\n  "version": 1,\n  "project": "' + project + '",\n'
         '  "branches": ["main"], "benchmark_dir": "benchmarks"\n}\n')
@@ -97,7 +98,8 @@ def test_the_package_suites_asv_configuration_lists_every_commit_with_its_date(t
     listing = json.loads(Path(conf["repo"]).read_text())
     assert listing["head"] == COMMIT
     assert listing["commits"] == {**result_commits(str(results)), COMMIT: 1_700_000_000_000}
-    assert len(listing["commits"]) == 2  # the committed results' one commit, and the suite's
+    # the committed results' commits (the sweeps', the behaviour checks'), and the suite's
+    assert len(listing["commits"]) == len(result_commits(str(results))) + 1
     assert conf["show_commit_url"] == "https://github.com/xferbench/xferbench/commit/"
 
 
