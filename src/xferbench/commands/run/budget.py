@@ -156,10 +156,12 @@ def check_lease(budget_s: float, classes: Sequence[SuiteClass]) -> None:
             f"at least {math.ceil(need)} s")
 
 
-def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: bool = False
-              ) -> str:
-    """One sentence on what ``budget_s`` holds: ``groups`` are (title, plan) in order;
-    ``cap``: --cap, each combination's sampling capped to fit rather than cut."""
+def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: bool = False,
+              spent_s: float = 0.0) -> str:
+    """One sentence on what ``budget_s`` holds, ``spent_s`` of it gone already (the run's
+    own start): ``groups`` are (title, plan) in order; ``cap``: --cap, each combination's
+    sampling capped to fit rather than cut. A lease part holds only where ``allot`` would
+    start its class: its start, its values' reading and the least sampling beside."""
     if cap:
         total = sum(p.total_s for _t, p in groups)
         return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(total)} "
@@ -169,24 +171,28 @@ def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: boo
     total = ClassPlan()
     for _title, p in groups:
         total = total + p
+    left = budget_s - spent_s - REPORT_S  # what the classes have
+    # what allot needs to start a class, at least (its values' reading is in lease_s)
+    need = sum(max(p.lease_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S) for _t, p in groups)
     head = (f"--budget {budget_s:g} s: the lease (every class's headline combinations at "
             f"the default spec, each class's start) is planned at "
             f"{seconds_text(total.lease_s)}, the rest of the grid at "
             f"{seconds_text(total.rest_s)}")
-    if total.total_s <= budget_s - REPORT_S:
+    if total.total_s <= left:
         return f"{head}: it holds the whole grid"
-    if total.lease_s <= budget_s - REPORT_S:
-        spare = budget_s - REPORT_S - total.lease_s
+    if need <= left:
+        spare = left - need
         part = min(1.0, spare / total.rest_s) if total.rest_s else 1.0
         return (f"{head}: it holds every lease part and about {part:.0%} of the rest; what "
                 "does not fit is cut, each combination saying why (nothing is sampled under "
                 "a cap)")
     held, used = [], 0.0
     for title, p in groups:
-        if used + p.lease_s > budget_s - REPORT_S:
+        part = max(p.lease_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S)
+        if used + part > left:
             break
         held.append(title)
-        used += p.lease_s
+        used += part
     rest = [t for t, _p in groups[len(held):]]
     return (f"{head}: it holds the lease parts of {', '.join(held) or 'no class'} "
             f"({seconds_text(used)}); {', '.join(rest)} will be cut short or left out, "

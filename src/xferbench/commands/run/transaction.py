@@ -194,7 +194,7 @@ def announce(plan: RunPlan, out: TextIO) -> None:
     if plan.options.budget is not None:
         print("xferbench run: " + plan_text(plan.options.budget, [
             (g.measured_names, g.plan) for g in plan.groups if g.plan.total_s],
-            plan.options.cap), file=out, flush=True)
+            plan.options.cap, time.monotonic() - plan.options.asked_at), file=out, flush=True)
 
 
 def carry_out(plan: RunPlan, s: Setup) -> Done:
