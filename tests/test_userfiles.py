@@ -413,6 +413,15 @@ def test_a_machine_name_that_another_machine_holds_is_refused(tmp_path, capsys):
     (box / "machine.json").write_text(json.dumps({**here, "os": "an older kernel",
                                                   "ram": "1", "version": 1}))
     check_same_machine(str(results), "box", collect(resolve_device("cpu")))  # no refusal
+    # a --device cpu run on a GPU machine names no GPU: the same machine as its GPU runs
+    from dataclasses import replace
+
+    cpu_run = collect(resolve_device("cpu"))
+    (box / "machine.json").write_text(json.dumps({**here, "cpu": here["cpu"] + "; GPU H200"}))
+    check_same_machine(str(results), "box", cpu_run)
+    with pytest.raises(XferbenchError, match=r"describes other hardware \(gpu H200; this "
+                                             r"machine: gpu H100\)"):
+        check_same_machine(str(results), "box", replace(cpu_run, gpu_name="H100"))
 
 
 def test_the_lock_leaves_no_file_behind_and_asking_makes_none(tmp_path):

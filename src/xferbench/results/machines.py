@@ -89,9 +89,21 @@ def machine_record(name: str, meta: MachineMetadata) -> dict[str, str]:
 
 
 #: The fields of asv's machine record that name the hardware: a machine folder whose
-#: machine.json differs in one of them holds another machine's results (the OS and the RAM
-#: the kernel reports may change on one machine).
+#: machine.json differs in one of them (or in the GPU its "cpu" names, where both name one)
+#: holds another machine's results (the OS and the RAM the kernel reports may change on one
+#: machine).
 HARDWARE = ("arch", "cpu", "num_cpu")
+
+
+def _hardware(record: dict[str, str]) -> dict[str, str]:
+    """The record's hardware fields, its "cpu" split into the CPU and the GPU it names."""
+    out = {k: record[k] for k in HARDWARE if k in record}
+    if "cpu" in out:
+        cpu, _, gpu = out["cpu"].partition("; GPU ")
+        out["cpu"] = cpu
+        if gpu:
+            out["gpu"] = gpu
+    return out
 
 
 def check_same_machine(results_dir: str, name: str, meta: MachineMetadata) -> None:
@@ -106,8 +118,12 @@ def check_same_machine(results_dir: str, name: str, meta: MachineMetadata) -> No
         return  # none yet, or unreadable: check_folder says so in its own words
     if not isinstance(saved, dict):
         return
-    here = machine_record(name, meta)
-    differ = [k for k in HARDWARE if k in saved and str(saved[k]) != here[k]]
+    here = _hardware(machine_record(name, meta))
+    then_hw = _hardware({k: str(v) for k, v in saved.items()})
+    # a GPU only where both name one: a --device cpu run on a GPU machine names none
+    differ = [k for k in (*HARDWARE, "gpu") if k in then_hw and k in here
+              and then_hw[k] != here[k]]
+    saved = then_hw
     if differ:
         then = ", ".join(f"{k} {saved[k]}" for k in differ)
         now = ", ".join(f"{k} {here[k]}" for k in differ)
