@@ -102,7 +102,6 @@ def test_every_dependency_is_fetched_or_in_the_image(python):
     """A dependency added to pyproject.toml and not to the wheels the check carries breaks
     the bare machine at import (pathspec did): each is fetched or the image has it."""
     import tomllib
-
     from packaging.requirements import Requirement
 
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]

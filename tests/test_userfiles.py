@@ -394,8 +394,8 @@ def test_a_machine_name_that_another_machine_holds_is_refused(tmp_path, capsys):
     """The same name on other hardware (the VM moved from AMD to Intel): its results would
     read as the first machine's and asv would rewrite its record; refused before anything
     runs, the folder as it was. The same hardware goes on (the check passes)."""
-    from xferbench.metadata import collect
     from xferbench.devices import resolve_device
+    from xferbench.metadata import collect
     from xferbench.results.machines import check_same_machine, machine_record
 
     results = tmp_path / "results"

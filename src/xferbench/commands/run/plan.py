@@ -21,8 +21,8 @@ from ...practices import parse_sweep
 from ...results import check_folder
 from ...results.machines import (
     check_machine_folder,
-    check_same_machine,
     check_machine_name,
+    check_same_machine,
     default_machine_name,
     torch_label,
 )
