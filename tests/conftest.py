@@ -14,6 +14,7 @@ say so, and the summary at the end counts both.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -237,3 +238,17 @@ def many_versions_site(tmp_path_factory) -> tuple[Path, float, list[str]]:
     started = time.perf_counter()
     assert main(["publish", "--results", str(work / "results"), "--out", str(work / "site")]) == 0
     return work / "site", time.perf_counter() - started, versions
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str):
+    """A fresh tmpfs of ``size`` ("4m") mounted on the folder ``where`` for the block (root
+    only: the test is skipped, saying why, where mounting is not allowed), unmounted after."""
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import tmpfs
 
 from xferbench.commands.run.progress import Progress
 from xferbench.results import asvconfig, load, lock, safefiles
@@ -206,12 +207,8 @@ def small_disk(tmp_path):
     """A 512 KiB tmpfs (root only: skipped where mounting is not allowed)."""
     where = tmp_path / "small"
     where.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(where)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
-    yield where
-    subprocess.run(["umount", "-l", str(where)], check=False)
+    with tmpfs(where, "512k"):
+        yield where
 
 
 def _fill(where: Path, leave: int = 16 * 1024) -> None:

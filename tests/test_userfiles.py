@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import tmpfs
 
 from xferbench.cli import main
 from xferbench.commands.publish.sitefolder import SITE_MARKER, foreign
@@ -60,12 +61,8 @@ def mounted(tmp_path):
     """A fresh 4 MiB tmpfs (root only: skipped where mounting is not allowed)."""
     where = tmp_path / "mnt"
     where.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    yield where
-    subprocess.run(["umount", "-l", str(where)], check=False)
+    with tmpfs(where, "4m"):
+        yield where
 
 
 # -- the one write path ------------------------------------------------------------------------
@@ -294,30 +291,18 @@ def test_a_mount_point_is_refused_before_the_build(mounted, capsys):
 
 def test_a_mount_point_inside_the_site_is_refused(site, capsys):
     inner = site / "figures"
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(inner)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    try:
+    with tmpfs(inner, "1m"):
         (inner / "theirs.txt").write_text("on another file system")
         refused(capsys, _publish(site), "the mount point figures/")
         assert (inner / "theirs.txt").read_text() == "on another file system"
-    finally:
-        subprocess.run(["umount", "-l", str(inner)], check=False)
 
 
 def test_too_little_room_for_the_site_is_said_before_the_build(tmp_path, capsys):
     where = tmp_path / "small"
     where.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    try:
+    with tmpfs(where, "256k"):
         refused(capsys, _publish(where / "site"), "No space left on device", "free in")
         assert list(where.iterdir()) == []
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def _limited(limit: int):
