@@ -144,7 +144,7 @@ def _text(value: Any) -> str | None:
 def series_provenance(rs: ResultSet, key: SeriesKey) -> Provenance:
     """The provenance of one series of ``rs`` (its newest results and their sidecar)."""
     machine, torch = key.machine, key.torch
-    results = [r for r in rs.newest() if r.series == key]
+    results = list(rs.filter(series=key).newest())  # newest keeps a series' results apart
     if not results:
         raise KeyError(f"no series {key.label}")
     newest: Result = max(results, key=lambda r: (r.date_ms, r.started_ms or 0))

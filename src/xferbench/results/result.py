@@ -3,6 +3,7 @@ series it belongs to (machine, torch, and how it was measured: ``series.SeriesKe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +43,9 @@ class Result:
     #: sidecar's "capped"), None where it was not: never a default figure, not for citing
     capped: str | None = None
 
-    @property
+    @functools.cached_property
     def series(self) -> SeriesKey:
+        """Its series (read once: a page asks it of each result millions of times)."""
         return SeriesKey(self.machine, self.torch, self.mode)
 
     @property
