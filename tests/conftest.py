@@ -27,6 +27,7 @@ from pathlib import Path
 import emu  # tests/emu: stdlib only until load(), which imports torch
 import pytest
 from manyversions import write_many_versions
+from slowmark import mark_slow_and_order, report_unmarked_slow, slow_fixture
 
 from xferbench.cli import main
 from xferbench.devices import Capabilities, Device, capabilities, is_emulated, resolve_device
@@ -97,7 +98,9 @@ def telling(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(m) for m in ("cuda_only", "timing"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_slow_and_order(config, items)
     if os.environ.get("XFERBENCH_TELLING_FIRST") == "1":  # scripts/gpu-check's test stage
         items.sort(key=lambda item: not telling(item))  # stable: file order within each
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
@@ -109,6 +112,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    report_unmarked_slow(terminalreporter)
+    _emulated_counts(terminalreporter)
+
+
+def _emulated_counts(terminalreporter: pytest.TerminalReporter) -> None:
     """On the emulated device, one line counting the gpu tests: passed, failed, and skipped
     by why (CUDA only, hardware only, or the practice's own skip of a combination)."""
     dev = accelerator() if emu_requested() and EMU_UNAVAILABLE is None else None
@@ -230,6 +238,7 @@ MANY_VERSIONS = 20
 
 
 @pytest.fixture(scope="session")
+@slow_fixture
 def many_versions_site(tmp_path_factory) -> tuple[Path, float, list[str]]:
     """The site published from a generated results folder with ``MANY_VERSIONS`` PyTorch
     versions (tests/manyversions.py): (site folder, seconds the publish took, versions)."""

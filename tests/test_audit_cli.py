@@ -73,6 +73,7 @@ def emu_env() -> dict[str, str]:
 CPU = {"XFERBENCH_EMU": "0", "CUDA_VISIBLE_DEVICES": ""}
 
 
+@pytest.mark.slow
 def test_a_script_with_arguments_on_the_cpu_text_report(run_python, script):
     proc = run_python("-m", "xferbench", "audit", str(script), "--batches", "6", "--lr", "0.5",
                       "--device", "cpu", env=CPU)
@@ -87,6 +88,7 @@ def test_a_script_with_arguments_on_the_cpu_text_report(run_python, script):
     assert out.index("done\n") < out.index("xferbench audit:")
 
 
+@pytest.mark.slow
 def test_json_on_the_emulated_device_is_exact_and_matches_the_schema(run_python, script, emu_env):
     proc = run_python("-m", "xferbench", "audit", "--format", "json", str(script), "--epochs",
                       "2", "--batches", "4", env=emu_env)
@@ -109,6 +111,7 @@ def test_json_on_the_emulated_device_is_exact_and_matches_the_schema(run_python,
     assert ("created_then_moved", 18, "XB102", 8) in lines
 
 
+@pytest.mark.slow
 def test_the_audits_options_may_follow_the_scripts_arguments_and_dash_dash_ends_them(
         run_python, script, tmp_path):
     report = tmp_path / "report.json"
@@ -196,6 +199,7 @@ def test_over_budget(xfer_audit):
 """
 
 
+@pytest.mark.slow
 def test_the_fixture_budgets_a_test_and_a_broken_budget_shows_the_report(run_python, tmp_path):
     (tmp_path / "test_budget.py").write_text(FIXTURE_TESTS)
     proc = run_python("-m", "pytest", "-q", "-p", "no:cacheprovider", "--xfer-device", "cpu",

@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import committed_results
+from conftest import committed_results, slow_fixture
 
 from xferbench.cli import main
 from xferbench.results import load as load_results
@@ -68,6 +68,7 @@ def serve(folder: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def served_site(tmp_path_factory) -> Iterator[str]:
     """The site published from the committed results, at http://127.0.0.1:PORT/."""
     out = tmp_path_factory.mktemp("browser") / "site"

@@ -182,6 +182,7 @@ def _scale(results: Path, machine: str, torch: str, benchmark: str, params: dict
     raise AssertionError(f"no results file for torch {torch} on {machine}")
 
 
+@pytest.mark.slow
 def test_a_planted_result_that_reverses_a_claim_turns_its_verdict(tmp_path, report):
     machine, torch = "cpu-2core-vm", "2.10.0+cu128"
     cells = {c.torch: c for c in report.cells("item-per-batch") if c.machine == machine}

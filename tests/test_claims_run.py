@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, slow_fixture
 
 from xferbench.practices.unsynced import CPU_REASON
 from xferbench.results.sidecar import metadata_path
@@ -26,6 +26,7 @@ def _xferbench(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def run(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("claims-run") / "results"
     proc = _xferbench("run", "--device", "cpu", "--machine", "here", "--results", str(results),

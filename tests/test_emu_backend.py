@@ -71,6 +71,7 @@ def _side_stream_read(t: torch.Tensor, side: torch.Stream) -> torch.Tensor:
 # --- running it at all
 
 
+@pytest.mark.slow
 def test_backend_passes_in_a_fresh_process(request, run_python):
     if _runs_in_process(request.session):
         pytest.skip("this session runs the backend tests in-process")

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import committed_results
+from conftest import committed_results, slow_fixture
 
 from xferbench.commands.publish.figures import (
     MAX_LOG_TICKS,
@@ -28,6 +28,7 @@ from xferbench.results import load
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def views():
     return page_views(load(str(committed_results())), 0.05, 0.10)
 

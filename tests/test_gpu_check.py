@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import slow_fixture
 
 from xferbench.results import load
 from xferbench.results.sidecar import load_sidecar
@@ -115,6 +116,7 @@ def test_every_dependency_is_fetched_or_in_the_image(python):
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def bare(tmp_path_factory):
     """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
     packages only, and a copy of the tree without .git, with .whl/ fetched for that Python."""
@@ -199,6 +201,7 @@ def readme_started(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def rehearsals(readme_started, bare, tmp_path_factory):
     """Both checks, side by side: the README one starts first (``readme_started`` comes
     before ``bare`` here, so the bare venv is built while it runs), then the bare one, in the

@@ -194,6 +194,7 @@ def test_list_counts_each_series_apart(modes, capsys):
     assert [s["not_for_citation"] for s in mine if s["mode"] == "quick"] == [[QUICK]]
 
 
+@pytest.mark.slow
 def test_the_page_shows_each_mode_as_a_series_of_its_own(modes):
     views = page_views(load(str(modes)), 0.05, 0.1)
     labels = [s.provenance.label for s in views.series if s.torch == "2.13.0+cu130"
@@ -515,6 +516,7 @@ def test_the_rerun_is_recognised_as_a_repeat_and_another_host_is_not(results):
     assert repeats_of(load(str(results)), key) == []
 
 
+@pytest.mark.slow
 def test_the_pages_regressions_are_those_a_repeat_confirms():
     views = page_views(load(str(RESULTS)), 0.05, 0.1)
     steps = {s.b.torch: s for s in views.steps if s.machine == MACHINE}
@@ -528,6 +530,7 @@ def test_the_pages_regressions_are_those_a_repeat_confirms():
         assert step.repeats == (f"{MACHINE}-rerun",)
 
 
+@pytest.mark.slow
 def test_the_page_says_suspected(tmp_path):
     out = tmp_path / "site"
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0

@@ -61,6 +61,7 @@ def test_a_smoke_run_never_replaces_a_default_runs_numbers(tmp_path):
     assert "'64MiB'" in sizes and "'1MiB'" in sizes  # every series' values stay listed
 
 
+@pytest.mark.slow
 def test_publish_never_deletes_a_file_it_did_not_write(tmp_path):
     site = tmp_path / "site"
     first = _xferbench("publish", "--results", str(committed_results()), "--out", str(site))
@@ -74,6 +75,7 @@ def test_publish_never_deletes_a_file_it_did_not_write(tmp_path):
                       str(site)).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_killed_publish_leaves_no_staging_folder_behind(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()

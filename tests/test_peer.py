@@ -18,6 +18,7 @@ from pathlib import Path
 
 import emu
 import pytest
+from conftest import slow_fixture
 
 from xferbench.cli import main
 from xferbench.commands.run import numa
@@ -271,6 +272,7 @@ print(json.dumps({" ".join(map(str, k)): v for k, v in cache.items()}))
 """
 
 
+@pytest.mark.slow
 def test_a_peer_copy_that_cannot_be_held_on_a_loaded_host_is_skipped_not_failed(
         run_python, two_emu):
     """On a host that queues every copy late, no hold covers one call: the measurement falls
@@ -292,6 +294,7 @@ def test_a_peer_copy_that_cannot_be_held_on_a_loaded_host_is_skipped_not_failed(
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def peer_run(two_emu, tmp_path_factory):
     results = tmp_path_factory.mktemp("peer-run") / "results"
     proc = subprocess.run(

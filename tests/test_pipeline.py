@@ -99,6 +99,7 @@ def test_cpu_stamps_are_the_host_clock_in_call_order():
 
 # -- the workload on this CPU ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cpu_pipeline_runs_and_verifies(small_budget):
     result = run_pipeline(PipelineCase(INPUT_BOUND, workers=2), "cpu", small_budget,
                           model_to=True)
@@ -276,6 +277,7 @@ def bench(monkeypatch, tmp_path):
     return importlib.import_module("benchmarks.bench_pipeline")
 
 
+@pytest.mark.slow
 def test_a_dying_worker_fails_its_combination_and_the_others_run(bench, monkeypatch):
     datasets = {"0": None, "2": DiesInWorker(256)}  # workers=2: a worker dies mid-stream
     real = bench.run_pipeline

@@ -87,6 +87,7 @@ def test_json_holds_our_per_call_samples_and_names_the_host_clock_on_cpu(pyteste
     assert "host clock" in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_planted_slowdown_fails_compare_and_unchanged_rerun_passes(pytester, monkeypatch):
     # A sleep holds its duration on a busy 2-core machine (a preempted sleeper still wakes at
     # its deadline), so 30% slower is far outside the run-to-run noise of the median.
@@ -265,6 +266,7 @@ def test_the_old_quick_suite_path_says_where_it_moved(pytester):
     result.stdout.fnmatch_lines(["*xferbench.quick moved to xferbench.practice_tests*"])
 
 
+@pytest.mark.slow
 def test_quick_suite_runs_from_any_folder_and_skips_what_needs_an_accelerator(pytester):
     result = pytester.runpytest_subprocess(
         "--pyargs", "xferbench.practice_tests", *FAST, "-rs", "--benchmark-json", "quick.json")

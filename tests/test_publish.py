@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import committed_results
+from conftest import committed_results, slow_fixture
 
 from xferbench.analysis.provenance import provenance
 from xferbench.analysis.repeats import chart_machines as repeats
@@ -64,6 +64,7 @@ def _remote():
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("publish") / "site"
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
@@ -171,6 +172,7 @@ def test_asv_data_holds_every_series(site: Path):
     assert "leaves out results" not in (site / "index.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_rebuild_replaces_the_site_and_is_byte_identical(site: Path, tmp_path: Path):
     out = tmp_path / "again"
     assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
@@ -220,6 +222,7 @@ def _relabel_older(series: dict, older: str, newer: str) -> dict:
     return raw
 
 
+@pytest.mark.slow
 def test_regressions_and_improvements_between_versions_are_tabled(results_copy: Path,
                                                                    tmp_path: Path):
     """A change counts as a regression or an improvement where the repeat (the committed
@@ -276,6 +279,7 @@ def test_truncated_results_file_writes_nothing(results_copy: Path, tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["results"]  # no staging folder left
 
 
+@pytest.mark.slow
 def test_failed_publish_keeps_the_previous_site(results_copy: Path, tmp_path: Path, capsys):
     out = tmp_path / "site"
     assert main(["publish", "--results", str(results_copy), "--out", str(out)]) == 0
@@ -335,6 +339,7 @@ def test_each_series_has_its_provenance(site: Path):
             assert value in row, (p.label, value)
 
 
+@pytest.mark.slow
 def test_headline_rows_show_samples_interval_verdict_and_the_cli_citation(site: Path, capsys):
     text = page_text(site)
     section = text[text.index('<section id="headlines">'):text.index('<section id="series">')]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import emu
 import pytest
+from conftest import slow_fixture
 
 from xferbench.results import load
 from xferbench.results.sidecar import metadata_path
@@ -41,6 +42,7 @@ def emu_env() -> dict[str, str]:
             "XFERBENCH_PROBE": "", "XFERBENCH_SWEEP": "", "XFERBENCH_QUICK": ""}
 
 
+@pytest.mark.slow
 def test_autoload_loads_emu_when_torch_is_imported_and_not_before(run_python, emu_env):
     code = ("import sys\n"
             "before = 'torch' in sys.modules\n"
@@ -64,6 +66,7 @@ def test_env_names_the_emulated_device_and_says_so(run_python, emu_env):
                                                   "side_streams"))
 
 
+@pytest.mark.slow
 def test_suite_asks_a_child_for_the_emulated_device_without_a_hand_down(run_python, emu_env,
                                                                          tmp_path):
     # stock asv: no XFERBENCH_PROBE; the suite's child inherits the autoload, this process
@@ -140,6 +143,7 @@ BRANCHES = {
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def emu_run(emu_env, tmp_path_factory):
     results = tmp_path_factory.mktemp("emu-run") / "results"
     env = {**os.environ, **emu_env}

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import slow_fixture
 
 from xferbench.commands.run.suite import BENCH_FILES
 from xferbench.results import load
@@ -37,6 +38,7 @@ if _log:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def grid_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("grid")
     hook = work / "hook"

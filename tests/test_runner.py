@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import committed_results
+from conftest import committed_results, slow_fixture
 
 from xferbench.cli import main
 from xferbench.metadata import MachineMetadata
@@ -102,6 +102,7 @@ def _run(results: Path, *extra: str, **kw) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def cpu_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     proc = _run(results)

@@ -189,6 +189,7 @@ def test_describe_counts_what_runs_here_and_why_the_rest_does_not(run_python):
     assert len(found["bench_sync.Loop"]["skips"]["track_syncs_per_step"]) == 10
 
 
+@pytest.mark.slow
 def test_probe_without_a_hand_down_runs_in_a_child_and_is_cached(run_python, tmp_path):
     env = {"XFERBENCH_PROBE": "", "XFERBENCH_DEVICE": "cpu", "TMPDIR": str(tmp_path)}
     code = ("import sys, benchmarks._asv as a\n"

@@ -68,6 +68,7 @@ def test_audit_out_never_names_the_script(tmp_path, how):
     assert victim.read_text() == ARGV and "ARGV" not in proc.stdout  # refused before it ran
 
 
+@pytest.mark.slow
 def test_audit_out_replaces_a_report_never_a_users_file(tmp_path):
     victim = script(tmp_path, ARGV, "train.py")
     notes = tmp_path / "notes.md"
@@ -160,6 +161,7 @@ def test_audit_without_a_script_is_one_sentence(capsys):
                                        "SCRIPT [ARGS ...]\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", ["import sys\nsys.stdout.close()\n",
                                   "import sys\nsys.stdout = None\n",
                                   "import os, sys\nsys.stdout.close()\nsys.stderr.close()\n"
