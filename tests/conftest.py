@@ -233,6 +233,16 @@ def committed_results() -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+@slow_fixture
+def committed_site(tmp_path_factory) -> Path:
+    """The site published from the committed results, once a session (once an xdist
+    worker): read it, or copy it (``shutil.copytree``) to change it; never change it."""
+    out = tmp_path_factory.mktemp("committed-site") / "site"
+    assert main(["publish", "--results", str(committed_results()), "--out", str(out)]) == 0
+    return out
+
+
 #: Versions in the generated dataset that the site must scale to, and the bounds it must keep.
 MANY_VERSIONS = 20
 

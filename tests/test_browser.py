@@ -24,9 +24,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import committed_results, slow_fixture
+from conftest import committed_results
 
-from xferbench.cli import main
 from xferbench.results import load as load_results
 
 RESULTS = committed_results()
@@ -68,12 +67,9 @@ def serve(folder: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-@slow_fixture
-def served_site(tmp_path_factory) -> Iterator[str]:
+def served_site(committed_site) -> Iterator[str]:
     """The site published from the committed results, at http://127.0.0.1:PORT/."""
-    out = tmp_path_factory.mktemp("browser") / "site"
-    assert main(["publish", "--results", str(RESULTS), "--out", str(out)]) == 0
-    with serve(out) as url:
+    with serve(committed_site) as url:
         yield url
 
 
