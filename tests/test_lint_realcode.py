@@ -22,6 +22,7 @@ TORCH = Path(torch.__file__).resolve().parent
 FLOOR_LINES_PER_S = 4_000
 
 
+@pytest.mark.slow
 def test_lint_the_installed_torch_sources(tmp_path):
     started = time.perf_counter()
     proc = subprocess.run(
