@@ -4,6 +4,7 @@ asv JSON here; bad names and parameters are one sentence and exit 2."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -13,11 +14,20 @@ import pytest
 from conftest import committed_results
 
 from xferbench import XferbenchError
-from xferbench.analysis.citation import cite, format_markdown, parse_params
+from xferbench.analysis.citation import (
+    as_dict,
+    citation,
+    cite,
+    format_markdown,
+    parse_params,
+    rows,
+    sentence,
+    value_caution,
+)
 from xferbench.analysis.repeats import chart_machines as repeats
 from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
-from xferbench.results import load
+from xferbench.results import Result, ResultSet, load
 from xferbench.units import format_seconds
 
 RESULTS = committed_results()
@@ -183,3 +193,34 @@ def test_params_parse_groups_and_singles():
     assert parse_params(["a=1,b=2"], ["c=x"]) == {"a": "1", "b": "2", "c": "x"}
     with pytest.raises(XferbenchError, match="not name=value"):
         parse_params(["a"], [])
+
+
+def _fraction(benchmark: str, value: float) -> Result:
+    return Result(benchmark=benchmark, params=(("size", "64MiB"),), value=value,
+                  unit="fraction", machine="box", commit="a" * 40, date_ms=1, torch="2.13.0",
+                  cuda="12.8", python="3.12", env_name="e", path="/nowhere.json")
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    (2.4, "above 1: the copy and the matmuls together took longer than one after the other"),
+    (-0.7, "below 0: together the copy and the matmuls took less than the longer of the two"),
+])
+def test_a_serialised_fraction_outside_0_to_1_is_cited_with_what_it_measured(value, words):
+    """Overlap's fraction is derived from three medians: outside 0 to 1 it is no share of the
+    copy, and a quote must say so (cite's sentence, its rows and its JSON)."""
+    r = _fraction("bench_copies.Overlap.track_serialised_fraction", value)
+    c = citation(ResultSet([r], {}, "/nowhere"), r, figure="f.svg")
+    assert c.caution and words in c.caution
+    assert f"Caution: {c.caution}." in sentence(c)
+    assert ("caution", c.caution) in rows(c) and as_dict(c)["caution"] == c.caution
+
+
+def test_a_fraction_within_0_to_1_carries_no_caution_and_another_outside_says_so():
+    assert value_caution(_fraction("bench_copies.Overlap.track_serialised_fraction", 1.0)) \
+        is None
+    assert value_caution(_fraction("bench_copies.Overlap.track_serialised_fraction", 0.0)) \
+        is None
+    other = value_caution(_fraction("bench_pipeline.Pipeline.track_starvation_share", 1.5))
+    assert other and "outside 0 to 1" in other
+    seconds = _fraction("bench_sync.Loop.track_step_s", 1.5)
+    assert value_caution(dataclasses.replace(seconds, unit="seconds")) is None

@@ -5,6 +5,7 @@ sentence beside each headline and copy-table row, so the page and the command ne
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -54,7 +55,8 @@ class Citation:
     quick: bool = False  # a quick run's number (shortened budgets), cited only when asked
     #: how this number was sampled under a budget cap (--budget --cap), None where it was not
     capped: str | None = None
-    caution: str | None = None  # what a quote must say with it (a degraded link), or None
+    #: what a quote must say with it (a degraded link, a fraction outside 0 to 1), or None
+    caution: str | None = None
     pcie_under_load: bool = False  # pcie_gen/width were read while copies ran (not at idle)
     #: why the page bans this series from citation (a CPU run, no metadata...): the same words
     not_for_citation: tuple[str, ...] = ()
@@ -241,10 +243,33 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s if gpu else None,
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
-        others=tuple(others), quick=r.quick, caution=link_caution(meta) if gpu else None,
+        others=tuple(others), quick=r.quick,
+        caution="; ".join(filter(None, (link_caution(meta) if gpu else None,
+                                        value_caution(r)))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
         mode=mode_option(r.mode), how=labels(r.mode),
     )
+
+
+def value_caution(r: Result) -> str | None:
+    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
+    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
+    t_compute): above 1 where the two together took longer than one after the other, below 0
+    where together they took less than the longer alone (which no overlap can do)."""
+    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
+            or 0.0 <= r.value <= 1.0:
+        return None
+    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
+        if r.value > 1.0:
+            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
+                    "matmuls together took longer than one after the other, so they slowed "
+                    "each other (contention), and the figure says how much, not how much of "
+                    "the copy was hidden")
+        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
+                "the matmuls took less than the longer of the two alone, which no overlap "
+                "can do: the run-to-run noise is larger than the effect")
+    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
+            "(read it as a fault of the measurement)")
 
 
 def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
