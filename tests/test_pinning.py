@@ -81,9 +81,13 @@ def test_pin_then_copy_cold_allocates_every_call_and_warm_reuses_the_cached_bloc
     else:
         # a block comes back once the copy that read it is done, so a call allocates only as
         # many as it has copies in flight at once: cold at least one (the cache was emptied),
-        # warm only when that number reaches a new peak (the emulated device: 0-2 a call)
-        assert warm_allocs <= tensors / 100 and 1 <= cold_allocs <= tensors
-        assert cold_allocs > warm_allocs
+        # warm only when that number reaches a new peak (the emulated device: 0-2 a call on
+        # a quiet host). How many are in flight follows the host's load, so the two counts are
+        # not ordered: on a loaded 2-core host (two gpu-check rehearsals at once) warm read
+        # 5.4 a call and cold 4.6. What holds whatever the load: warm reuses, a hundredth of
+        # the tensors at most, and cold allocates, one at least and never more than there are
+        assert warm_allocs <= tensors / 100, warm.extra
+        assert 1 <= cold_allocs <= tensors, cold.extra
 
 
 @pytest.mark.gpu
