@@ -128,6 +128,7 @@ def test_every_batch_arrives_as_its_host_source_in_order():
         work.close()
 
 
+@pytest.mark.slow
 def test_prefetch_and_blocking_see_identical_batches_in_identical_order():
     """The prefetcher hands batch j to step j, as the blocking path does: same bytes, same
     order, across calls (it keeps one batch ahead between them). On the CPU it fetches one step
