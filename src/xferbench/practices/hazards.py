@@ -17,7 +17,10 @@ trial), never inferred from timing:
     source right after the return is safe. Expected: 0% wrong, on a busy stream too.
 
 Each pattern runs on a ``busy`` stream (a spin queued before the work: the copy cannot have
-run when the host acts, so an unsafe pattern fails deterministically) and on an ``idle`` one
+run when the host acts, so an unsafe pattern fails deterministically; an event recorded after
+the spin says whether it still held once the host had acted, and a trial it did not hold, the
+host kept from acting longer than the spin by a loaded machine, is tried again, up to
+``HELD_TRIES`` times) and on an ``idle`` one
 (the work queued on a quiet device: a race between Python and the copy's latency, whose
 fraction depends on size and machine; a 0% there means the race was not seen, not that the
 pattern is safe). After each trial's synchronise the copy itself must be right (for the
@@ -33,7 +36,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..device_memory import DoesNotFit, check_fits
-from ..devices import Capabilities, Device, capabilities, resolve_device, synchronize
+from ..devices import (
+    Capabilities,
+    Device,
+    capabilities,
+    current_stream,
+    new_event,
+    resolve_device,
+    synchronize,
+)
 from ..errors import XferbenchError
 from ..stream_hold import hold_stream
 from ..units import KiB, MiB, size_label
@@ -53,6 +64,10 @@ FULL_SIZES = tuple(4**k * KiB for k in range(0, 10))  # 1 KiB .. 256 MiB
 #: The busy variant's largest size: its spin must outlast the host's whole unsafe action (a
 #: read or a fill of the buffer: tens of ms per trial at 64 MiB, minutes per size).
 BUSY_MAX_NBYTES = 1 * MiB
+#: A busy trial whose spin had ended before the host acted (the host was held up longer than
+#: the spin: another process on its core) did not try the pattern; it is tried again, at most
+#: this many times in all, and counted as ``unheld`` if no try was held.
+HELD_TRIES = 5
 
 
 def hazard_sizes() -> tuple[int, ...]:
@@ -89,6 +104,7 @@ class HazardResult:
     wrong: int  # trials in which the unsafe pattern saw wrong data
     torn: int  # of those, trials that saw part of the right value (a copy in progress)
     device: str
+    unheld: int = 0  # busy trials whose spin ended before the host acted, every try
 
     @property
     def fraction(self) -> float:
@@ -147,54 +163,70 @@ def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
     seen = torch.zeros(nbytes, dtype=torch.uint8)
     trial = _TRIALS[kind]
     hold = busy_s(nbytes) if stream == "busy" else 0.0
-    wrong = torn = done = 0
+    wrong = torn = done = unheld = 0
     for t in range(trials):
         if done and deadline is not None and time.time() >= deadline:
             break
-        right = trial(dev, on_dev, host, seen, _value(t), hold)
+        for _ in range(HELD_TRIES if hold else 1):
+            right, held = trial(dev, on_dev, host, seen, _value(t), hold)
+            if held:
+                break
         w, p = seen_wrong(seen, right)
-        wrong, torn, done = wrong + w, torn + p, done + 1
-    return HazardResult(kind, stream, nbytes, done, wrong, torn, dev.name)
+        wrong, torn, done, unheld = wrong + w, torn + p, done + 1, unheld + (not held)
+    return HazardResult(kind, stream, nbytes, done, wrong, torn, dev.name, unheld)
 
 
-def _busy(dev: Device, hold: float) -> None:
-    """Queue the busy variant's spin (nothing for an idle stream)."""
-    if hold and not hold_stream(dev, hold):
+def _busy(dev: Device, hold: float) -> Any:
+    """Queue the busy variant's spin and an event after it (None for an idle stream)."""
+    if not hold:
+        return None
+    if not hold_stream(dev, hold):
         raise XferbenchError(f"{dev} has no spin to make its stream busy")
+    after = new_event(dev, timing=False)
+    after.record(current_stream(dev))
+    return after
+
+
+def _held(after: Any) -> bool:
+    """Whether the spin still held the stream once the host had acted (always, idle)."""
+    return after is None or not after.query()
 
 
 def _d2h_read_before_sync(dev: Device, on_dev: Any, host: Any, seen: Any, v: int,
-                          hold: float) -> int:
-    """The trial: what the host read into ``seen``; returns the value it should have read."""
+                          hold: float) -> tuple[int, bool]:
+    """The trial: what the host read into ``seen``; returns the value it should have read,
+    and whether the spin (if any) still held once the host had read."""
     host.zero_()
     synchronize(dev)
-    _busy(dev, hold)
+    after = _busy(dev, hold)
     on_dev.fill_(v)  # the device work whose result the host wants
     host.copy_(on_dev, non_blocking=True)
     seen.copy_(host)  # the unsafe read: no synchronise before it
+    held = _held(after)
     synchronize(dev)
     if not bool(host.eq(v).all()):
         raise VerificationError(f"d2h_read_before_sync: after synchronising, the host copy is "
                                 f"not {v}")
-    return v
+    return v, held
 
 
 def _source_modified(dev: Device, on_dev: Any, src: Any, seen: Any, v: int,
-                     hold: float) -> int:
+                     hold: float) -> tuple[int, bool]:
     """Both source overwrites: ``src`` is pinned or pageable, as the hazard's name says; the
     device copy read back into ``seen``."""
     on_dev.zero_()
     src.fill_(v)
     synchronize(dev)
-    _busy(dev, hold)
+    after = _busy(dev, hold)
     on_dev.copy_(src, non_blocking=True)
     src.fill_(OVERWRITE)  # the write: the copy may not have read the source yet
+    held = _held(after)
     synchronize(dev)
     seen.copy_(on_dev)  # a blocking copy back: the device's work is done
     if not bool((seen.eq(v) | seen.eq(OVERWRITE)).all()):
         raise VerificationError(f"source overwrite: the device copy holds neither {v} nor "
                                 f"{OVERWRITE}")
-    return v
+    return v, held
 
 
 _TRIALS = {
