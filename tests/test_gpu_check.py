@@ -1,5 +1,6 @@
 """scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, at the
-default measurement spec (no --quick), twice, each rehearsal shared by the tests that read it:
+default measurement spec (no --quick), twice and side by side, each rehearsal shared by the
+tests that read it:
 
 - the README's own interpreter (this one: xferbench installed, pytest-benchmark there) in a
   fresh clone (the tree committed into a new git repository);
@@ -10,10 +11,10 @@ default measurement spec (no --quick), twice, each rehearsal shared by the tests
 Each must exit 0 with every class but Peer saved with numbers, none sampled under a cap, and
 a test log that names each test and ends with pytest's summary line.
 
-One after the other, not side by side: run at once on the 2-core machine, their grids held
-their budgets, but their gpu tests then ran with more runnable threads than cores, and tests
-that hold a stream for milliseconds (the busy-stream hazard's 2 ms spin) were outlasted by the
-host's scheduling: 18 and 19 of 20 trials wrong, not 20."""
+Side by side, the 2-core machine runs more threads than it has cores while their gpu tests
+run: the tests that hold a stream for milliseconds must hold whatever the host's load (the
+busy-stream hazard tries again a trial whose spin the host outlasted; the pinned allocation
+counts assert what holds at any load)."""
 
 from __future__ import annotations
 
@@ -149,59 +150,50 @@ def bare(tmp_path_factory):
     return python, tree, tmp, path_without("git", work / "nogit")
 
 
-def _gpu_check(python: Path, tree: Path, tmp: Path, out: Path,
-               **env: str) -> subprocess.CompletedProcess[str]:
+def _gpu_check_env(python: Path, tmp: Path, **env: str) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("PYTHONPATH", "ASV_PYTHONPATH", "VIRTUAL_ENV", "XFERBENCH_QUICK")}
+    return {**clean, "PYTHON": str(python), "TMPDIR": str(tmp), **env}
+
+
+def _gpu_check(python: Path, tree: Path, tmp: Path, out: Path,
+               **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree,
                           capture_output=True, text=True, timeout=900,
-                          env={**clean, "PYTHON": str(python), "TMPDIR": str(tmp), **env})
+                          env=_gpu_check_env(python, tmp, **env))
 
 
-def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(bare, tmp_path):
-    """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so
-    a warning on stderr at import (here: a sitecustomize that prints one) leaves it whole."""
-    python, tree, tmp, _path = bare
-    noisy = tmp_path / "noisy"
-    noisy.mkdir()
-    (noisy / "sitecustomize.py").write_text(
-        "import sys\nprint('UserWarning: a warning at import', file=sys.stderr)\n")
-    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PYTHONPATH=str(noisy))
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gpu-check: no accelerator here"), proc.stderr
-    assert proc.stdout.startswith("gpu-check: torch 2.") and " (CUDA " in proc.stdout
-    assert "UserWarning" not in proc.stdout
-    assert not (tmp_path / "out").exists()
+def _start_rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str) -> dict:
+    """The check started, its output to a file beside OUTDIR (two run at once: no pipes)."""
+    log = out.parent / f"{out.name}.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree, stdout=fh,
+            stderr=subprocess.STDOUT, text=True,
+            env=_gpu_check_env(python, tmp, **_emu_env(), **LEASE,
+                               XFERBENCH_SUITE_COMMIT="b" * 40,
+                               XFERBENCH_MACHINE="emu-rehearsal", **env))
+    return {"proc": proc, "logfile": log, "out": out}
 
 
-def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(bare, tmp_path):
-    python, tree, tmp, path = bare
-    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **_emu_env(),
-                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
-                      XFERBENCH_GPU_CHECK_TESTS="15")
-    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "is too short for the headline classes" in lines[0], proc.stderr
-    assert "== gpu tests" not in proc.stdout  # nothing ran after it
-    assert not list((tmp_path / "out").glob("results/*/*.json"))
-
-
-def _rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str) -> dict:
-    proc = _gpu_check(python, tree, tmp, out, **_emu_env(), **LEASE,
-                      XFERBENCH_SUITE_COMMIT="b" * 40, XFERBENCH_MACHINE="emu-rehearsal", **env)
-    return {"proc": proc, "log": proc.stdout + proc.stderr, "out": out}
+def _finish(started: dict) -> dict:
+    try:
+        started["proc"].wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        started["proc"].kill()
+        started["proc"].wait()
+    return {**started, "log": started["logfile"].read_text()}
 
 
 @pytest.fixture(scope="module")
-@slow_fixture
-def readme_rehearsal(tmp_path_factory):
+def readme_started(tmp_path_factory):
     """The check with the README's interpreter (xferbench installed: its pytest11 entry point
-    loads the plugin) in a fresh clone of the tree (git there)."""
+    loads the plugin) in a fresh clone of the tree (git there), started: None (with the
+    reason) where this interpreter is not the README's."""
     try:
         importlib.metadata.distribution("xferbench")
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("this interpreter is not the README's (xferbench is not installed in it)")
+        return "this interpreter is not the README's (xferbench is not installed in it)"
     work = tmp_path_factory.mktemp("clone")
     tree = work / "tree"
     _copy_tree(tree)
@@ -210,15 +202,34 @@ def readme_rehearsal(tmp_path_factory):
         subprocess.run([*git, *args], cwd=tree, check=True, capture_output=True)
     tmp = work / "tmp"
     tmp.mkdir()
-    return _rehearsal(Path(sys.executable), tree, tmp, work / "out")
+    return _start_rehearsal(Path(sys.executable), tree, tmp, work / "out")
 
 
 @pytest.fixture(scope="module")
 @slow_fixture
-def bare_rehearsal(bare, tmp_path_factory):
-    """The check with the bare interpreter, in the tree without .git, git hidden from PATH."""
+def rehearsals(readme_started, bare, tmp_path_factory):
+    """Both checks, side by side: the README one starts first (``readme_started`` comes
+    before ``bare`` here, so the bare venv is built while it runs), then the bare one, in the
+    tree without .git and git hidden from PATH. Each mostly keeps one core busy, so on this
+    2-core machine they share it as a lease's run would a loaded host: their budgets must
+    hold all the same (each run's plan counts what it has spent)."""
     python, tree, tmp, path = bare
-    return _rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out", PATH=path)
+    bare_started = _start_rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out",
+                                    PATH=path)
+    readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
+    return {"readme": readme, "bare": _finish(bare_started)}
+
+
+@pytest.fixture(scope="module")
+def readme_rehearsal(rehearsals):
+    if isinstance(rehearsals["readme"], str):
+        pytest.skip(rehearsals["readme"])
+    return rehearsals["readme"]
+
+
+@pytest.fixture(scope="module")
+def bare_rehearsal(rehearsals):
+    return rehearsals["bare"]
 
 
 def _saves_every_class_at_the_default_spec(r: dict) -> None:
@@ -297,3 +308,34 @@ def test_the_sidecar_says_the_run_was_planned_as_a_lease(bare_rehearsal):
     assert failed == []
     assert "the lease (every class's headline combinations at the default spec" in \
         bare_rehearsal["log"]
+
+
+# The refusals last: each is a few seconds, and the rehearsals above start before the bare
+# venv is built, so that the two overlap.
+def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(bare, tmp_path):
+    """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so
+    a warning on stderr at import (here: a sitecustomize that prints one) leaves it whole."""
+    python, tree, tmp, _path = bare
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text(
+        "import sys\nprint('UserWarning: a warning at import', file=sys.stderr)\n")
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PYTHONPATH=str(noisy))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-check: no accelerator here"), proc.stderr
+    assert proc.stdout.startswith("gpu-check: torch 2.") and " (CUDA " in proc.stdout
+    assert "UserWarning" not in proc.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(bare, tmp_path):
+    python, tree, tmp, path = bare
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **_emu_env(),
+                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
+                      XFERBENCH_GPU_CHECK_TESTS="15")
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is too short for the headline classes" in lines[0], proc.stderr
+    assert "== gpu tests" not in proc.stdout  # nothing ran after it
+    assert not list((tmp_path / "out").glob("results/*/*.json"))
