@@ -242,3 +242,31 @@ def test_hazard_table_without_results_says_why():
     rs = ResultSet([], {}, "")
     assert hazard_table(rs)[-1] == (
         "| pageable_source_modified | idle | n/a: not measured in these results |")
+
+
+def test_a_busy_figure_the_hosts_load_may_have_lowered_is_no_figure(monkeypatch):
+    """An unsafe pattern's busy figure below 100% with trials no try of which the spin held
+    could be the host's doing: the benchmark gives no figure, saying why; every trial wrong,
+    or the safe pattern, keeps its figure whatever the spin held."""
+    from benchmarks import bench_hazards as b
+    from benchmarks._asv import Skip
+
+    def ran(unheld, wrong):
+        def run(kind, nbytes, device, trials, stream, deadline=None):
+            return HazardResult(kind, stream, nbytes, trials, wrong, 0, "emu:0", unheld)
+        return run
+
+    def figure(kind):
+        return b.Hazards().measure(kind, "busy", "1MiB")["track_wrong_fraction"]
+
+    monkeypatch.setattr(b, "run_hazard", ran(2, 99))
+    skipped = figure("pinned_source_modified")
+    assert isinstance(skipped, Skip)
+    assert "did not hold 2 of 100 trials" in skipped.reason and "1 came out right" in \
+        skipped.reason
+    monkeypatch.setattr(b, "run_hazard", ran(2, 100))
+    assert figure("pinned_source_modified") == 1.0
+    monkeypatch.setattr(b, "run_hazard", ran(2, 0))
+    assert figure("pageable_source_modified") == 0.0
+    monkeypatch.setattr(b, "run_hazard", ran(0, 97))
+    assert figure("d2h_read_before_sync") == 0.97
