@@ -177,6 +177,11 @@ def measured(m: Any, clock: str | None = None) -> dict[str, Any]:
                        f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
 
 
+class NoFigure(Exception):
+    """Raised by a class's measure(): the combination ran but gives no figure, for the reason
+    given (asv records it as skipped, the sidecar says why)."""
+
+
 class Skip:
     """A value that one method of a combination does not have, with the reason: the other
     methods keep theirs, and asv records this one as skipped (``Grid.setup``)."""
@@ -332,7 +337,7 @@ class Grid:
             if BUDGET.capped:
                 entry["capped"] = BUDGET.capped
             return entry
-        except (DoesNotFit, _budget.Cut) as exc:
+        except (DoesNotFit, _budget.Cut, NoFigure) as exc:
             return {"skip": str(exc)}
         except _CombinationTimeout:
             return {"error": f"timed out after {COMBINATION_TIMEOUT_S} s"}

@@ -3,7 +3,6 @@ stream (deterministic) and an idle one (a race)."""
 
 from xferbench.practices.hazards import (
     HAZARDS,
-    HELD_TRIES,
     STREAMS,
     TRIALS,
     UNSAFE,
@@ -14,7 +13,7 @@ from xferbench.practices.hazards import (
 )
 from xferbench.units import parse_size, size_label
 
-from ._asv import BUDGET, CAPS, DEVICE, Grid, Skip, grid_timeout, skip_when
+from ._asv import BUDGET, CAPS, DEVICE, Grid, NoFigure, grid_timeout, skip_when
 
 SIZES = [size_label(n) for n in hazard_sizes()]
 
@@ -48,12 +47,14 @@ class Hazards(Grid):
         if result.trials < TRIALS:  # the run's deadline came first
             BUDGET.stopped_early(result.trials, TRIALS, "trials")
         if kind in UNSAFE and result.unheld and result.wrong < result.trials:
-            # some right trials may be the host's doing, not the pattern's: no figure
-            return {"track_wrong_fraction": Skip(
-                f"the spin did not hold {result.unheld} of {result.trials} trials on any of "
-                f"{HELD_TRIES} tries (the host was held up longer than it: a loaded "
-                f"machine), and {result.trials - result.wrong} came out right: not a figure "
-                "of the busy pattern")}
+            # some right trials may be the host's doing or the device's, not the pattern's
+            raise NoFigure(
+                f"the spin had ended before the host acted in {result.unheld} of "
+                f"{result.trials} trials, tried again as often as there are trials (a host "
+                "held up longer than the spin, or a device that does not queue the work "
+                "behind it), "
+                f"and {result.trials - result.wrong} came out right: not a figure of the "
+                "busy pattern")
         return {"track_wrong_fraction": result.fraction}
 
     @skip_when(params, _reason)

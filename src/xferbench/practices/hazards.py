@@ -19,8 +19,8 @@ trial), never inferred from timing:
 Each pattern runs on a ``busy`` stream (a spin queued before the work: the copy cannot have
 run when the host acts, so an unsafe pattern fails deterministically; an event recorded after
 the spin says whether it still held once the host had acted, and a trial it did not hold, the
-host kept from acting longer than the spin by a loaded machine, is tried again, up to
-``HELD_TRIES`` times) and on an ``idle`` one
+host kept from acting longer than the spin by a loaded machine, is tried again while the
+run's ``RETRIES_PER_TRIAL`` retries a trial last) and on an ``idle`` one
 (the work queued on a quiet device: a race between Python and the copy's latency, whose
 fraction depends on size and machine; a 0% there means the race was not seen, not that the
 pattern is safe). After each trial's synchronise the copy itself must be right (for the
@@ -64,10 +64,12 @@ FULL_SIZES = tuple(4**k * KiB for k in range(0, 10))  # 1 KiB .. 256 MiB
 #: The busy variant's largest size: its spin must outlast the host's whole unsafe action (a
 #: read or a fill of the buffer: tens of ms per trial at 64 MiB, minutes per size).
 BUSY_MAX_NBYTES = 1 * MiB
-#: A busy trial whose spin had ended before the host acted (the host was held up longer than
-#: the spin: another process on its core) did not try the pattern; it is tried again, at most
-#: this many times in all, and counted as ``unheld`` if no try was held.
-HELD_TRIES = 5
+#: An unsafe pattern's busy trial whose spin had ended before the host acted (the host was
+#: held up longer than the spin: another process on its core) did not try the pattern; it is
+#: tried again while the run's retries last (this many per trial, shared: a device that never
+#: queues the work behind the spin costs twice the trials, not five times), and counted as
+#: ``unheld`` if its last try was not held.
+RETRIES_PER_TRIAL = 1
 
 
 def hazard_sizes() -> tuple[int, ...]:
@@ -104,7 +106,7 @@ class HazardResult:
     wrong: int  # trials in which the unsafe pattern saw wrong data
     torn: int  # of those, trials that saw part of the right value (a copy in progress)
     device: str
-    unheld: int = 0  # busy trials whose spin ended before the host acted, every try
+    unheld: int = 0  # busy trials whose spin had ended before the host acted, last try
 
     @property
     def fraction(self) -> float:
@@ -164,13 +166,14 @@ def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
     trial = _TRIALS[kind]
     hold = busy_s(nbytes) if stream == "busy" else 0.0
     wrong = torn = done = unheld = 0
+    retries = trials * RETRIES_PER_TRIAL if hold and kind in UNSAFE else 0
     for t in range(trials):
         if done and deadline is not None and time.time() >= deadline:
             break
-        for _ in range(HELD_TRIES if hold else 1):
+        right, held = trial(dev, on_dev, host, seen, _value(t), hold)
+        while not held and retries:
+            retries -= 1
             right, held = trial(dev, on_dev, host, seen, _value(t), hold)
-            if held:
-                break
         w, p = seen_wrong(seen, right)
         wrong, torn, done, unheld = wrong + w, torn + p, done + 1, unheld + (not held)
     return HazardResult(kind, stream, nbytes, done, wrong, torn, dev.name, unheld)
