@@ -5,7 +5,6 @@ from xferbench.practices.hazards import (
     HAZARDS,
     STREAMS,
     TRIALS,
-    UNSAFE,
     busy_s,
     hazard_sizes,
     hazard_skip_reason,
@@ -46,15 +45,8 @@ class Hazards(Grid):
                             deadline=BUDGET.deadline)
         if result.trials < TRIALS:  # the run's deadline came first
             BUDGET.stopped_early(result.trials, TRIALS, "trials")
-        if kind in UNSAFE and result.unheld and result.wrong < result.trials:
-            # some right trials may be the host's doing or the device's, not the pattern's
-            raise NoFigure(
-                f"the spin had ended before the host acted in {result.unheld} of "
-                f"{result.trials} trials, tried again as often as there are trials (a host "
-                "held up longer than the spin, or a device that does not queue the work "
-                "behind it), "
-                f"and {result.trials - result.wrong} came out right: not a figure of the "
-                "busy pattern")
+        if result.no_figure:  # right trials that may be the host's doing, not the pattern's
+            raise NoFigure(result.no_figure)
         return {"track_wrong_fraction": result.fraction}
 
     @skip_when(params, _reason)

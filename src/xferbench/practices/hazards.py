@@ -67,8 +67,8 @@ BUSY_MAX_NBYTES = 1 * MiB
 #: An unsafe pattern's busy trial whose spin had ended before the host acted (the host was
 #: held up longer than the spin: another process on its core) did not try the pattern; it is
 #: tried again while the run's retries last (this many per trial, shared: a device that never
-#: queues the work behind the spin costs twice the trials, not five times), and counted as
-#: ``unheld`` if its last try was not held.
+#: queues the work behind the spin costs twice the trials), and counted as ``unheld`` if its
+#: last try was not held.
 RETRIES_PER_TRIAL = 1
 
 
@@ -111,6 +111,18 @@ class HazardResult:
     @property
     def fraction(self) -> float:
         return self.wrong / self.trials
+
+    @property
+    def no_figure(self) -> str | None:
+        """Why this result is no figure of its pattern, else None: an unsafe pattern's busy rate
+        below 100% with trials the spin did not hold, whose right trials may be the host's
+        doing (held up longer than the spin) or the device's (work not queued behind it)."""
+        if self.kind not in UNSAFE or not self.unheld or self.wrong == self.trials:
+            return None
+        return (f"the spin had ended before the host acted in {self.unheld} of {self.trials} "
+                "trials, tried again as often as there are trials (a host held up longer than "
+                "the spin, or a device that does not queue the work behind it), and "
+                f"{self.trials - self.wrong} came out right: not a figure of the busy pattern")
 
     @property
     def label(self) -> str:

@@ -213,6 +213,8 @@ def fetch_direct(entry: Entry, folder: Path, timeout: float = 20) -> Path | None
     want = found.get("hashes", {}).get("sha256")
     if want and hashlib.sha256(data).hexdigest() != want:
         return None
+    if Path(found["filename"]).name != found["filename"]:  # a name, never a path
+        return None
     folder.mkdir(parents=True, exist_ok=True)
     part = folder / f".{found['filename']}.{os.getpid()}.part"
     part.write_bytes(data)
