@@ -33,6 +33,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOT_COPY = Path("/tmp/xferbench-site.png")
+#: How long a page may take to load and go idle (Playwright's default: 30 s).
+PAGE_TIMEOUT_MS = 120_000
 
 pytestmark = pytest.mark.slow
 
@@ -124,6 +126,9 @@ def browser():
 def load(browser, url: str, width: int = 1280):
     """A page at ``width`` px, scrolled through so that every lazy figure in view loaded."""
     page = browser.new_page(viewport={"width": width, "height": 900})
+    # Playwright's 30 s default was once outrun in CI by the wait for the network to go idle,
+    # the 2 cores busy with the other worker's asv runs: a slow page is not a broken one here
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     guard = Guard(page, url)
     page.goto(url, wait_until="load")
     page.wait_for_load_state("networkidle")
