@@ -20,7 +20,7 @@ a test log that names each test and ends with pytest's summary line.
 Side by side, the 2-core machine runs more threads than it has cores while their gpu tests
 run: the tests that hold a stream for milliseconds must hold whatever the host's load (the
 busy-stream hazard tries again a trial whose spin the host outlasted; the pinned allocation
-counts assert what holds at any load)."""
+counts assert reuse, not a count the load sets: tests/test_pinning.py says why)."""
 
 from __future__ import annotations
 
