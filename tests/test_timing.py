@@ -156,8 +156,9 @@ def test_measure_reports_seconds_per_call_of_a_busy_wait(seconds, no_quick):
     # 20 us calls are timed in blocks of ~100 (2 ms) that another process's time slice can
     # stretch; 1.5x still catches a per-block time not divided by the calls in it (100x)
     assert seconds <= m.median <= 1.5 * seconds
-    # a pair of timer reads costs tens of ns: more than 1e-4 of 20 us, less than that of 1 ms
-    assert (m.calls_per_sample == 1) if seconds >= 1e-3 else (m.calls_per_sample >= 10)
+    # a pair of timer reads costs 70 to 100 ns here: more than 1e-4 of 20 us; about 1e-4 of
+    # 1 ms, and more under load (a CI run read over 100 ns, so a block of 10): never 100
+    assert (m.calls_per_sample in (1, 10)) if seconds >= 1e-3 else (m.calls_per_sample >= 10)
     assert m.device == "cpu"
     assert m.device_s == () and m.enqueue_s == ()
     assert m.primary_clock == "completion_s"
