@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 from pathlib import Path
 
 from test_gpu_check import LEASE, MIN_SPARE, SUITE_CLASSES
@@ -22,9 +23,8 @@ def test_the_rehearsal_grid_holds_the_planned_lease_parts_with_room_to_spare():
     from xferbench.commands.run.budget import REPORT_S, class_plan
     from xferbench.commands.run.suite import describe_suite
 
-    caps = {"device": "emu:0", "pinned_memory": True, "timing_events": True,
-            "side_streams": True, "reason": "", "emulated": True, "stream_hold": True,
-            "devices": 1}
+    # the probe scripts/lease-plan plans emu with, read from it (a copy here could drift)
+    caps = runpy.run_path(str(REPO / "scripts" / "lease-plan"))["PROBES"]["emu"]
     env = {**os.environ, "XFERBENCH_SWEEP": LEASE["XFERBENCH_SWEEP"], "XFERBENCH_QUICK": "0",
            "XFERBENCH_PROBE": json.dumps({"device": "emu:0", "capabilities": caps})}
     plans = {c.name: class_plan(c) for c in describe_suite(str(REPO), env) if c.measured}
