@@ -140,7 +140,8 @@ def bare(tmp_path_factory):
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+           "--no-compile"]  # what is imported compiles then (all of torch: 25 CPU-s)
     subprocess.run([*pip, f"torch=={torch.__version__.split('+')[0]}", *IMAGE_PACKAGES],
                    check=True, timeout=900)
     for absent in ("asv", "xferbench", "pytest_benchmark"):
