@@ -92,7 +92,8 @@ class Guard:
     """Routes every request: 127.0.0.1 passes, anything else is aborted and counted; failed
     requests, HTTP errors, console errors and page errors are collected. A request the
     browser cancelled (CANCELLED) counts only if its file is not served: each is fetched
-    again, outside the browser, when the problems are read."""
+    again, outside the browser, when the problems are read; one to another host counts at
+    once and is never fetched."""
 
     def __init__(self, page, origin: str) -> None:
         self.origin = urlsplit(origin)
@@ -116,8 +117,15 @@ class Guard:
             self.refused.append(route.request.url)
             route.abort("blockedbyclient")
 
+    def _served_here(self, url: str) -> bool:
+        parts = urlsplit(url)
+        return parts.scheme == "http" and (parts.hostname, parts.port) == (
+            self.origin.hostname, self.origin.port)
+
     def _failed(self, request) -> None:
-        if request.failure == CANCELLED and request.method == "GET":
+        # only a file of the served site is fetched again: never another host (no network)
+        if request.failure == CANCELLED and request.method == "GET" and \
+                self._served_here(request.url):
             self.cancelled.append(request.url)
         else:
             self.failures.append(f"request failed: {request.url} ({request.failure})")
@@ -409,6 +417,11 @@ def test_guard_forgives_a_cancelled_request_only_for_a_file_that_is_served(serve
     assert len(problems) == 2
     assert "ERR_CONNECTION_RESET" in problems[0] and "no-such.svg" in problems[1]
     assert "404" in problems[1]
+    # a cancelled request to another host counts at once, and is never fetched again
+    other = Guard(Page(), served_site)
+    other._failed(Request("http://192.0.2.1:9/x.png", CANCELLED))
+    assert other.cancelled == []
+    assert other.problems() == [f"request failed: http://192.0.2.1:9/x.png ({CANCELLED})"]
 
 
 @pytest.mark.parametrize("width", [390, 1400])
