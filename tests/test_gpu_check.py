@@ -140,8 +140,7 @@ def bare(tmp_path_factory):
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-           "--no-compile"]  # what is imported compiles then (all of torch: 25 CPU-s)
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, f"torch=={torch.__version__.split('+')[0]}", *IMAGE_PACKAGES],
                    check=True, timeout=900)
     for absent in ("asv", "xferbench", "pytest_benchmark"):

@@ -52,9 +52,9 @@ def _git(*args: str) -> str:
 
 def _venv(where: Path, *packages: str) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-    if packages:  # --no-compile: what is imported compiles then (all of torch: 25 CPU-s)
-        proc = _run([str(where / "bin" / "python"), "-m", "pip", "install", "-q",
-                     "--no-compile", *packages], where.parent, timeout=600)
+    if packages:
+        proc = _run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
+                    where.parent, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
     return where / "bin"
 
