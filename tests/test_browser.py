@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,8 +32,14 @@ from xferbench.results import load as load_results
 
 RESULTS = committed_results()
 CHROMIUM = "/usr/bin/chromium"
+#: No request leaves 127.0.0.1: any other host, named or by address, goes to a proxy at
+#: 127.0.0.1:9, where nothing listens, so it fails at once. Nothing is intercepted:
+#: Playwright's request routing pauses every request in the browser for a round trip to this
+#: process, which a busy host makes slow, and its in-flight count under routing once never
+#: went idle in CI.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1"]
 SCREENSHOT_COPY = Path("/tmp/xferbench-site.png")
 #: How long a page may take to load and go idle (Playwright's default: 30 s).
 PAGE_TIMEOUT_MS = 120_000
@@ -89,18 +96,22 @@ CANCELLED = "net::ERR_ABORTED"
 
 
 class Guard:
-    """Routes every request: 127.0.0.1 passes, anything else is aborted and counted; failed
-    requests, HTTP errors, console errors and page errors are collected. A request the
-    browser cancelled (CANCELLED) counts only if its file is not served: each is fetched
-    again, outside the browser, when the problems are read; one to another host counts at
-    once and is never fetched."""
+    """Watches every request of a page: one to another host is counted as refused (the
+    browser cannot reach one, CHROMIUM_ARGS); failed requests, HTTP errors, console errors
+    and page errors are collected. A request the browser cancelled (CANCELLED) counts only if
+    its file is not served: each is fetched again, outside the browser, when the problems are
+    read; one to another host counts at once and is never fetched. It also keeps the requests
+    in flight, for `settle`."""
 
     def __init__(self, page, origin: str) -> None:
         self.origin = urlsplit(origin)
         self.refused: list[str] = []
         self.failures: list[str] = []
         self.cancelled: list[str] = []
-        page.route("**/*", self._route)
+        self.inflight: dict[object, float] = {}
+        self.last_activity = time.monotonic()
+        page.on("request", self._request)
+        page.on("requestfinished", self._done)
         page.on("requestfailed", self._failed)
         page.on("response", lambda r: r.status >= 400 and self.failures.append(
             f"HTTP {r.status}: {r.url}"))
@@ -108,21 +119,23 @@ class Guard:
             f"console error: {m.text}"))
         page.on("pageerror", lambda e: self.failures.append(f"page error: {e}"))
 
-    def _route(self, route) -> None:
-        url = urlsplit(route.request.url)
-        if url.scheme == "data" or (url.hostname, url.port) == (self.origin.hostname,
-                                                                 self.origin.port):
-            route.continue_()
-        else:
-            self.refused.append(route.request.url)
-            route.abort("blockedbyclient")
-
     def _served_here(self, url: str) -> bool:
         parts = urlsplit(url)
         return parts.scheme == "http" and (parts.hostname, parts.port) == (
             self.origin.hostname, self.origin.port)
 
+    def _request(self, request) -> None:
+        self.last_activity = time.monotonic()
+        if not self._served_here(request.url) and urlsplit(request.url).scheme != "data":
+            self.refused.append(request.url)
+        self.inflight[request] = self.last_activity
+
+    def _done(self, request) -> None:
+        self.last_activity = time.monotonic()
+        self.inflight.pop(request, None)
+
     def _failed(self, request) -> None:
+        self._done(request)
         # only a file of the served site is fetched again: never another host (no network)
         if request.failure == CANCELLED and request.method == "GET" and \
                 self._served_here(request.url):
@@ -139,6 +152,29 @@ class Guard:
             except (OSError, ValueError) as err:  # HTTPError is an OSError
                 unserved.append(f"request failed: {url} ({CANCELLED}), and fetched again: {err}")
         return [f"refused (another host): {u}" for u in self.refused] + self.failures + unserved
+
+
+#: How long no request may be in flight before a page counts as loaded (Playwright's
+#: networkidle: 500 ms), and how long a page may take to get there.
+QUIET_S = 0.5
+
+
+def settle(page, guard: Guard, timeout_s: float = PAGE_TIMEOUT_MS / 1000) -> None:
+    """Waits until no request of the page has been in flight for QUIET_S, from the guard's
+    own count of requests started and ended (Playwright advises against its networkidle,
+    whose count once never went idle in CI); past ``timeout_s``, fails naming each request
+    still in flight and for how long."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        now = time.monotonic()
+        if not guard.inflight and now - guard.last_activity >= QUIET_S:
+            return
+        if now > deadline:
+            pending = [f"{r.url} ({now - t:.1f} s)" for r, t in guard.inflight.items()]
+            raise AssertionError(f"still loading after {timeout_s:.0f} s: " + (
+                ", ".join(pending) or "nothing in flight, yet never quiet for "
+                f"{QUIET_S} s"))
+        page.wait_for_timeout(50)  # lets Playwright deliver the page's events
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +196,7 @@ def load(browser, url: str, width: int = 1280):
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     guard = Guard(page, url)
     page.goto(url, wait_until="load")
-    page.wait_for_load_state("networkidle")
+    settle(page, guard)
     page.evaluate("""async () => {
         for (let y = 0; y < document.body.scrollHeight; y += 600) {
             window.scrollTo(0, y);
@@ -168,7 +204,7 @@ def load(browser, url: str, width: int = 1280):
         }
         window.scrollTo(0, 0);
     }""")
-    page.wait_for_load_state("networkidle")
+    settle(page, guard)
     return page, guard
 
 
@@ -205,7 +241,7 @@ def test_site_renders_offline_with_both_versions(browser, served_site, tmp_path:
     assert shot.stat().st_size > 10_000
     # the full-page shot brings every lazy figure into view: let them load before leaving
     # (the navigation would cancel them: Guard fetches those again)
-    page.wait_for_load_state("networkidle")
+    settle(page, guard)
 
     page.goto(served_site + "asv.html", wait_until="load")
     page.wait_for_selector("#asv-table tbody tr")
@@ -387,19 +423,24 @@ def test_guard_refuses_and_counts_other_hosts(browser, served_site):
     page = browser.new_page()
     guard = Guard(page, served_site)
     page.goto(served_site + "index.html", wait_until="load")
-    page.evaluate("""() => new Promise(done => {
-        const img = new Image();
-        img.onload = img.onerror = () => done();
-        img.src = "https://cdn.example.com/x.png";
-    })""")
+    started = time.monotonic()
+    for url in ("https://cdn.example.com/x.png", "http://192.0.2.1:8080/y.png"):
+        page.evaluate("""url => new Promise(done => {
+            const img = new Image();
+            img.onload = img.onerror = () => done();
+            img.src = url;
+        })""", url)
+    settle(page, guard)
     page.close()
-    assert guard.refused == ["https://cdn.example.com/x.png"]
-    assert any("request failed" in f for f in guard.failures)
+    assert guard.refused == ["https://cdn.example.com/x.png", "http://192.0.2.1:8080/y.png"]
+    assert [f for f in guard.failures if "request failed" in f] == [
+        "request failed: https://cdn.example.com/x.png (net::ERR_PROXY_CONNECTION_FAILED)",
+        "request failed: http://192.0.2.1:8080/y.png (net::ERR_PROXY_CONNECTION_FAILED)"]
+    assert time.monotonic() - started < 30  # refused at once, never waited out
 
 
 def test_guard_forgives_a_cancelled_request_only_for_a_file_that_is_served(served_site):
     class Page:  # what Guard asks of a page, and the events' request
-        def route(self, pattern, handler): pass
         def on(self, event, handler): pass
 
     class Request:
