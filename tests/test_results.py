@@ -170,3 +170,21 @@ def test_newest_keeps_the_later_run(results_copy: Path):
 def test_version_key_orders_numerically():
     assert sorted(["2.13.0", "2.4.1", "2.13.0+cu128", "2.9.0"], key=version_key) == [
         "2.4.1", "2.9.0", "2.13.0", "2.13.0+cu128"]
+
+
+def test_the_series_and_benchmark_indexes_give_what_a_scan_gives():
+    """filter(series=), find and declared_params read an index made on first use: each answer
+    is the scan's, in the scan's order, and a narrowed set indexes its own results."""
+    rs = load(str(RESULTS))
+    for key in rs.series():
+        assert rs.filter(series=key).results == [r for r in rs if r.series == key]
+    assert rs.filter(series=None).results == rs.results
+    names = sorted({r.benchmark for r in rs})
+    for name in names[:10]:
+        rows = [r for r in rs if r.benchmark == name]
+        assert rs.find(name) == rows
+        narrowed = rs.filter(torch=rows[0].torch)
+        assert narrowed.find(name) == [r for r in rows if r.torch == rows[0].torch]
+    assert rs.find("bench_copies.NoSuch.track_x") == []
+    other = rs.series()[0]
+    assert rs.filter(machine="no-such-machine").filter(series=other).results == []

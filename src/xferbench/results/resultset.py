@@ -32,6 +32,19 @@ class ResultSet:
     benchmarks: dict[str, dict[str, Any]]
     root: str
     sidecars: dict[str, Sidecar] = field(default_factory=dict)  # results path -> its sidecar
+    # results by series and by benchmark, in order, made on first use: the page asks a set
+    # of a few thousand results for one series or benchmark hundreds of times (`results` is
+    # never changed in place: every narrowing is a new set)
+    _by: dict[str, dict[Any, list[Result]]] = field(default_factory=dict, init=False,
+                                                    repr=False, compare=False)
+
+    def _index(self, attr: str) -> dict[Any, list[Result]]:
+        if attr not in self._by:
+            index: dict[Any, list[Result]] = {}
+            for r in self.results:
+                index.setdefault(getattr(r, attr), []).append(r)
+            self._by[attr] = index
+        return self._by[attr]
 
     def __iter__(self) -> Iterator[Result]:
         return iter(self.results)
@@ -47,14 +60,14 @@ class ResultSet:
                path: str | None = None, series: SeriesKey | None = None,
                mode: Mode | None = None) -> ResultSet:
         pattern = re.compile(benchmark) if benchmark else None
+        pool = self.results if series is None else self._index("series").get(series, [])
         return self._with([
-            r for r in self.results
+            r for r in pool
             if (torch is None or r.torch == torch or r.torch.split("+")[0] == torch)
             and (machine is None or r.machine == machine)
             and (commit is None or r.commit.startswith(commit))
             and (pattern is None or pattern.search(r.benchmark))
             and (path is None or os.path.abspath(r.path) == os.path.abspath(path))
-            and (series is None or r.series == series)
             and (mode is None or r.mode == mode)
         ])
 
@@ -62,9 +75,8 @@ class ResultSet:
         """Results of ``benchmark`` whose params include ``params`` (values compared as text)."""
         want = {k: str(v) for k, v in params.items()}
         return [
-            r for r in self.results
-            if r.benchmark == benchmark
-            and all(str(r.param_dict.get(k)) == v for k, v in want.items())
+            r for r in self._index("benchmark").get(benchmark, [])
+            if all(str(r.param_dict.get(k)) == v for k, v in want.items())
         ]
 
     def latest(self, benchmark: str, **params: Any) -> Result | None:
@@ -104,12 +116,11 @@ class ResultSet:
         info = self.benchmarks.get(benchmark, {})
         out = {name: [literal(v) for v in values]
                for name, values in zip(info.get("param_names", []), info.get("params", []))}
-        for r in self.results:
-            if r.benchmark == benchmark:
-                for k, v in r.params:
-                    values = out.setdefault(k, [])
-                    if all(str(v) != str(x) for x in values):
-                        values.append(v)
+        for r in self._index("benchmark").get(benchmark, []):
+            for k, v in r.params:
+                values = out.setdefault(k, [])
+                if all(str(v) != str(x) for x in values):
+                    values.append(v)
         return out
 
     def commits(self) -> list[str]:
