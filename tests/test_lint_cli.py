@@ -229,6 +229,24 @@ def test_an_unreadable_file(project, monkeypatch, capsys):
     assert "xferbench lint: ./create.py: cannot be read (Permission denied); skipped" in err
 
 
+
+def test_a_pipe_or_a_device_is_named_never_read(project, monkeypatch, capsys):
+    """A named pipe given as a file would block the read for ever, a device never end: each
+    is one sentence and skipped; the files beside them are linted."""
+    import os
+
+    os.mkfifo(project / "pipe.py")
+    (project / "link.py").symlink_to(project / "pipe.py")
+    code, out, err = lint(project, monkeypatch, capsys, "create.py", "pipe.py", "link.py",
+                          "/dev/null")
+    assert code == 1 and "create.py:4:12: XB102" in out
+    assert err.splitlines() == [
+        "xferbench lint: pipe.py: a named pipe, not a file of Python source; skipped",
+        "xferbench lint: link.py: a named pipe, not a file of Python source; skipped",
+        "xferbench lint: /dev/null: a character device, not a file of Python source; skipped"]
+    code, _, _ = lint(project, monkeypatch, capsys, ".")  # the walk passes the pipe by
+    assert code == 1
+
 def test_symlink_loops_and_empty_folders(tmp_path, monkeypatch, capsys):
     (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
     (tmp_path / "b.py").symlink_to(tmp_path / "a.py")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tokenize
 from dataclasses import dataclass, field
 
@@ -112,9 +113,22 @@ def discover(paths: list[str], excludes: list[Pattern], gitignore: bool = True) 
             _walk(path, excludes, defaults, inherited, gitignore, found, set())
             if len(found.files) == before:
                 found.problems.append(f"{path}: a folder with no Python files to lint")
+        elif not os.path.isfile(path):  # a pipe would block the read; a device never ends
+            found.problems.append(f"{path}: {_kind(path)}, not a file of Python source; "
+                                  "skipped")
         else:
             found.files.append(path)
     return found
+
+
+def _kind(path: str) -> str:
+    """What a path that is neither a file nor a folder is, in words."""
+    mode = os.stat(path).st_mode
+    for test, words in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return words
+    return "not a regular file"
 
 
 def _broken_link(path: str) -> str:
