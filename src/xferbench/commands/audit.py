@@ -32,6 +32,7 @@ from ..auditing.auditor import Audit
 from ..auditing.report import format_report
 from ..devices import resolve_device, set_current_device
 from ..errors import XferbenchError
+from ..lint.files import path_kind
 from ..results.safefiles import check_writable, target_of, write_text_safely
 
 #: The audit's own options, recognised after the script's arguments too (the issue's
@@ -175,7 +176,9 @@ def check_out(out: str | None, script: str) -> str | None:
 def cmd_audit(args: argparse.Namespace) -> int:
     args = _merge(args)
     if not os.path.isfile(args.script):
-        why = "it is a directory" if os.path.isdir(args.script) else "no such file"
+        why = ("it is a directory" if os.path.isdir(args.script) else
+               f"it is {path_kind(args.script)}, not a file" if os.path.exists(args.script) else
+               "no such file")
         raise XferbenchError(f"can't open the script {args.script!r}: {why}")
     out = check_out(args.out, args.script)
     device = resolve_device(args.device or "auto")

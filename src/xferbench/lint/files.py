@@ -114,14 +114,14 @@ def discover(paths: list[str], excludes: list[Pattern], gitignore: bool = True) 
             if len(found.files) == before:
                 found.problems.append(f"{path}: a folder with no Python files to lint")
         elif not os.path.isfile(path):  # a pipe would block the read; a device never ends
-            found.problems.append(f"{path}: {_kind(path)}, not a file of Python source; "
+            found.problems.append(f"{path}: {path_kind(path)}, not a file of Python source; "
                                   "skipped")
         else:
             found.files.append(path)
     return found
 
 
-def _kind(path: str) -> str:
+def path_kind(path: str) -> str:
     """What a path that is neither a file nor a folder is, in words."""
     mode = os.stat(path).st_mode
     for test, words in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
