@@ -310,8 +310,10 @@ class Grid:
         try:
             for i, combo in enumerate(combos):
                 started, measuring = time.monotonic(), measuring_s()
+                # a class with no number yet keeps trying past its time, within MAX_OVERRUNS
+                unsaved = not any(e.get("values") for e in out.values())
                 cut = BUDGET.before(self.combination_s(), len(combos) - i, self.measurements,
-                                    first=i == 0)
+                                    first=unsaved)
                 out[combo] = {"skip": cut} if cut else self._measure_one(combo)
                 if not cut:
                     release_memory(device)

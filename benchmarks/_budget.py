@@ -39,6 +39,9 @@ CAP = env_flag("XFERBENCH_CAP")
 #: (measure()'s max_time_s over the class's measurements per combination); building,
 #: warming up and verifying take the rest.
 SAMPLING_SHARE = 0.6
+#: Combinations a class with no number yet may measure past the time they need (the first
+#: one that gives no figure here is followed by one more): a run's overrun is bounded.
+MAX_OVERRUNS = 2
 #: Below this many seconds left for a combination it is cut, not measured (``--cap``).
 MIN_COMBINATION_S = 1.0
 #: A combination's seconds where costs.json names none for the class.
@@ -113,23 +116,34 @@ class Budget:
         self.deadline, self.cap = deadline, cap
         self.max_time_s: float | None = None  # the cap on the current combination's sampling
         self.capped: str | None = None  # why the current combination is capped, or None
+        self.overruns = 0  # combinations measured past the time they were planned to need
+        #: When the current combination's own fixed-count work must end (Hazards' trials):
+        #: the class's deadline; None for one measured past it (whole, as at its default
+        #: spec: cut short it would be cut, and the overrun be for nothing).
+        self.combination_deadline: float | None = deadline
 
     def before(self, cost_s: float, remaining: int, measurements: int,
                first: bool = False) -> str | None:
         """Why the next combination (planned at ``cost_s`` at its default spec; ``remaining``
-        combinations left, this one included) is cut, or None; sets its cap under --cap. The
-        ``first`` combination of a class is never cut: a class that was started (its start
-        slower than planned, on a loaded machine) saves at least one number, one
-        combination past its deadline at most."""
+        combinations left, this one included) is cut, or None; sets its cap under --cap.
+        While a class has no number yet (``first``: the caller's to say), its next
+        combination is not cut for want of time, up to MAX_OVERRUNS of them: a class that
+        was started (its start slower than planned, on a loaded machine) saves a number even
+        where its first combination gives none here (the busy-stream hazard on a device that
+        does not hold the work behind the spin is no figure, by its own check)."""
         self.max_time_s, self.capped = None, None
+        self.combination_deadline = self.deadline
         if self.deadline is None:
             return None
         left = self.deadline - time.time()
         if not self.cap:
-            if left < cost_s and not first:
-                return (f"cut: the run's budget (--budget) had {max(left, 0):.0f} s left for "
-                        f"this class, and this combination is planned at {cost_s:.1f} s at "
-                        "its default spec (never sampled under a cap)")
+            if left < cost_s:
+                if not first or self.overruns >= MAX_OVERRUNS:
+                    return (f"cut: the run's budget (--budget) had {max(left, 0):.0f} s left "
+                            f"for this class, and this combination is planned at "
+                            f"{cost_s:.1f} s at its default spec (never sampled under a cap)")
+                self.overruns += 1
+                self.combination_deadline = None
             return None
         if left < MIN_COMBINATION_S:
             return (f"cut: the run's budget (--budget) left {max(left, 0):.0f} s for this class "

@@ -42,7 +42,7 @@ class Hazards(Grid):
 
     def measure(self, kind, stream, size):
         result = run_hazard(kind, parse_size(size), DEVICE, TRIALS, stream=stream,
-                            deadline=BUDGET.deadline)
+                            deadline=BUDGET.combination_deadline)
         if result.trials < TRIALS:  # the run's deadline came first
             BUDGET.stopped_early(result.trials, TRIALS, "trials")
         if result.no_figure:  # right trials that may be the host's doing, not the pattern's

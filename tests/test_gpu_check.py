@@ -50,14 +50,18 @@ IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "p
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
                  "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
 #: The rehearsal's lease: the smoke sweep's sizes at the default spec, planned as on a GPU
-#: (costs.json); its grid 230 s, to hold the lease parts that `scripts/lease-plan --device
+#: (costs.json); its grid 260 s, to hold the lease parts that `scripts/lease-plan --device
 #: emu --sweep smoke` plans with at least MIN_SPARE to spare for a loaded CI machine (tested
-#: below: the plan grows with the suite), the tests 25 s at least (they are cut short there,
-#: saying so).
-LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "270",
-         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "230"}
-#: The share of the planned lease parts the rehearsal's grid budget holds beyond them.
-MIN_SPARE = 0.10
+#: in test_rehearsal_plan.py: the plan grows with the suite), the tests 25 s at least (they
+#: are cut short there, saying so). The whole smoke grid is planned at 225 s, so a grid
+#: budget above it costs a quick machine nothing: the run ends when its grid is done.
+LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "300",
+         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "260"}
+#: The share of the planned lease parts the rehearsal's grid budget holds beyond them. It
+#: was 10% (grid 230 s for 204 s planned, 13% to spare) until CI on 02eed7f, a loaded
+#: machine, ran the README interpreter's rehearsal 268 s of its 270 s and saved no number
+#: of Hazards or UnsyncedTimer; here the same grid took 200 s to reach its last class.
+MIN_SPARE = 0.25
 
 
 def _copy_tree(dest: Path) -> None:
@@ -251,6 +255,18 @@ def lease_rehearsal(rehearsals):
     return rehearsals["bare"] if isinstance(readme, str) else readme
 
 
+def _run_log_of(run_log: Path, classes: set[str]) -> str:
+    """The run's plan line and, for each of ``classes``, its lines in ``run_log`` (its call's
+    header, its share, each combination's outcome): why a class saved no number."""
+    try:
+        lines = run_log.read_text().splitlines()
+    except OSError as exc:
+        return f"(no run.log: {exc})"
+    names = tuple(f"{c}(" for c in classes) + tuple(f".{c} " for c in classes) \
+        + tuple(f"  {c}: " for c in classes) + ("xferbench run: --budget",)
+    return "\n".join(line[:400] for line in lines if any(n in line for n in names))
+
+
 def _saves_every_class(r: dict, quick: bool = False) -> None:
     """Every class saved, none capped, at the default spec or (``quick``) all of it filed as
     quick: a smoke rehearsal's figures never pass for a lease's."""
@@ -259,7 +275,9 @@ def _saves_every_class(r: dict, quick: bool = False) -> None:
     assert "device emu" in r["log"].splitlines()[0]
     rs = load(str(out / "results"))
     saved = {x.benchmark.split(".")[1] for x in rs if x.ok}
-    assert saved == SUITE_CLASSES, f"classes without a number: {SUITE_CLASSES - saved}"
+    assert saved == SUITE_CLASSES, (
+        f"classes without a number: {SUITE_CLASSES - saved}; what the run said of them:\n"
+        + _run_log_of(out / "run.log", SUITE_CLASSES - saved))
     assert not any(x.capped for x in rs)
     assert {x.quick for x in rs} == {quick}
     meta = next(out.glob("results/emu-rehearsal/*.metadata"))

@@ -225,6 +225,48 @@ def test_a_class_that_was_started_always_measures_its_first_combination(monkeypa
     assert _Timed.seen == [_asv.DEFAULT_SPEC.max_time_s]
 
 
+class _NoFigureFirst(_Timed):
+    """Its first ``blank`` combinations give no figure here (as the busy-stream hazard on a
+    device that does not hold the work behind its spin), the rest a number."""
+
+    blank = 1
+    deadlines: list[float | None] = []
+
+    def measure(self, n):
+        self.seen.append(_asv.spec().max_time_s)
+        self.deadlines.append(_asv.BUDGET.combination_deadline)
+        time.sleep(0.6)
+        if n <= self.blank:
+            raise _asv.NoFigure(f"no figure for n={n} here")
+        return {"track_x": float(n)}
+
+
+@pytest.mark.parametrize("blank", [1, 2, 4])
+def test_a_started_class_whose_first_combination_gives_no_figure_still_saves_one(
+        monkeypatch, blank):
+    """CI's rehearsal on a loaded machine saved no Hazards number: its first combination
+    (the busy-stream hazard) is no figure on the emulated device, and the deadline cut the
+    rest. A class with no number yet measures past its time up to MAX_OVERRUNS combinations:
+    with one blank it saves the second; with MAX_OVERRUNS blanks or more it stops there,
+    so a run's overrun stays bounded. Each such combination is measured whole: no deadline
+    for its fixed-count work (Hazards' trials would stop at once, and be cut)."""
+    from benchmarks import _budget
+
+    _NoFigureFirst.blank = blank
+    _NoFigureFirst.seen = []
+    _NoFigureFirst.deadlines = []
+    monkeypatch.setattr(_asv, "BUDGET", _budget.Budget(time.time() + 0.2, False))
+    monkeypatch.setattr(_asv, "DEVICE", "cpu")
+    entries = list(_NoFigureFirst().measure_grid().values())
+    tried = min(blank + 1, _budget.MAX_OVERRUNS)
+    assert len(_NoFigureFirst.seen) == tried, entries
+    assert _NoFigureFirst.deadlines == [None] * tried
+    assert all(e["skip"].startswith("no figure") for e in entries[:min(blank, tried)])
+    if blank < _budget.MAX_OVERRUNS:
+        assert entries[blank] == {"values": {"track_x": float(blank + 1)}}, entries
+    assert all(e["skip"].startswith("cut: the run's budget") for e in entries[tried:])
+
+
 def test_with_cap_sampling_is_capped_and_each_capped_combination_says_so(monkeypatch):
     out = _grid_under(monkeypatch, 2.2, cap=True)
     measured = {c: e for c, e in out.items() if "values" in e}
