@@ -27,6 +27,14 @@ from pathlib import Path
 import emu  # tests/emu: stdlib only until load(), which imports torch
 import pytest
 from manyversions import write_many_versions
+from rehearsals import (  # noqa: F401  the gpu-check rehearsals: session fixtures
+    bare,
+    bare_rehearsal,
+    lease_rehearsal,
+    readme_rehearsal,
+    readme_started,
+    rehearsals,
+)
 from slowmark import mark_slow_and_order, report_unmarked_slow, slow_fixture
 
 from xferbench.cli import main

@@ -1,40 +1,22 @@
 """scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice and
-side by side, each rehearsal shared by the tests that read it:
-
-- the README's own interpreter (this one: xferbench installed, pytest-benchmark there) in a
-  fresh clone (the tree committed into a new git repository): the lease itself, at the
-  default measurement spec (no --quick), under the lease's budget;
-- a bare interpreter (a venv with torch and the image's usual packages, no xferbench, no asv,
-  no pytest-benchmark) in a copy of the tree without .git, with no git on PATH: asv comes
-  from wheels fetched for that Python, the suite commit is passed in; as a smoke rehearsal
-  (XFERBENCH_GPU_CHECK_QUICK=1), under the same budget: what it alone rehearses (no git, the
-  carried wheels, no pytest-benchmark) does not depend on the spec, and its quick figures
-  must be filed as quick (where this interpreter is not the README's, the README rehearsal
-  is skipped and the bare one is the lease, at the default spec). Both at the default spec,
-  the module took 342 s, the 2 cores saturated until the last minute (the bare one starts
-  after its venv is built, so it ended alone); with the bare one quick both end together.
+side by side (tests/rehearsals.py: session fixtures, shared with tests/test_run_emu.py): the
+README's interpreter in a fresh clone, the lease itself at the default spec, and a bare
+interpreter without git, xferbench, asv or pytest-benchmark, as a smoke rehearsal.
 
 Each must exit 0 with every class but Peer saved with numbers, none sampled under a cap, and
-a test log that names each test and holds pytest's summary line.
-
-Side by side, the 2-core machine runs more threads than it has cores while their gpu tests
-run: the tests that hold a stream for milliseconds must hold whatever the host's load (the
-busy-stream hazard tries again a trial whose spin the host outlasted; the pinned allocation
-counts assert reuse, not a count the load sets: tests/test_pinning.py says why)."""
+a test log that names each test and holds pytest's summary line. Both at the default spec,
+the module took 342 s, the 2 cores saturated until the last minute (the bare one starts
+after its venv is built, so it ended alone); with the bare one quick both end together."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import slow_fixture
+from rehearsals import SUITE_CLASSES, SUITE_COMMIT, emu_env, gpu_check_env
 
 from xferbench.results import load
 from xferbench.results.sidecar import load_sidecar
@@ -42,64 +24,6 @@ from xferbench.results.sidecar import load_sidecar
 REPO = Path(__file__).resolve().parents[1]
 # alone, after the others (scripts/test): the rehearsals run under a lease's time budget
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
-
-#: What the GPU image holds beside torch (the device tool's page), less what we cannot need
-#: and less pytest-benchmark, which the image has: the bare rehearsal runs without it.
-IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml"]
-#: Every class of the suite that one device measures (Peer needs a second).
-SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
-                 "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
-#: The rehearsal's lease: the smoke sweep's sizes at the default spec, planned as on a GPU
-#: (costs.json); its grid 260 s, to hold the lease parts that `scripts/lease-plan --device
-#: emu --sweep smoke` plans with at least MIN_SPARE to spare for a loaded CI machine (tested
-#: in test_rehearsal_plan.py: the plan grows with the suite), the tests 25 s at least (they
-#: are cut short there, saying so). The whole smoke grid is planned at 225 s, so a grid
-#: budget above it costs a quick machine nothing: the run ends when its grid is done.
-LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "300",
-         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "260"}
-#: The share of the planned lease parts the rehearsal's grid budget holds beyond them. It
-#: was 10% (grid 230 s for 204 s planned, 13% to spare) until CI on 02eed7f, a loaded
-#: machine, ran the README interpreter's rehearsal 268 s of its 270 s and saved no number
-#: of Hazards or UnsyncedTimer; here the same grid took 200 s to reach its last class.
-MIN_SPARE = 0.25
-
-
-def _copy_tree(dest: Path) -> None:
-    """The tracked and untracked-not-ignored files, without results/ and .git."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split("\n")
-    for name in filter(None, files):
-        if name.startswith("results/") or not (REPO / name).is_file():
-            continue
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, dest / name)
-
-
-def path_without(tool: str, shadow: Path) -> str:
-    """PATH with ``tool`` hidden: each folder holding it shadowed by one of links to the rest."""
-    parts = []
-    for i, folder in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
-        if folder and (Path(folder) / tool).exists():
-            mirror = shadow / str(i)
-            mirror.mkdir(parents=True, exist_ok=True)
-            for entry in Path(folder).iterdir():
-                if entry.name != tool and not (mirror / entry.name).exists():
-                    (mirror / entry.name).symlink_to(entry)
-            folder = str(mirror)
-        parts.append(folder)
-    return os.pathsep.join(parts)
-
-
-def _emu_env() -> dict[str, str]:
-    import emu
-
-    try:
-        emu.build()  # this interpreter's torch is the rehearsals': one build serves both
-    except emu.BuildUnavailable as exc:
-        pytest.skip(f"the emulated device is not available: {exc}")
-    from emu._build import cache_root
-
-    return {"XFERBENCH_EMU": "1", "XFERBENCH_EMU_CACHE": str(cache_root())}
 
 
 def _canonical(name: str) -> str:
@@ -133,126 +57,11 @@ def test_every_dependency_is_fetched_or_in_the_image(python):
     assert sorted(needed - fetched - held) == []
 
 
-@pytest.fixture(scope="module")
-@slow_fixture
-def bare(tmp_path_factory):
-    """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
-    packages only, and a copy of the tree without .git, with .whl/ fetched for that Python."""
-    import torch
-
-    work = tmp_path_factory.mktemp("gpu-machine")
-    venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, f"torch=={torch.__version__.split('+')[0]}", *IMAGE_PACKAGES],
-                   check=True, timeout=900)
-    for absent in ("asv", "xferbench", "pytest_benchmark"):
-        proc = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True)
-        assert proc.returncode != 0, f"the bare interpreter must not hold {absent}"
-    tree = work / "tree"
-    _copy_tree(tree)
-    version = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info"
-                              "[:2])"], capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([str(REPO / "scripts" / "fetch-gpu-wheels")], cwd=REPO, check=True,
-                   capture_output=True, timeout=600,
-                   env={**os.environ, "XFERBENCH_WHEELS_PYTHON": version,
-                        "XFERBENCH_WHEELS_DIR": str(tree / ".whl")})
-    tmp = work / "tmp"
-    tmp.mkdir()
-    return python, tree, tmp, path_without("git", work / "nogit")
-
-
-def _gpu_check_env(python: Path, tmp: Path, **env: str) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("PYTHONPATH", "ASV_PYTHONPATH", "VIRTUAL_ENV", "XFERBENCH_QUICK")}
-    return {**clean, "PYTHON": str(python), "TMPDIR": str(tmp), **env}
-
-
 def _gpu_check(python: Path, tree: Path, tmp: Path, out: Path,
                **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree,
                           capture_output=True, text=True, timeout=900,
-                          env=_gpu_check_env(python, tmp, **env))
-
-
-def _start_rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str) -> dict:
-    """The check started, its output to a file beside OUTDIR (two run at once: no pipes)."""
-    log = out.parent / f"{out.name}.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(
-            [str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree, stdout=fh,
-            stderr=subprocess.STDOUT, text=True,
-            env=_gpu_check_env(python, tmp, **_emu_env(), **LEASE,
-                               XFERBENCH_SUITE_COMMIT="b" * 40,
-                               XFERBENCH_MACHINE="emu-rehearsal", **env))
-    return {"proc": proc, "logfile": log, "out": out}
-
-
-def _finish(started: dict) -> dict:
-    try:
-        started["proc"].wait(timeout=900)
-    except subprocess.TimeoutExpired:
-        started["proc"].kill()
-        started["proc"].wait()
-    return {**started, "log": started["logfile"].read_text()}
-
-
-@pytest.fixture(scope="module")
-def readme_started(tmp_path_factory):
-    """The check with the README's interpreter (xferbench installed: its pytest11 entry point
-    loads the plugin) in a fresh clone of the tree (git there), started: None (with the
-    reason) where this interpreter is not the README's."""
-    try:
-        importlib.metadata.distribution("xferbench")
-    except importlib.metadata.PackageNotFoundError:
-        return "this interpreter is not the README's (xferbench is not installed in it)"
-    work = tmp_path_factory.mktemp("clone")
-    tree = work / "tree"
-    _copy_tree(tree)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "clone"]):
-        subprocess.run([*git, *args], cwd=tree, check=True, capture_output=True)
-    tmp = work / "tmp"
-    tmp.mkdir()
-    return _start_rehearsal(Path(sys.executable), tree, tmp, work / "out")
-
-
-@pytest.fixture(scope="module")
-@slow_fixture
-def rehearsals(readme_started, bare, tmp_path_factory):
-    """Both checks, side by side: the README one starts first (``readme_started`` comes
-    before ``bare`` here, so the bare venv is built while it runs), then the bare one, in the
-    tree without .git and git hidden from PATH. Each mostly keeps one core busy, so on this
-    2-core machine they share it as a lease's run would a loaded host: their budgets must
-    hold all the same (each run's plan counts what it has spent)."""
-    python, tree, tmp, path = bare
-    # quick where the README one rehearses the lease at the default spec, else the lease
-    quick = not isinstance(readme_started, str)
-    bare_started = _start_rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out",
-                                    PATH=path, XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
-    bare_started["quick"] = quick
-    readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
-    return {"readme": readme, "bare": _finish(bare_started)}
-
-
-@pytest.fixture(scope="module")
-def readme_rehearsal(rehearsals):
-    if isinstance(rehearsals["readme"], str):
-        pytest.skip(rehearsals["readme"])
-    return rehearsals["readme"]
-
-
-@pytest.fixture(scope="module")
-def bare_rehearsal(rehearsals):
-    return rehearsals["bare"]
-
-
-@pytest.fixture(scope="module")
-def lease_rehearsal(rehearsals):
-    """The rehearsal at the default spec: the README one, or the bare one where it ran alone."""
-    readme = rehearsals["readme"]
-    return rehearsals["bare"] if isinstance(readme, str) else readme
+                          env=gpu_check_env(python, tmp, **env))
 
 
 def _run_log_of(run_log: Path, classes: set[str]) -> str:
@@ -280,12 +89,12 @@ def _saves_every_class(r: dict, quick: bool = False) -> None:
         + _run_log_of(out / "run.log", SUITE_CLASSES - saved))
     assert not any(x.capped for x in rs)
     assert {x.quick for x in rs} == {quick}
-    meta = next(out.glob("results/emu-rehearsal/*.metadata"))
+    meta = next(out.glob(f"results/{r['machine']}/*.metadata"))
     side = load_sidecar(str(meta.with_suffix(".json")))
     assert side.runs[-1].complete is True and side.runs[-1].quick is quick
     assert not side.runs[-1].capped and not side.capped
-    assert {x.commit for x in rs} == {"b" * 40}  # the real suite commit
-    assert {x.machine for x in rs} == {"emu-rehearsal"}
+    assert {x.commit for x in rs} == {SUITE_COMMIT}  # the real suite commit
+    assert {x.machine for x in rs} == {r["machine"]}
     assert "Benchmarking existing" in (out / "asv.log").read_text()  # asv's own output kept
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert len(files) <= 8, files  # what the device tool brings back
@@ -345,7 +154,7 @@ def test_the_sidecar_says_the_run_was_planned_as_a_lease(lease_rehearsal):
     """The run's budget is in its record, and every combination the lease left out is in the
     sidecar as cut, saying why, none as failed."""
     out = lease_rehearsal["out"]
-    meta = next(out.glob("results/emu-rehearsal/*.metadata"))
+    meta = next(out.glob(f"results/{lease_rehearsal['machine']}/*.metadata"))
     data = json.loads(meta.read_text())
     assert data["run"]["budget_s"] > 0
     failed = [o for rows in data["outcomes"].values() for o in rows if o["status"] == "failed"]
@@ -375,7 +184,7 @@ def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(bare, tmp_pa
 
 def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(bare, tmp_path):
     python, tree, tmp, path = bare
-    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **_emu_env(),
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **emu_env(),
                       XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
                       XFERBENCH_GPU_CHECK_TESTS="15")
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]

@@ -1,6 +1,6 @@
-"""The gpu-check rehearsal's lease (tests/test_gpu_check.py, slow and serial) against the
-plan it rehearses, in a second: the plan grows with the suite, the rehearsal's budget is
-typed there."""
+"""The gpu-check rehearsal's lease (tests/rehearsals.py, slow and serial) against the plan it
+rehearses, in a second: the plan grows with the suite, the rehearsal's budget is typed
+there."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import runpy
 from pathlib import Path
 
-from test_gpu_check import LEASE, MIN_SPARE, SUITE_CLASSES
+from rehearsals import LEASE, MIN_SPARE, SUITE_CLASSES
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,12 @@ emulated, and the claims it decides are its behaviour checks', never its times. 
 ways the suite learns its device: the probe the run hands down, and the
 one the suite asks a child for under stock asv.
 
-These tests start fresh processes and never load emu into this one, so they run in any
+The run end to end is the bare gpu-check rehearsal's (tests/rehearsals.py, a session fixture
+of the serial phase): ``xferbench run --quick --device emu`` over the whole smoke grid, its
+machine named as the run names it, from a bare interpreter; one grid measured for both (it
+was a run of its own here, 121 CPU-s of the parallel phase). Those tests are ``serial``.
+
+The other tests start fresh processes and never load emu into this one, so they run in any
 session; they need the library built (``scripts/build-emu``; built here if missing) and are
 skipped, saying why, where it cannot be.
 """
@@ -13,14 +18,12 @@ skipped, saying why, where it cannot be.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import emu
 import pytest
-from conftest import slow_fixture
 
 from xferbench.results import load
 from xferbench.results.sidecar import metadata_path
@@ -143,23 +146,23 @@ BRANCHES = {
 
 
 @pytest.fixture(scope="module")
-@slow_fixture
-def emu_run(emu_env, tmp_path_factory):
-    results = tmp_path_factory.mktemp("emu-run") / "results"
-    env = {**os.environ, **emu_env}
-    proc = subprocess.run(
-        [sys.executable, "-m", "xferbench", "run", "--quick", "--sweep", "smoke",
-         "--device", "emu", "--results", str(results)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
-    return results, proc
+def emu_run(bare_rehearsal) -> tuple[Path, int, str]:
+    """(results folder, exit status, the run's output): the bare rehearsal's run, the whole
+    smoke grid on emu under a budget it fits in with room to spare (nothing cut)."""
+    out = bare_rehearsal["out"]
+    try:
+        said = (out / "run.log").read_text()
+    except OSError as exc:
+        said = f"(no run.log: {exc})\n{bare_rehearsal['log'][-4000:]}"
+    return out / "results", bare_rehearsal["proc"].returncode, said
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_smoke_grid_runs_every_accelerator_branch_on_emu_and_verifies(emu_run):
-    results, proc = emu_run
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
-    assert "emu:0 is emulated on the host" in proc.stdout.splitlines()[0]
+    results, code, said = emu_run
+    assert code == 0, said[-4000:]
+    assert "emu:0 is emulated on the host" in said.splitlines()[0]
     rs = load(str(results))
     for branch, (benchmark, params) in BRANCHES.items():
         rows = [r for r in rs if r.benchmark == benchmark
@@ -168,9 +171,10 @@ def test_the_smoke_grid_runs_every_accelerator_branch_on_emu_and_verifies(emu_ru
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
-    results, proc = emu_run
-    assert proc.returncode == 0
+    results, code, said = emu_run
+    assert code == 0, said[-4000:]
     files = [p for p in results.glob("*/*.json") if p.name != "machine.json"]
     assert len(files) == 1 and "emulated" in files[0].parent.name  # the machine's name
     sidecar = json.loads(Path(metadata_path(str(files[0]))).read_text())
@@ -189,11 +193,12 @@ def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_claims_decide_the_behaviour_on_emu_and_no_claim_about_time(emu_run):
     """On the emulated device every behaviour check runs, each claim decided with the words
     this release used; its times decide nothing."""
-    results, proc = emu_run
-    assert proc.returncode == 0
+    results, code, said = emu_run
+    assert code == 0, said[-4000:]
     out = subprocess.run([sys.executable, "-m", "xferbench", "claims", "--results", str(results),
                           "--format", "json"], cwd=REPO, capture_output=True, text=True,
                          check=False)
