@@ -89,6 +89,7 @@ def _saves_every_class(r: dict, quick: bool = False) -> None:
         + _run_log_of(out / "run.log", SUITE_CLASSES - saved))
     assert not any(x.capped for x in rs)
     assert {x.quick for x in rs} == {quick}
+    assert r["machine"], f"one machine folder under results/: {list((out / 'results').iterdir())}"
     meta = next(out.glob(f"results/{r['machine']}/*.metadata"))
     side = load_sidecar(str(meta.with_suffix(".json")))
     assert side.runs[-1].complete is True and side.runs[-1].quick is quick
