@@ -491,7 +491,11 @@ def test_accelerator_copy_runs_and_verifies(row, gpu_device, small_budget):
         # at least MIN_SAMPLES: a call slow against the budget ends at max_time_s
         assert len(m.completion_s) == len(m.enqueue_s) >= MIN_SAMPLES
     else:  # device time alone: no host batches spent beside it
-        assert m.primary_clock == "device_s" and len(m.device_s) >= 6
+        assert m.primary_clock == "device_s" and len(m.device_s) >= MIN_SAMPLES
+        # the spec's min_samples, unless its max_time_s came first: on a loaded host a held
+        # batch waits for the host too (the README rehearsal's gpu tests, beside the bare one,
+        # once read 3 batches of 13 held copies in 0.1 s on emu)
+        assert len(m.device_s) >= small_budget.min_samples or m.stop == "max_time_s", m
         assert m.completion_s == () and m.extra["device_clock"].startswith(("held", "unheld"))
     assert m.median > 0 and m.gbps > 0
 
