@@ -5,7 +5,8 @@ machine runs the whole suite with them shown as skipped (``-ra`` lists why).
 
 With ``XFERBENCH_EMU=1`` the session runs on the emulated accelerator (tests/emu): it is
 built if needed and loaded when pytest starts, becomes torch's accelerator for the whole
-session, and the ``gpu`` tests run on it (``scripts/test`` runs ``-m gpu`` so). If it cannot be
+session, and the ``gpu`` tests run on it (``scripts/gpu-check`` runs ``-m gpu`` so, and
+scripts/test through its rehearsals, tests/rehearsals.py). If it cannot be
 built, the header says why in one line and the ``gpu`` tests stay skipped. On it, a test
 that asserts timing is skipped ("hardware only": its times are host threads'), and one that
 needs CUDA itself is skipped too ("CUDA only"): the markers ``timing`` and ``cuda_only(what)``
@@ -35,6 +36,7 @@ from rehearsals import (  # noqa: F401  the gpu-check rehearsals: session fixtur
     readme_started,
     rehearsals,
 )
+from rehearsals import rehearsed_gpu_tests
 from slowmark import mark_slow_and_order, report_unmarked_slow, slow_fixture
 
 from xferbench.cli import main
@@ -122,6 +124,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     report_unmarked_slow(terminalreporter)
     _emulated_counts(terminalreporter)
+    rehearsed_gpu_tests(terminalreporter)
 
 
 def _emulated_counts(terminalreporter: pytest.TerminalReporter) -> None:

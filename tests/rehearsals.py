@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,6 +180,27 @@ def readme_started(tmp_path_factory):
     return {**started, "machine": README_MACHINE}
 
 
+#: (which rehearsal, its pytest-gpu.log) for each that ran in this session: the run's last
+#: lines count its gpu tests (rehearsed_gpu_tests), the emulated device's run of them.
+GPU_LOGS: list[tuple[str, Path]] = []
+
+
+def rehearsed_gpu_tests(terminalreporter) -> None:
+    """Each rehearsal's count of the gpu tests it ran on the emulated device (the plugin's
+    line) and pytest's summary of them: scripts/test runs them there and nowhere else."""
+    for name, log in GPU_LOGS:
+        try:
+            lines = log.read_text().splitlines()
+        except OSError as exc:
+            terminalreporter.write_line(f"{name}: no pytest-gpu.log ({exc})")
+            continue
+        counts = [line for line in lines if line.startswith("emulated device ")]
+        summary = [line.strip("= ") for line in lines if re.match(r"^=+ .* in [0-9.]+s", line)]
+        terminalreporter.write_line(
+            f"{name}, its gpu tests: {(counts or ['no count line'])[-1].split(';')[0]}; "
+            f"pytest: {(summary or ['no summary line'])[-1]}")
+
+
 @pytest.fixture(scope="session")
 @slow_fixture
 def rehearsals(readme_started, bare, tmp_path_factory):
@@ -195,7 +217,13 @@ def rehearsals(readme_started, bare, tmp_path_factory):
                                     PATH=path, XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
     bare_started["quick"] = quick
     readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
-    return {"readme": readme, "bare": _finish(bare_started)}
+    bare_done = _finish(bare_started)
+    if not isinstance(readme, str):
+        GPU_LOGS.append(("the README rehearsal of scripts/gpu-check", readme["out"] /
+                         "pytest-gpu.log"))
+    GPU_LOGS.append(("the bare rehearsal of scripts/gpu-check", bare_done["out"] /
+                     "pytest-gpu.log"))
+    return {"readme": readme, "bare": bare_done}
 
 
 @pytest.fixture(scope="session")
