@@ -118,8 +118,7 @@ def _names_each_test_and_ends_with_the_summary(r: dict) -> str:
     assert " failed" not in last and " error" not in last, last
     # every gpu test selected ran to its end, none cut by the tests' share of the lease: the
     # rehearsals are the emulated device's run of the gpu tests in scripts/test
-    selected = re.search(r"^collected \d+ items / \d+ deselected / (\d+) selected", tests,
-                         re.MULTILINE)
+    selected = re.search(r"collected \d+ items / \d+ deselected / (\d+) selected", tests)
     assert selected, tests[:3000]
     ran = sum(int(n) for n, _ in re.findall(r"(\d+) (passed|skipped|xfailed|xpassed)", last))
     assert ran == int(selected.group(1)), f"{selected.group(0)}, but: {last}"
