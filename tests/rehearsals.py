@@ -24,9 +24,11 @@ counts assert reuse, not a count the load sets: tests/test_pinning.py says why).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -143,7 +145,7 @@ def _start_rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str)
     with log.open("w") as fh:
         proc = subprocess.Popen(
             [str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree, stdout=fh,
-            stderr=subprocess.STDOUT, text=True,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True,  # stopped as a group
             env=gpu_check_env(python, tmp, **emu_env(), **LEASE,
                               XFERBENCH_SUITE_COMMIT=SUITE_COMMIT, **env))
     return {"proc": proc, "logfile": log, "out": out}
@@ -161,12 +163,14 @@ def _finish(started: dict) -> dict:
 @pytest.fixture(scope="session")
 def readme_started(tmp_path_factory):
     """The check with the README's interpreter (xferbench installed: its pytest11 entry point
-    loads the plugin) in a fresh clone of the tree (git there), started: None (with the
-    reason) where this interpreter is not the README's."""
+    loads the plugin) in a fresh clone of the tree (git there), started: the reason instead
+    where this interpreter is not the README's. A check no test waited for (a selection of
+    the refusals alone) is stopped, with what it started, when the session ends."""
     try:
         importlib.metadata.distribution("xferbench")
     except importlib.metadata.PackageNotFoundError:
-        return "this interpreter is not the README's (xferbench is not installed in it)"
+        yield "this interpreter is not the README's (xferbench is not installed in it)"
+        return
     work = tmp_path_factory.mktemp("clone")
     tree = work / "tree"
     copy_tree(tree)
@@ -177,7 +181,11 @@ def readme_started(tmp_path_factory):
     tmp.mkdir()
     started = _start_rehearsal(Path(sys.executable), tree, tmp, work / "out",
                                XFERBENCH_MACHINE=README_MACHINE)
-    return {**started, "machine": README_MACHINE}
+    yield {**started, "machine": README_MACHINE}
+    if started["proc"].poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(started["proc"].pid, signal.SIGTERM)
+        started["proc"].wait()
 
 
 #: (which rehearsal, its pytest-gpu.log) for each that ran in this session: the run's last

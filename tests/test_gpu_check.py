@@ -57,6 +57,40 @@ def test_every_dependency_is_fetched_or_in_the_image(python):
     assert sorted(needed - fetched - held) == []
 
 
+# The refusals first, while the README rehearsal runs (``readme_started`` starts it before the
+# bare venv is built, and returns): a few seconds each, they need the bare venv and no quiet
+# machine; the bare rehearsal starts after them, with the tests below.
+def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(readme_started, bare,
+                                                                    tmp_path):
+    """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so
+    a warning on stderr at import (here: a sitecustomize that prints one) leaves it whole."""
+    python, tree, tmp, _path = bare
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    (noisy / "sitecustomize.py").write_text(
+        "import sys\nprint('UserWarning: a warning at import', file=sys.stderr)\n")
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PYTHONPATH=str(noisy))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-check: no accelerator here"), proc.stderr
+    assert proc.stdout.startswith("gpu-check: torch 2.") and " (CUDA " in proc.stdout
+    assert "UserWarning" not in proc.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(readme_started, bare,
+                                                                      tmp_path):
+    python, tree, tmp, path = bare
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **emu_env(),
+                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
+                      XFERBENCH_GPU_CHECK_TESTS="15")
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is too short for the headline classes" in lines[0], proc.stderr
+    assert "== gpu tests" not in proc.stdout  # nothing ran after it
+    assert not list((tmp_path / "out").glob("results/*/*.json"))
+
+
 def _gpu_check(python: Path, tree: Path, tmp: Path, out: Path,
                **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree,
@@ -171,34 +205,3 @@ def test_the_sidecar_says_the_run_was_planned_as_a_lease(lease_rehearsal):
     assert failed == []
     assert "the lease (every class's headline combinations at the default spec" in \
         lease_rehearsal["log"]
-
-
-# The refusals last: each is a few seconds, and the rehearsals above start before the bare
-# venv is built, so that the two overlap.
-def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(bare, tmp_path):
-    """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so
-    a warning on stderr at import (here: a sitecustomize that prints one) leaves it whole."""
-    python, tree, tmp, _path = bare
-    noisy = tmp_path / "noisy"
-    noisy.mkdir()
-    (noisy / "sitecustomize.py").write_text(
-        "import sys\nprint('UserWarning: a warning at import', file=sys.stderr)\n")
-    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PYTHONPATH=str(noisy))
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gpu-check: no accelerator here"), proc.stderr
-    assert proc.stdout.startswith("gpu-check: torch 2.") and " (CUDA " in proc.stdout
-    assert "UserWarning" not in proc.stdout
-    assert not (tmp_path / "out").exists()
-
-
-def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(bare, tmp_path):
-    python, tree, tmp, path = bare
-    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **emu_env(),
-                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
-                      XFERBENCH_GPU_CHECK_TESTS="15")
-    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "is too short for the headline classes" in lines[0], proc.stderr
-    assert "== gpu tests" not in proc.stdout  # nothing ran after it
-    assert not list((tmp_path / "out").glob("results/*/*.json"))
