@@ -32,6 +32,7 @@ import signal
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -151,12 +152,41 @@ def _start_rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str)
     return {"proc": proc, "logfile": log, "out": out}
 
 
+def _in_session(sid: int) -> list[int]:
+    """The processes of session ``sid`` (Linux's /proc): the check and all it started, in
+    whatever process group (``timeout`` makes one of its own)."""
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            state, _ppid, _group, session = \
+                Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[:4]
+            if int(session) == sid and state != "Z":  # a zombie is only waiting to be reaped
+                pids.append(int(entry))
+    return pids
+
+
+def _stop(started: dict) -> None:
+    """The check and all it started (its own session) stopped, if any of it still runs."""
+    proc = started["proc"]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _in_session(proc.pid) if os.path.isdir("/proc") else [proc.pid]
+        if not pids and proc.poll() is not None:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _in_session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
 def _finish(started: dict) -> dict:
     try:
         started["proc"].wait(timeout=900)
     except subprocess.TimeoutExpired:
-        started["proc"].kill()
-        started["proc"].wait()
+        _stop(started)
     return {**started, "log": started["logfile"].read_text()}
 
 
@@ -182,10 +212,7 @@ def readme_started(tmp_path_factory):
     started = _start_rehearsal(Path(sys.executable), tree, tmp, work / "out",
                                XFERBENCH_MACHINE=README_MACHINE)
     yield {**started, "machine": README_MACHINE}
-    if started["proc"].poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(started["proc"].pid, signal.SIGTERM)
-        started["proc"].wait()
+    _stop(started)
 
 
 #: (which rehearsal, its pytest-gpu.log) for each that ran in this session: the run's last
@@ -224,8 +251,11 @@ def rehearsals(readme_started, bare, tmp_path_factory):
     bare_started = _start_rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out",
                                     PATH=path, XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
     bare_started["quick"] = quick
-    readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
-    bare_done = _finish(bare_started)
+    try:  # an interrupt (^C: it no longer reaches their process groups) stops both
+        readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
+        bare_done = _finish(bare_started)
+    finally:
+        _stop(bare_started)
     if not isinstance(readme, str):
         GPU_LOGS.append(("the README rehearsal of scripts/gpu-check", readme["out"] /
                          "pytest-gpu.log"))
