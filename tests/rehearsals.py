@@ -2,6 +2,9 @@
 side by side: session fixtures (tests/conftest.py registers them), so that every test that
 reads a rehearsal reads the same one. They run in the serial phase of scripts/test (their
 tests are marked ``serial``): one process, so one rehearsal of each for the whole phase.
+Each runs every gpu-marked test on the emulated device after its grid, as the check does:
+scripts/test's run of them there (tests/test_gpu_check.py fails if one failed or was left
+unrun; the session's last lines give the counts).
 
 - the README's own interpreter (this one: xferbench installed, pytest-benchmark there) in a
   fresh clone (the tree committed into a new git repository): the lease itself, at the
@@ -251,7 +254,8 @@ def rehearsals(readme_started, bare, tmp_path_factory):
     bare_started = _start_rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out",
                                     PATH=path, XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
     bare_started["quick"] = quick
-    try:  # an interrupt (^C: it no longer reaches their process groups) stops both
+    try:  # on ^C (it no longer reaches them) the bare one stops here, the README one at
+        # readme_started's end
         readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
         bare_done = _finish(bare_started)
     finally:
