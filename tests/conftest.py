@@ -66,6 +66,11 @@ def emu_requested() -> bool:
     return os.environ.get("XFERBENCH_EMU") == "1"
 
 
+#: The flag scripts/test waits for (see pytest_testnodedown), taken from the environment
+#: before any worker or test process could inherit it: only this run's controller touches it.
+WORKER_DONE = os.environ.pop("XFERBENCH_TEST_WORKER_DONE", None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global EMU_UNAVAILABLE
     if not emu_requested():
@@ -119,6 +124,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason=_no_accelerator_reason())
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, in its controller
+def pytest_testnodedown(node, error) -> None:
+    """A worker is done: no file is left to hand it. scripts/test starts the serial phase
+    then, beside the other worker's last files (``XFERBENCH_TEST_WORKER_DONE`` names the
+    file this touches)."""
+    if WORKER_DONE:
+        Path(WORKER_DONE).touch()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
