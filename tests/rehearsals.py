@@ -38,12 +38,14 @@ import sys
 import time
 from pathlib import Path
 
-import barevenv
 import pytest
 from slowmark import slow_fixture
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: What the GPU image holds beside torch (the device tool's page), less what we cannot need
+#: and less pytest-benchmark, which the image has: the bare rehearsal runs without it.
+IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml"]
 #: Every class of the suite that one device measures (Peer needs a second).
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
                  "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
@@ -112,10 +114,12 @@ def bare(tmp_path_factory):
     import torch
 
     work = tmp_path_factory.mktemp("gpu-machine")
-    release = torch.__version__.split("+")[0]
-    given = os.environ.get("XFERBENCH_TEST_BARE_VENV")  # scripts/test built it during setup
-    python = (given and barevenv.built(Path(given), release)) or \
-        barevenv.build(work / "venv", release)
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, f"torch=={torch.__version__.split('+')[0]}", *IMAGE_PACKAGES],
+                   check=True, timeout=900)
     for absent in ("asv", "xferbench", "pytest_benchmark"):
         proc = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True)
         assert proc.returncode != 0, f"the bare interpreter must not hold {absent}"
