@@ -588,7 +588,7 @@ def test_clock_info_reports_the_ramp_while_the_device_works(dev):
     queued = time.perf_counter()
     torch.emu._sleep(100_000_000)
     # the first reading once the spin has started: on a loaded host the stream's thread may
-    # wait 20 ms for a core (a CI run read 345 MHz twice, 10 and 20 ms after queueing)
+    # wait 20 ms for a core (a fresh-clone run read 345 MHz twice, 10 and 20 ms after queueing)
     while True:
         time.sleep(0.005)
         first = torch.emu.clock_info()["sm_clock_mhz"]
