@@ -36,7 +36,7 @@ from rehearsals import (  # noqa: F401  the gpu-check rehearsals: session fixtur
     readme_started,
     rehearsals,
 )
-from rehearsals import rehearsed_gpu_tests
+from rehearsals import mark_rehearsals, rehearsed_gpu_tests
 from slowmark import mark_slow_and_order, report_unmarked_slow, slow_fixture
 
 from xferbench.cli import main
@@ -64,11 +64,6 @@ def _not_an_xdist_worker_below(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def emu_requested() -> bool:
     return os.environ.get("XFERBENCH_EMU") == "1"
-
-
-#: The flag scripts/test waits for (see pytest_testnodedown), taken from the environment
-#: before any worker or test process could inherit it: only this run's controller touches it.
-WORKER_DONE = os.environ.pop("XFERBENCH_TEST_WORKER_DONE", None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,6 +111,7 @@ def telling(item: pytest.Item) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     mark_slow_and_order(config, items)
+    mark_rehearsals(items)
     if os.environ.get("XFERBENCH_TELLING_FIRST") == "1":  # scripts/gpu-check's test stage
         items.sort(key=lambda item: not telling(item))  # stable: file order within each
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
@@ -124,15 +120,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason=_no_accelerator_reason())
     for item in gpu_items:
         item.add_marker(skip)
-
-
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, in its controller
-def pytest_testnodedown(node, error) -> None:
-    """A worker is done: no file is left to hand it. scripts/test starts the serial phase
-    then, beside the other worker's last files (``XFERBENCH_TEST_WORKER_DONE`` names the
-    file this touches)."""
-    if WORKER_DONE:
-        Path(WORKER_DONE).touch()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

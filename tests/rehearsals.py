@@ -1,7 +1,8 @@
 """scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice and
 side by side: session fixtures (tests/conftest.py registers them), so that every test that
-reads a rehearsal reads the same one. They run in the serial phase of scripts/test (their
-tests are marked ``serial``): one process, so one rehearsal of each for the whole phase.
+reads a rehearsal reads the same one. Every test that uses one is marked ``rehearsal``
+(``mark_rehearsals``, from tests/conftest.py's collection hook), and scripts/test runs those
+in a pytest of their own, one rehearsal of each, beside the other tests' two processes.
 Each runs every gpu-marked test on the emulated device after its grid, as the check does:
 scripts/test's run of them there (tests/test_gpu_check.py fails if one failed or was left
 unrun; the session's last lines give the counts).
@@ -20,10 +21,13 @@ unrun; the session's last lines give the counts).
   device, under the budget it fits in with room to spare: tests/test_run_emu.py reads it as
   the suite's end-to-end run on emu (one grid measured for both, not two).
 
-Side by side, the 2-core machine runs more threads than it has cores while their gpu tests
-run: the tests that hold a stream for milliseconds must hold whatever the host's load (the
-busy-stream hazard tries again a trial whose spin the host outlasted; the pinned allocation
-counts assert reuse, not a count the load sets: tests/test_pinning.py says why)."""
+Side by side, and beside the other tests, the 2-core machine runs more threads than it has
+cores: each run's plan counts what it has spent, so their budgets must hold all the same (the
+grid's measurement is timed, so a loaded host costs it samples, not seconds; the classes'
+starts and the gpu tests are what the load stretches), and the tests that hold a stream for
+milliseconds must hold whatever the host's load (the busy-stream hazard tries again a trial
+whose spin the host outlasted; the pinned allocation counts assert reuse, not a count the
+load sets: tests/test_pinning.py says why)."""
 
 from __future__ import annotations
 
@@ -68,6 +72,24 @@ README_MACHINE = "emu-rehearsal"
 SUITE_COMMIT = "b" * 40
 
 
+def rehearsal_fixture(func):
+    """Under ``@pytest.fixture``: a fixture that starts or waits for a rehearsal; every test
+    that uses it, directly or through another fixture, is marked ``rehearsal``."""
+    func.xferbench_rehearsal = True
+    return func
+
+
+def mark_rehearsals(items: list[pytest.Item]) -> None:
+    """Mark ``rehearsal`` every test that uses a rehearsal (call it before ``-m`` reads the
+    marks): scripts/test runs them in a process of their own, so that both rehearsals run
+    once, and no xdist process of the other tests starts one of its own."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None and any(defs and getattr(defs[-1].func, "xferbench_rehearsal", False)
+                                    for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.rehearsal)
+
+
 def copy_tree(dest: Path) -> None:
     """The tracked and untracked-not-ignored files, without results/ and .git."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
@@ -107,6 +129,7 @@ def emu_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+@rehearsal_fixture
 @slow_fixture
 def bare(tmp_path_factory):
     """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
@@ -194,6 +217,7 @@ def _finish(started: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
+@rehearsal_fixture
 def readme_started(tmp_path_factory):
     """The check with the README's interpreter (xferbench installed: its pytest11 entry point
     loads the plugin) in a fresh clone of the tree (git there), started: the reason instead
@@ -240,14 +264,15 @@ def rehearsed_gpu_tests(terminalreporter) -> None:
 
 
 @pytest.fixture(scope="session")
+@rehearsal_fixture
 @slow_fixture
 def rehearsals(readme_started, bare, tmp_path_factory):
     """Both checks, side by side: the README one starts first (``readme_started`` comes
     before ``bare`` here, so the bare venv is built while it runs), then the bare one, in the
     tree without .git and git hidden from PATH, its machine unnamed (``xferbench run`` names
-    it). Each mostly keeps one core busy, so on this 2-core machine they share it as a
-    lease's run would a loaded host: their budgets must hold all the same (each run's plan
-    counts what it has spent)."""
+    it). Each mostly keeps one core busy, and scripts/test runs the other tests beside them:
+    they share the 2-core machine as a lease's run would a loaded host, and their budgets
+    must hold all the same (each run's plan counts what it has spent)."""
     python, tree, tmp, path = bare
     # quick where the README one rehearses the lease at the default spec, else the lease
     quick = not isinstance(readme_started, str)

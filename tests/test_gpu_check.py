@@ -22,8 +22,9 @@ from xferbench.results import load
 from xferbench.results.sidecar import load_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
-# alone, after the others (scripts/test): the rehearsals run under a lease's time budget
-pytestmark = [pytest.mark.slow, pytest.mark.serial]
+# The tests that read a rehearsal are marked ``rehearsal`` by their fixtures (tests/rehearsals.py):
+# scripts/test runs them beside the other tests, on a process of their own.
+pytestmark = pytest.mark.slow
 
 
 def _canonical(name: str) -> str:

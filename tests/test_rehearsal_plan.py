@@ -1,6 +1,5 @@
-"""The gpu-check rehearsal's lease (tests/rehearsals.py, slow and serial) against the plan it
-rehearses, in a second: the plan grows with the suite, the rehearsal's budget is typed
-there."""
+"""The gpu-check rehearsal's lease (tests/rehearsals.py) against the plan it rehearses, in a
+second: the plan grows with the suite, the rehearsal's budget is typed there."""
 
 from __future__ import annotations
 

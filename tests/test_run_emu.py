@@ -5,10 +5,10 @@ emulated, and the claims it decides are its behaviour checks', never its times. 
 ways the suite learns its device: the probe the run hands down, and the
 one the suite asks a child for under stock asv.
 
-The run end to end is the bare gpu-check rehearsal's (tests/rehearsals.py, a session fixture
-of the serial phase): ``xferbench run --quick --device emu`` over the whole smoke grid, its
-machine named as the run names it, from a bare interpreter; one grid measured for both (it
-was a run of its own here, 121 CPU-s of the parallel phase). Those tests are ``serial``.
+The run end to end is the bare gpu-check rehearsal's (tests/rehearsals.py, a session fixture;
+its users are marked ``rehearsal``): ``xferbench run --quick --device emu`` over the whole
+smoke grid, its machine named as the run names it, from a bare interpreter; one grid
+measured for both (it was a run of its own here, 121 CPU-s of the parallel phase).
 
 The other tests start fresh processes and never load emu into this one, so they run in any
 session; they need the library built (``scripts/build-emu``; built here if missing) and are
@@ -163,7 +163,6 @@ def emu_run(bare_rehearsal) -> tuple[Path, int, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 def test_the_smoke_grid_runs_every_accelerator_branch_on_emu_and_verifies(emu_run):
     results, code, said = emu_run
     assert code == 0, said[-4000:]
@@ -176,7 +175,6 @@ def test_the_smoke_grid_runs_every_accelerator_branch_on_emu_and_verifies(emu_ru
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
     results, code, said = emu_run
     assert code == 0, said[-4000:]
@@ -198,7 +196,6 @@ def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 def test_the_claims_decide_the_behaviour_on_emu_and_no_claim_about_time(emu_run):
     """On the emulated device every behaviour check runs, each claim decided with the words
     this release used; its times decide nothing."""
