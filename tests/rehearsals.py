@@ -48,8 +48,9 @@ from slowmark import slow_fixture
 REPO = Path(__file__).resolve().parents[1]
 
 #: What the GPU image holds beside torch (the device tool's page), less what we cannot need
-#: and less pytest-benchmark, which the image has: the bare rehearsal runs without it.
-IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml"]
+#: and less pytest-benchmark, which the image has: the bare rehearsal runs without it. pip is
+#: the image's too: scripts/gpu-check installs the carried wheels with it.
+IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml", "pip"]
 #: Every class of the suite that one device measures (Peer needs a second).
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
                  "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
@@ -116,6 +117,47 @@ def path_without(tool: str, shadow: Path) -> str:
     return os.pathsep.join(parts)
 
 
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def link_image_packages(python: Path, names: list[str], into: Path) -> list[str]:
+    """The distributions ``names`` and everything they require, as this interpreter has them
+    installed (the same torch), linked into the folder ``into``, which a .pth file in the
+    site-packages of the venv of ``python`` puts on its path, where site-packages stands (before
+    what scripts/gpu-check carries). pip writing torch into each session's venv cost 26 CPU-s
+    and a gigabyte on the disk, which stalled the tests beside it. Their names, sorted."""
+    from packaging.requirements import Requirement
+
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        dist = importlib.metadata.distribution(todo.pop())
+        key = _canonical(dist.metadata["Name"])
+        if key in found:
+            continue
+        found[key] = dist
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    into.mkdir(parents=True)
+    for key, dist in found.items():
+        if not dist.files:
+            raise RuntimeError(f"{key} has no RECORD here: it cannot be linked")
+        base = Path(dist.locate_file(""))
+        for top in sorted({f.parts[0] for f in dist.files}):
+            # scripts (..), byte code and .pth files (read only in a site folder) stay out
+            if top not in ("..", "__pycache__") and not top.endswith(".pth") \
+                    and not (into / top).exists():
+                (into / top).symlink_to(base / top)
+    site = subprocess.run([str(python), "-c", "import sysconfig; "
+                           "print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "xferbench-image.pth").write_text(f"{into}\n")
+    return sorted(found)
+
+
 def emu_env() -> dict[str, str]:
     import emu
 
@@ -133,16 +175,13 @@ def emu_env() -> dict[str, str]:
 @slow_fixture
 def bare(tmp_path_factory):
     """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
-    packages only, and a copy of the tree without .git, with .whl/ fetched for that Python."""
-    import torch
-
+    packages only (this interpreter's, linked: ``link_image_packages``), and a copy of the
+    tree without .git, with .whl/ fetched for that Python."""
     work = tmp_path_factory.mktemp("gpu-machine")
     venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, f"torch=={torch.__version__.split('+')[0]}", *IMAGE_PACKAGES],
-                   check=True, timeout=900)
+    link_image_packages(python, ["torch", *IMAGE_PACKAGES], work / "image-packages")
     for absent in ("asv", "xferbench", "pytest_benchmark"):
         proc = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True)
         assert proc.returncode != 0, f"the bare interpreter must not hold {absent}"
