@@ -1,5 +1,5 @@
-"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice and
-side by side: session fixtures (tests/conftest.py registers them), so that every test that
+"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice, one
+after the other: session fixtures (tests/conftest.py registers them), so that every test that
 reads a rehearsal reads the same one. Every test that uses one is marked ``rehearsal``
 (``mark_rehearsals``, from tests/conftest.py's collection hook), and scripts/test runs those
 in a pytest of their own, one rehearsal of each, beside the other tests' two processes.
@@ -21,7 +21,7 @@ unrun; the session's last lines give the counts).
   device, under the budget it fits in with room to spare: tests/test_run_emu.py reads it as
   the suite's end-to-end run on emu (one grid measured for both, not two).
 
-Side by side, and beside the other tests, the 2-core machine runs more threads than it has
+Beside the other tests, the 2-core machine runs more threads than it has
 cores: each run's plan counts what it has spent, so their budgets must hold all the same (the
 grid's measurement is timed, so a loaded host costs it samples, not seconds; the classes'
 starts and the gpu tests are what the load stretches), and the tests that hold a stream for
@@ -306,21 +306,22 @@ def rehearsed_gpu_tests(terminalreporter) -> None:
 @rehearsal_fixture
 @slow_fixture
 def rehearsals(readme_started, bare, tmp_path_factory):
-    """Both checks, side by side: the README one starts first (``readme_started`` comes
-    before ``bare`` here, so the bare venv is built while it runs), then the bare one, in the
-    tree without .git and git hidden from PATH, its machine unnamed (``xferbench run`` names
-    it). Each mostly keeps one core busy, and scripts/test runs the other tests beside them:
-    they share the 2-core machine as a lease's run would a loaded host, and their budgets
-    must hold all the same (each run's plan counts what it has spent)."""
+    """Both checks, one after the other: the README one (started by ``readme_started``, the
+    lease at the default spec) to its end, then the bare one, in the tree without .git and
+    git hidden from PATH, its machine unnamed (``xferbench run`` names it). scripts/test runs
+    the other tests beside them on two processes: each check shares the 2-core machine with
+    those as a lease's run would a loaded host, and its budget must hold all the same (each
+    run's plan counts what it has spent). Side by side, as they ran until the other tests
+    came beside them, the README one's grid took 214 s of its 260 (161 s with the bare one
+    alone beside it)."""
     python, tree, tmp, path = bare
     # quick where the README one rehearses the lease at the default spec, else the lease
     quick = not isinstance(readme_started, str)
+    readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
     bare_started = _start_rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out",
                                     PATH=path, XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
     bare_started["quick"] = quick
-    try:  # on ^C (it no longer reaches them) the bare one stops here, the README one at
-        # readme_started's end
-        readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
+    try:  # on ^C (it no longer reaches it) the bare one stops here
         bare_done = _finish(bare_started)
     finally:
         _stop(bare_started)

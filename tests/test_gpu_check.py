@@ -1,12 +1,11 @@
-"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice and
-side by side (tests/rehearsals.py: session fixtures, shared with tests/test_run_emu.py): the
+"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice, one
+after the other (tests/rehearsals.py: session fixtures, shared with tests/test_run_emu.py): the
 README's interpreter in a fresh clone, the lease itself at the default spec, and a bare
 interpreter without git, xferbench, asv or pytest-benchmark, as a smoke rehearsal.
 
 Each must exit 0 with every class but Peer saved with numbers, none sampled under a cap, and
-a test log that names each test and holds pytest's summary line. Both at the default spec,
-the module took 342 s, the 2 cores saturated until the last minute (the bare one starts
-after its venv is built, so it ended alone); with the bare one quick both end together."""
+a test log that names each test and holds pytest's summary line. scripts/test runs them
+beside the other tests (the ``rehearsal`` mark), so each check meets a loaded host."""
 
 from __future__ import annotations
 
