@@ -44,6 +44,7 @@ from pathlib import Path
 
 import pytest
 from slowmark import slow_fixture
+from venvs import linked_venv
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,47 +118,6 @@ def path_without(tool: str, shadow: Path) -> str:
     return os.pathsep.join(parts)
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def link_image_packages(python: Path, names: list[str], into: Path) -> list[str]:
-    """The distributions ``names`` and everything they require, as this interpreter has them
-    installed (the same torch), linked into the folder ``into``, which a .pth file in the
-    site-packages of the venv of ``python`` puts on its path, where site-packages stands (before
-    what scripts/gpu-check carries). pip writing torch into each session's venv cost 26 CPU-s
-    and a gigabyte on the disk, which stalled the tests beside it. Their names, sorted."""
-    from packaging.requirements import Requirement
-
-    found: dict[str, importlib.metadata.Distribution] = {}
-    todo = list(names)
-    while todo:
-        dist = importlib.metadata.distribution(todo.pop())
-        key = _canonical(dist.metadata["Name"])
-        if key in found:
-            continue
-        found[key] = dist
-        for spec in dist.requires or []:
-            req = Requirement(spec)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
-    into.mkdir(parents=True)
-    for key, dist in found.items():
-        if not dist.files:
-            raise RuntimeError(f"{key} has no RECORD here: it cannot be linked")
-        base = Path(dist.locate_file(""))
-        for top in sorted({f.parts[0] for f in dist.files}):
-            # scripts (..), byte code and .pth files (read only in a site folder) stay out
-            if top not in ("..", "__pycache__") and not top.endswith(".pth") \
-                    and not (into / top).exists():
-                (into / top).symlink_to(base / top)
-    site = subprocess.run([str(python), "-c", "import sysconfig; "
-                           "print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    (Path(site) / "xferbench-image.pth").write_text(f"{into}\n")
-    return sorted(found)
-
-
 def emu_env() -> dict[str, str]:
     import emu
 
@@ -175,13 +135,10 @@ def emu_env() -> dict[str, str]:
 @slow_fixture
 def bare(tmp_path_factory):
     """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
-    packages only (this interpreter's, linked: ``link_image_packages``), and a copy of the
+    packages only (this interpreter's, linked: tests/venvs.py), and a copy of the
     tree without .git, with .whl/ fetched for that Python."""
     work = tmp_path_factory.mktemp("gpu-machine")
-    venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    link_image_packages(python, ["torch", *IMAGE_PACKAGES], work / "image-packages")
+    python = linked_venv(work / "venv", ["torch", *IMAGE_PACKAGES]) / "python"
     for absent in ("asv", "xferbench", "pytest_benchmark"):
         proc = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True)
         assert proc.returncode != 0, f"the bare interpreter must not hold {absent}"

@@ -1,13 +1,13 @@
 """The package as people install it, outside any clone: the wheel (built from the sdist, as
 ``python -m build`` does, so the sdist's path is taken too) holds the suite and the licence;
-in a fresh venv with torch, ``xferbench run`` measures in an empty folder and ``publish``,
+in a fresh venv with torch (this interpreter's, linked there: tests/venvs.py; the install of
+the wheel is pip's), ``xferbench run`` measures in an empty folder and ``publish``,
 ``list``, ``cite`` and ``export`` read what it wrote, filed under the commit and date a
 clone's run is; in a venv without torch ``lint`` and ``flake8 --select XB`` run and the
 measuring commands say what is missing; the pre-commit hook's environment, made by
 pre-commit itself, holds LibCST and no torch.
 
-Slow (about two minutes: two venvs, torch installed once from pip's wheelhouse or cache,
-asv run once): ``-m slow``.
+Slow (50 s alone: the build, three venvs, asv run once): ``-m slow``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from venvs import linked_venv
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -105,10 +106,7 @@ def _clone_benchmarks() -> set[str]:
 
 
 def test_pip_install_then_run_publish_list_cite_export_in_an_empty_folder(dist, tmp_path):
-    import torch
-
-    release = torch.__version__.split("+")[0]
-    bin_ = _venv(tmp_path / "venv", f"torch=={release}")  # first, as the README says
+    bin_ = linked_venv(tmp_path / "venv", ["torch", "pip"])  # torch first, as the README says
     proc = _run([str(bin_ / "python"), "-m", "pip", "install", "-q", str(_wheel(dist))],
                 tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
