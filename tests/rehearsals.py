@@ -83,13 +83,18 @@ def rehearsal_fixture(func):
 
 def mark_rehearsals(items: list[pytest.Item]) -> None:
     """Mark ``rehearsal`` every test that uses a rehearsal (call it before ``-m`` reads the
-    marks): scripts/test runs them in a process of their own, so that both rehearsals run
-    once, and no xdist process of the other tests starts one of its own."""
+    marks), and put them first (stable): scripts/test runs the tests marked ``rehearsal`` in a
+    process of their own, so that both rehearsals run once, start at once, and no xdist
+    process of the other tests starts one of its own; the other tests marked so by hand (the
+    package installed as users get it) come after them there."""
+    using = set()
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is not None and any(defs and getattr(defs[-1].func, "xferbench_rehearsal", False)
                                     for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.rehearsal)
+            using.add(item)
+    items.sort(key=lambda item: item not in using)
 
 
 def copy_tree(dest: Path) -> None:
