@@ -21,13 +21,13 @@ unrun; the session's last lines give the counts).
   device, under the budget it fits in with room to spare: tests/test_run_emu.py reads it as
   the suite's end-to-end run on emu (one grid measured for both, not two).
 
-Beside the other tests, the 2-core machine runs more threads than it has
-cores: each run's plan counts what it has spent, so their budgets must hold all the same (the
-grid's measurement is timed, so a loaded host costs it samples, not seconds; the classes'
-starts and the gpu tests are what the load stretches), and the tests that hold a stream for
-milliseconds must hold whatever the host's load (the busy-stream hazard tries again a trial
-whose spin the host outlasted; the pinned allocation counts assert reuse, not a count the
-load sets: tests/test_pinning.py says why)."""
+Beside the other tests, the 2-core machine runs more threads than it has cores: each run's
+plan counts what it has spent, so their budgets must hold all the same (the grid's
+measurement is timed, so a loaded host costs it samples, not seconds; the classes' starts and
+the gpu tests are what the load stretches), and the tests that hold a stream for milliseconds
+must hold whatever the host's load (the busy-stream hazard tries again a trial whose spin the
+host outlasted; the pinned allocation counts assert reuse, not a count the load sets:
+tests/test_pinning.py says why)."""
 
 from __future__ import annotations
 
@@ -84,9 +84,9 @@ def rehearsal_fixture(func):
 def mark_rehearsals(items: list[pytest.Item]) -> None:
     """Mark ``rehearsal`` every test that uses a rehearsal (call it before ``-m`` reads the
     marks), and put them first (stable): scripts/test runs the tests marked ``rehearsal`` in a
-    process of their own, so that both rehearsals run once, start at once, and no xdist
-    process of the other tests starts one of its own; the other tests marked so by hand (the
-    package installed as users get it) come after them there."""
+    process of their own, so that each rehearsal runs once, the README one from the start, and
+    no xdist process of the other tests starts one of its own; the other tests marked so by
+    hand (the package installed as users get it) come after them there."""
     using = set()
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
@@ -273,9 +273,8 @@ def rehearsals(readme_started, bare, tmp_path_factory):
     git hidden from PATH, its machine unnamed (``xferbench run`` names it). scripts/test runs
     the other tests beside them on two processes: each check shares the 2-core machine with
     those as a lease's run would a loaded host, and its budget must hold all the same (each
-    run's plan counts what it has spent). Side by side, as they ran until the other tests
-    came beside them, the README one's grid took 214 s of its 260 (161 s with the bare one
-    alone beside it)."""
+    run's plan counts what it has spent). Side by side beside the other tests, the README
+    one's grid took 206 to 241 s of its 260; one after the other, 176 to 187 s."""
     python, tree, tmp, path = bare
     # quick where the README one rehearses the lease at the default spec, else the lease
     quick = not isinstance(readme_started, str)
