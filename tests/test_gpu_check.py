@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 from rehearsals import SUITE_CLASSES, SUITE_COMMIT, emu_env, gpu_check_env
 
 from xferbench.results import load
@@ -26,18 +27,14 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def fetched_and_image() -> tuple[set[str], set[str]]:
     """What scripts/fetch-gpu-wheels downloads, and what it says the image holds."""
     text = (REPO / "scripts" / "fetch-gpu-wheels").read_text()
     image = re.search(r"^# the image holds: (.*)$", text, re.M)
     assert image, "scripts/fetch-gpu-wheels no longer says what the image holds"
-    held = {_canonical(n) for n in image.group(1).split()}
+    held = {canonicalize_name(n) for n in image.group(1).split()}
     args = text.split('-d "$dest"', 1)[1].split("\nls ", 1)[0]
-    fetched = {_canonical(re.split(r"[=<>]", a)[0]) for a in args.replace("\\", " ").split()}
+    fetched = {canonicalize_name(re.split(r"[=<>]", a)[0]) for a in args.replace("\\", " ").split()}
     return fetched, held
 
 
@@ -52,14 +49,14 @@ def test_every_dependency_is_fetched_or_in_the_image(python):
     fetched, held = fetched_and_image()
     assert {"asv", "torch", "matplotlib"} <= fetched | held
     env = {"python_version": python, "sys_platform": "linux", "platform_system": "Linux"}
-    needed = {_canonical(r.name) for r in map(Requirement, deps)
+    needed = {canonicalize_name(r.name) for r in map(Requirement, deps)
               if r.marker is None or r.marker.evaluate(env)}
     assert sorted(needed - fetched - held) == []
 
 
-# The refusals first, while the README rehearsal runs (``readme_started`` starts it before the
-# bare venv is built, and returns): a few seconds each, they need the bare venv and no quiet
-# machine; the bare rehearsal starts after them, with the tests below.
+# The refusals first, while the README rehearsal runs (``readme_started`` starts it and
+# returns): a few seconds each, they need the bare venv and no quiet machine; the bare
+# rehearsal starts once the README one has ended, with the tests below.
 def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(readme_started, bare,
                                                                     tmp_path):
     """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so

@@ -14,26 +14,22 @@ named or required).
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import subprocess
 import sys
 from pathlib import Path
-
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def requirement_closure(names: list[str]) -> dict[str, importlib.metadata.Distribution]:
     """{name: installed distribution} for ``names`` and everything they require here (the
     requirements of no extra whose markers hold on this interpreter)."""
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     found: dict[str, importlib.metadata.Distribution] = {}
     todo = list(names)
     while todo:
         dist = importlib.metadata.distribution(todo.pop())
-        key = _canonical(dist.metadata["Name"])
+        key = canonicalize_name(dist.metadata["Name"])
         if key in found:
             continue
         found[key] = dist
