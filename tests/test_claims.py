@@ -3,7 +3,7 @@ issue lists; on the committed results (a CPU VM, six releases, two sweeps) every
 verdict per series, recomputed from the numbers (host-side ones decided, accelerator ones not
 measurable here with the run's reason); a planted result that reverses a claim turns its
 verdict and is listed as a lost claim; bad input is one sentence and exit 2; the JSON is the
-shipped schema's; the README's block is `xferbench claims --format markdown`'s."""
+shipped schema's; docs/results.md's block is `xferbench claims --format markdown`'s."""
 
 from __future__ import annotations
 
@@ -354,14 +354,14 @@ def test_the_json_is_the_shipped_schemas():
         jsonschema.validate(broken, schema)
 
 
-def test_the_readme_claims_block_is_that_of_the_committed_results():
-    readme = (REPO_ROOT / "README.md").read_text()
+def test_the_results_page_claims_block_is_that_of_the_committed_results():
+    page = (REPO_ROOT / "docs" / "results.md").read_text()
     begin, end = "<!-- claims:begin -->\n", "\n<!-- claims:end -->"
-    quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
+    quoted = page[page.index(begin) + len(begin): page.index(end)]
     out = _cli("claims", "--results", str(RESULTS), "--format", "markdown")
     assert out.returncode == 0, out.stderr
     assert quoted == out.stdout.rstrip(), (
-        "README claims differ from results/: paste the output of "
+        "docs/results.md's claims differ from results/: paste the output of "
         "'xferbench claims --format markdown' between the claims markers")
 
 

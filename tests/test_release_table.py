@@ -1,4 +1,4 @@
-"""The README's figures (``xferbench table``): per machine one table, a column
+"""The figures of docs/results.md (``xferbench table``): per machine one table, a column
 per PyTorch release oldest first, a figure no release measured said once with its reason."""
 
 from __future__ import annotations

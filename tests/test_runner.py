@@ -174,16 +174,16 @@ def test_asv_check_finds_no_problems_in_the_suite(tmp_path):
     assert "No problems found" in proc.stdout
 
 
-def test_readme_figures_are_those_of_the_committed_results():
-    readme = (REPO / "README.md").read_text()
+def test_the_results_page_figures_are_those_of_the_committed_results():
+    page = (REPO / "docs" / "results.md").read_text()
     begin, end = "<!-- headline:begin -->\n", "\n<!-- headline:end -->"
-    quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
+    quoted = page[page.index(begin) + len(begin): page.index(end)]
     # the committed results only: a user's own run adds results/<host>/ beside them
     proc = subprocess.run([sys.executable, "-m", "xferbench", "table",
                            "--results", str(committed_results())],
                           capture_output=True, text=True, check=True)
     assert quoted == proc.stdout.rstrip(), (
-        "README figures differ from results/: paste the output of "
+        "docs/results.md's figures differ from results/: paste the output of "
         "'xferbench table' between the headline markers")
 
 
