@@ -141,7 +141,7 @@ MAX_PAIRS = 4_000_000
 
 
 def ratio_interval(den: Sequence[float], num: Sequence[float],
-                   alpha: float) -> tuple[float, float] | None:
+                   alpha: float = 0.05) -> tuple[float, float] | None:
     """The 1 - ``alpha`` interval of the factor r by which ``num``'s values are ``den``'s
     scaled (num / den, a ratio of medians where one side is the other scaled): every r for
     which Mann-Whitney U of ``den`` against ``num / r`` is not significant at ``alpha``, the
