@@ -91,10 +91,11 @@ def _summary(c: Comparison) -> list[str]:
         _tested(c.decision),
         f"better/worse: significant and beyond {c.threshold:.0%} (without samples: disjoint "
         f"99% CIs); same: B/A's interval inside {1 / (1 + c.threshold):.3f} to "
-        f"{1 + c.threshold:.3f}; ambiguous: neither can be shown; clock: better or worse in "
-        "time but not once each sample is scaled by its SM clock. Confirmed where every "
-        "repeat of both series (another machine folder measuring the same again) marks it so "
-        "too, else suspected."]
+        f"{1 + c.threshold:.3f}; ambiguous: neither can be shown"
+        + ("; clock: better or worse in time but not once each sample is scaled by the SM "
+           "clock it ran at" if any(r.verdict and r.verdict.cycles for r in c.rows) else "")
+        + ". Confirmed where every repeat of both series (another machine folder measuring "
+        "the same again) marks it so too, else suspected."]
     if c.confounds:
         lines.append("CAUTION: more than the release differs: " + "; ".join(c.confounds) +
                      " (a difference may be theirs; --strict refuses such a comparison)")
