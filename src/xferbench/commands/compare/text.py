@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from ...analysis.comparison import FAILED_IN_B, MARKS, WORSE, Row
-from ...analysis.mannwhitney import EXACT_SMALLER
+from ...analysis.mannwhitney import EXACT_SMALLER, EXACT_TIED_TOTAL
 from ...analysis.stats import ON_P, Decision
 from ...results import Result
 from ...units import confidence, format_value
@@ -121,7 +121,7 @@ def _summary(c: Comparison) -> list[str]:
 def _tested(d: Decision) -> str:
     """The line that says how many rows were tested and the rate that decided them."""
     test = (f"{d.tested} rows tested (Mann-Whitney U on the samples, exact where a side has "
-            f"at most {EXACT_SMALLER})")
+            f"at most {EXACT_SMALLER} and, with ties, both at most {EXACT_TIED_TOTAL})")
     if d.on == ON_P:
         return (f"{test}: each decided on its p-value at {d.alpha:g}, no false discovery "
                 f"rate (--decide-on p); {d.discoveries} significant.")

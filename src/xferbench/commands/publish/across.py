@@ -82,7 +82,7 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
             "neither can be shown; clock: a change in time that vanishes once each sample is "
             "scaled by the SM clock it ran at. B/A below 1: B takes less (for times, B is "
             "faster). The interval is B/A's from the same test, at the confidence the step's "
-            "rate gives each row (it excludes 1 exactly where the row is significant); † marks "
+            "rate gives each row (it excludes 1 where the row is significant); † marks "
             "a ratio of medians outside it (the two differ in shape, not only by a factor). "
             "The samples are within one run each: noise between runs is not in them, so a "
             "change counts as a regression or an improvement only where a repeat confirms it "
@@ -96,8 +96,9 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
         ident = anchor("changes", step.machine, step.a.torch, step.b.torch)
         counts = (f"{plural(len(step.regressions), 'regression')}, "
                   f"{plural(len(step.improvements), 'improvement')}, "
-                  f"{len(step.suspected)} suspected, {step.count(CLOCK)} clock, "
-                  f"{step.count(SAME)} same, {step.count(AMBIGUOUS)} ambiguous; "
+                  f"{len(step.suspected)} suspected, "
+                  + (f"{step.count(CLOCK)} clock, " if step.count(CLOCK) else "")
+                  + f"{step.count(SAME)} same, {step.count(AMBIGUOUS)} ambiguous; "
                   f"{_tested(step.decision)}")
         opened = " open" if newest[step.machine] is step else ""
         body.append(f'<details class="step" id="{e(ident)}"{opened}><summary>torch '
