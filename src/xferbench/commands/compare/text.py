@@ -121,7 +121,7 @@ def _summary(c: Comparison) -> list[str]:
 def _tested(d: Decision) -> str:
     """The line that says how many rows were tested and the rate that decided them."""
     test = (f"{d.tested} rows tested (Mann-Whitney U on the samples, exact where a side has "
-            f"at most {EXACT_SMALLER} and, with ties, both at most {EXACT_TIED_TOTAL})")
+            f"at most {EXACT_SMALLER} and, with ties, the two at most {EXACT_TIED_TOTAL} in all)")
     if d.on == ON_P:
         return (f"{test}: each decided on its p-value at {d.alpha:g}, no false discovery "
                 f"rate (--decide-on p); {d.discoveries} significant.")
