@@ -150,8 +150,9 @@ def ratio_interval(den: Sequence[float], num: Sequence[float],
     U of ``den`` against ``num / r`` is the number of pairwise ratios num_j / den_i below r,
     so the interval runs between two order statistics of those ratios. It excludes 1 exactly
     when the test of ``den`` against ``num`` is significant at ``alpha``, except where values
-    tie (``accepted_u`` counts U's distribution without them). (0, inf) when no r can be rejected (too few samples); None where a side has
-    fewer than 2 samples or a value that is not positive.
+    tie (``accepted_u`` counts U's distribution without them). (0, inf) when no r can be
+    rejected (too few samples); None where a side has fewer than 2 samples or a value that is
+    not positive.
     """
     if len(den) < 2 or len(num) < 2 or min(den) <= 0 or min(num) <= 0:
         return None
