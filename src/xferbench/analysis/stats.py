@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from ..results import Result
 from .mannwhitney import mann_whitney_u, ratio_interval
 
-__all__ = ["mann_whitney_u", "ratio_interval"]  # the test's own module, re-exported
 
 #: Default threshold: a change smaller than this is never a regression, however significant.
 THRESHOLD = 0.10

@@ -220,8 +220,8 @@ WIDE_STYLE = {"font.size": 9.5, "axes.titlesize": 10.0, "axes.labelsize": 9.0,
 def plot_headline(row: HeadlineRow, versions: list[str], path: str, width: float = WIDTH
                   ) -> Any:
     """The speed-up per version and machine with its interval: points only, never a line,
-    and hollow grey where it shows no change (same or ambiguous). ``width``: WIDTH for a phone (and
-    the page's narrow screens), WIDE for a wide screen, in larger type."""
+    and hollow grey where it shows no change (same or ambiguous). ``width``: WIDTH for a
+    phone (and the page's narrow screens), WIDE for a wide screen, in larger type."""
     import matplotlib
 
     with matplotlib.rc_context(WIDE_STYLE if width > WIDTH else {}):
