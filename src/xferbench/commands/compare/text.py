@@ -125,7 +125,7 @@ def _tested(d: Decision) -> str:
     if d.on == ON_P:
         return (f"{test}: each decided on its p-value at {d.alpha:g}, no false discovery "
                 f"rate (--decide-on p); {d.discoveries} significant.")
-    return (f"{test}: decided on q, a false discovery rate of {d.alpha:.0%} across them "
+    return (f"{test}: decided on q, a false discovery rate of {100 * d.alpha:g}% across them "
             f"(Benjamini-Hochberg); {d.discoveries} significant; each interval at "
             f"{confidence(d.level)} (--decide-on p decides on p alone).")
 

@@ -67,7 +67,7 @@ def _tested(d: Decision | None) -> str:
     """How many rows the step tested and the rate that decided them."""
     if d is None or not d.tested:
         return "no row tested"
-    return (f"{plural(d.tested, 'row')} tested, a false discovery rate of {d.alpha:.0%} "
+    return (f"{plural(d.tested, 'row')} tested, a false discovery rate of {100 * d.alpha:g}% "
             f"(intervals at {confidence(d.level)})")
 
 
@@ -76,7 +76,7 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
             f"<p>B against A for every benchmark both measured, as <code>xferbench compare A "
             f"B --threshold {threshold:.0%} --alpha {alpha:g}</code> marks it: a regression "
             f"or an improvement is significant on its q-value (a false discovery rate of "
-            f"{alpha:.0%} across the rows of one step: Benjamini-Hochberg over the rows tested "
+            f"{100 * alpha:g}% across the rows of one step: Benjamini-Hochberg over the rows tested "
             f"by Mann-Whitney U; each step says how many) and beyond {threshold:.0%}. Same: "
             f"B/A's interval lies within {threshold:.0%} either way; ambiguous: "
             "neither can be shown; clock: a change in time that vanishes once each sample is "
