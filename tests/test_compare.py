@@ -16,12 +16,16 @@ from xferbench import XferbenchError
 from xferbench.analysis.comparison import (
     BETTER,
     MISSING,
-    NOT_SIGNIFICANT,
-    WITHIN,
     WORSE,
     compare_results,
 )
-from xferbench.analysis.stats import higher_is_better, mann_whitney_u, verdict
+from xferbench.analysis.stats import (
+    AMBIGUOUS,
+    SAME,
+    higher_is_better,
+    mann_whitney_u,
+    verdict,
+)
 from xferbench.cli import main
 from xferbench.commands.compare import compare
 from xferbench.results import Result, load
@@ -75,10 +79,13 @@ def newest_file_of(root: Path, version: str, machine: str = "cpu-2core-vm") -> P
 # -- the test itself -------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("x", "y", "u", "p"), [
-    # reference values: scipy.stats.mannwhitneyu(x, y, method="asymptotic")
-    ([1, 2, 3], [4, 5, 6], 0.0, 0.08085559837005224),
-    ([1, 2, 2, 3, 3, 3, 4], [3, 4, 4, 5, 5, 6, 7, 7], 3.5, 0.004793348746185457),
-    ([19, 22, 16, 29, 24], [20, 11, 17, 12], 17.0, 0.11134688653314041),
+    # reference values: scipy.stats.mannwhitneyu(x, y, method="exact") for small samples;
+    # with ties, scipy.stats.permutation_test over every split; both large, "asymptotic"
+    ([1, 2, 3], [4, 5, 6], 0.0, 0.1),
+    ([1, 2, 2, 3, 3, 3, 4], [3, 4, 4, 5, 5, 6, 7, 7], 3.5, 0.00404040404040404),
+    ([19, 22, 16, 29, 24], [20, 11, 17, 12], 17.0, 0.1111111111111111),
+    ([0.5 * k for k in range(25)], [0.5 * k + 3.2 for k in range(30)], 171.0,
+     0.0005821919179632507),
 ])
 def test_mann_whitney_matches_scipy(x, y, u, p):
     got_u, got_p = mann_whitney_u(x, y)
@@ -121,17 +128,18 @@ def test_without_samples_disjoint_confidence_intervals_decide():
     a = _r(1.0, "seconds", None, (0.95, 1.05))
     assert compare_results([a], [_r(1.3, "seconds", None, (1.25, 1.35))])[0][0].mark == WORSE
     assert compare_results([a], [_r(1.3, "seconds", None, (1.0, 1.6))])[0][0].mark == (
-        NOT_SIGNIFICANT)
+        AMBIGUOUS)
+    assert compare_results([a], [_r(1.0, "seconds", None, (0.97, 1.03))])[0][0].mark == SAME
 
 
 @pytest.mark.parametrize("unit,a,b,mark", [
-    ("syncs", 0.0, 1.0, WORSE), ("syncs", 2.0, 1.0, BETTER), ("syncs", 1.0, 1.0,
-                                                              NOT_SIGNIFICANT),
-    ("allocations", 1.0, 3.0, WORSE), ("bytes", 4096.0, 4096.0, NOT_SIGNIFICANT),
+    ("syncs", 0.0, 1.0, WORSE), ("syncs", 2.0, 1.0, BETTER), ("syncs", 1.0, 1.0, SAME),
+    ("allocations", 1.0, 3.0, WORSE), ("bytes", 4096.0, 4096.0, SAME),
+    ("bytes", 4096.0, 4200.0, SAME),
     ("holds", 1.0, 0.0, WORSE), ("holds", 0.0, 1.0, BETTER)])
 def test_a_count_or_a_behaviour_that_changes_is_a_change(unit, a, b, mark):
     """Counted once, not sampled (syncs per step, a behaviour check): no noise to test
-    against, so a difference is a change, not "no detectable difference"."""
+    against, so a difference beyond the threshold is a change, and within it the same."""
     rows, _ = compare_results([_r(a, unit, None)], [_r(b, unit, None)])
     assert rows[0].mark == mark and rows[0].test == "exact"
     assert higher_is_better("holds") and not higher_is_better("syncs")
@@ -141,16 +149,25 @@ def test_a_count_or_a_behaviour_that_changes_is_a_change(unit, a, b, mark):
         assert v.word == ("no longer holds" if b < a else "now holds")
 
 
-def test_a_fraction_without_samples_is_still_undecided():
+def test_a_fraction_without_samples_is_ambiguous():
     rows, _ = compare_results([_r(0.2, "fraction", None)], [_r(0.9, "fraction", None)])
-    assert rows[0].mark == NOT_SIGNIFICANT and rows[0].test == "none"
+    assert rows[0].mark == AMBIGUOUS and rows[0].test == "none"
 
 
-def test_significant_change_under_threshold_is_within():
+def test_significant_change_whose_interval_is_inside_the_threshold_is_the_same():
     a = tuple(1.0 + 0.001 * k for k in range(50))
     b = tuple(x * 1.05 for x in a)
     rows, _ = compare_results([_r(1.025, "seconds", a)], [_r(1.076, "seconds", b)])
-    assert rows[0].mark == WITHIN and rows[0].p_value < 0.05
+    assert rows[0].mark == SAME and rows[0].p_value < 0.05
+    lo, hi = rows[0].verdict.interval
+    assert 1 < lo and hi < 1.1
+
+
+def test_a_change_the_interval_cannot_place_is_ambiguous():
+    a = (1.0, 1.3, 0.8, 1.1)
+    b = (1.05, 1.25, 0.9, 1.2)
+    rows, _ = compare_results([_r(1.05, "seconds", a)], [_r(1.12, "seconds", b)])
+    assert rows[0].mark == AMBIGUOUS and rows[0].p_value > 0.05
 
 
 # -- end to end on the committed results -----------------------------------------------------
@@ -181,7 +198,7 @@ def test_versions_compare_every_common_benchmark_with_a_ratio():
                 assert r.ratio == pytest.approx(r.b.value / r.a.value)
             else:  # 0 bytes on both sides, say
                 assert r.ratio == (1.0 if r.b.value == 0 else math.inf)
-            assert r.mark in (WORSE, BETTER, WITHIN, NOT_SIGNIFICANT)
+            assert r.mark in (WORSE, BETTER, SAME, AMBIGUOUS)
         else:
             assert r.mark == MISSING
 
@@ -218,11 +235,12 @@ def test_thirty_percent_slower_copy_is_a_regression(results_copy: Path, capsys):
     assert len(worse) == 1 and worse[0]["benchmark"] == name
     assert worse[0]["ratio"] == pytest.approx(1.3)
     assert worse[0]["p_value"] < 0.05
-    assert all(r["mark"] == NOT_SIGNIFICANT for r in report["rows"] if r["mark"] != WORSE)
+    assert worse[0]["q_value"] < 0.05 and worse[0]["interval"][0] > 1
+    assert {r["mark"] for r in report["rows"] if r["mark"] != WORSE} <= {SAME, AMBIGUOUS}
 
     # the same slowdown under a 40% threshold is no regression
     assert main(["compare", str(original), str(slower), "--threshold", "40%"]) == 0
-    assert "within threshold" in capsys.readouterr().out
+    assert "compared: 0 worse, " in capsys.readouterr().out
 
 
 def test_data_compared_with_itself_is_refused_in_one_sentence(capsys):
@@ -239,7 +257,7 @@ def test_a_copy_of_the_data_compares_equal(results_copy: Path, capsys):
     twin = victim.with_name("twin-" + victim.name)
     twin.write_text(victim.read_text())
     assert main(["compare", str(victim), str(twin)]) == 0
-    assert "0 worse, 0 failed in B, 0 better, 0 within threshold" in capsys.readouterr().out
+    assert "0 worse, 0 failed in B, 0 better, 0 clock" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("spec", ["9.9.9", "nonsense", "deadbeef"])

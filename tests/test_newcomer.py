@@ -238,10 +238,10 @@ def test_a_results_file_whose_label_was_edited_is_refused(tmp_path):
     _one_sentence(proc, "9.9.9+fake", "restore it from git")
 
 
-def test_a_significant_change_within_the_threshold_reads_within_threshold():
+def test_a_significant_change_within_the_threshold_reads_the_same():
     import dataclasses
 
-    from xferbench.analysis.stats import FASTER, WITHIN_THRESHOLD, verdict
+    from xferbench.analysis.stats import FASTER, SAME, verdict
 
     rs = load(str(committed_results()))
     r = next(r for r in rs if r.ok and r.unit == "seconds")
@@ -250,7 +250,7 @@ def test_a_significant_change_within_the_threshold_reads_within_threshold():
     slower = [x * 1.03 for x in base]
     b = dataclasses.replace(r, samples=slower, value=slower[10])
     v = verdict(a, b, threshold=0.10)
-    assert v.significant and v.word == WITHIN_THRESHOLD
+    assert v.significant and v.word == SAME  # its whole interval lies within 10%
     assert verdict(a, b, threshold=0.01).word == "slower"
     faster = dataclasses.replace(r, samples=[x / 2 for x in base], value=base[10] / 2)
     assert verdict(a, faster, threshold=0.10).word == FASTER

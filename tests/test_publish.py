@@ -357,7 +357,7 @@ def test_headline_rows_show_samples_interval_verdict_and_the_cli_citation(site: 
         found = dict(re.findall(r'data-label="([^"]+)">(.*?)</td>', cells))
         assert re.fullmatch(r"\d+ / \d+", found["samples practice / baseline"]), ident
         assert re.search(r"x to .*x \(95%\)|unbounded", found["interval"]), ident
-        assert re.search(r">(faster|slower|within threshold|no detectable difference)<",
+        assert re.search(r">(faster|slower|same|ambiguous)<",
                          found["verdict"])
         commands = re.findall(r"<pre><code>xferbench (cite .*?)</code></pre>", cite)
         sentences = re.findall(r'<p class="sentence">(.*?)</p>', cite)

@@ -1,6 +1,8 @@
 """The verdict the site prints beside every ratio: its interval is compare's Mann-Whitney test
-inverted (checked against a brute-force inversion), it excludes 1 exactly where compare calls
-the change significant, and its word follows the unit's direction."""
+inverted (checked against a brute-force inversion) at the level the comparison decides at, it
+excludes 1 exactly where compare calls the change significant, its word follows the unit's
+direction and is one of three answers (a change, the same, ambiguous), and a change that
+vanishes once each sample is scaled by its SM clock is the clock's."""
 
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ import random
 import pytest
 from conftest import committed_results
 
-from xferbench.analysis.comparison import NOT_SIGNIFICANT, compare_results
+from xferbench.analysis.comparison import AMBIGUOUS, CLOCK, SAME, WORSE, compare_results
 from xferbench.analysis.stats import (
     FASTER,
-    NO_DIFFERENCE,
     SLOWER,
+    UNCHANGED,
+    Decision,
+    decide,
     mann_whitney_u,
+    q_values,
     ratio_interval,
     verdict,
 )
@@ -57,20 +62,27 @@ def test_interval_excludes_one_exactly_where_compare_finds_a_difference():
     for row in rows:
         if row.ratio is None:
             continue
-        v = verdict(row.a, row.b)
-        assert v.significant == (row.mark != NOT_SIGNIFICANT), row.label()
-        assert (v.word == NO_DIFFERENCE) == (not v.significant), row.label()
-        if v.interval is not None:
+        v = row.verdict
+        assert v.q_value is not None or v.test != "mann-whitney", row.label()
+        assert v.significant == (v.q_value < 0.05 if v.q_value is not None
+                                 else v.significant), row.label()
+        assert (row.mark in (SAME, AMBIGUOUS)) == (v.word in UNCHANGED), row.label()
+        if v.interval is not None and v.test == "mann-whitney" and not _tied(row):
             excludes = not v.interval[0] <= 1 <= v.interval[1]
             assert excludes == v.significant, (row.label(), v)
             checked += 1
     assert checked >= 20
 
 
+def _tied(row) -> bool:
+    pooled = [*row.a.samples, *row.b.samples]
+    return len(set(pooled)) < len(pooled)
+
+
 def test_two_samples_a_side_cannot_tell_anything():
     assert ratio_interval([1.0, 2.0], [3.0, 4.0]) == (0.0, math.inf)
     v = verdict(result([1.0, 1.01]), result([3.0, 3.03]))
-    assert v.word == NO_DIFFERENCE and v.p_value == pytest.approx(0.245, abs=0.01)
+    assert v.word == AMBIGUOUS and v.p_value == pytest.approx(1 / 3)  # exact: 2 of 6 splits
     assert (v.n_a, v.n_b) == (2, 2) and v.speedup_interval == (0.0, math.inf)
 
 
@@ -92,7 +104,7 @@ def test_without_samples_the_interval_comes_from_asvs_cis():
     v = verdict(a, b)
     assert v.test == "99% CI" and v.significant and v.word == SLOWER
     assert v.interval == pytest.approx((1.8 / 1.1, 2.2 / 0.9))
-    assert verdict(result(None, value=1.0), result(None, value=2.0)).word == NO_DIFFERENCE
+    assert verdict(result(None, value=1.0), result(None, value=2.0)).word == AMBIGUOUS
 
 
 def test_long_samples_stay_bounded_and_deterministic():
@@ -102,3 +114,54 @@ def test_long_samples_stay_bounded_and_deterministic():
     lo, hi = ratio_interval(den, num)
     assert lo < math.exp(0.1) < hi and hi / lo < 1.02
     assert ratio_interval(den, num) == (lo, hi)
+
+
+def test_q_values_are_benjamini_hochbergs():
+    # by hand: sorted 0.005, 0.01, 0.03, 0.04 times 4 / rank is 0.02, 0.02, 0.04, 0.04
+    assert q_values([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert q_values([0.2, 0.01]) == pytest.approx([0.2, 0.02])  # a running minimum from the top
+    decision, qs = decide([0.01, None, 0.04, 0.03, 0.005])
+    assert qs[1] is None and decision.tested == 4 and decision.discoveries == 4
+    assert decision.level == pytest.approx(0.05)
+
+
+def test_the_interval_level_follows_what_was_found():
+    assert Decision("q", 0.05, 100, 10).level == pytest.approx(0.005)
+    assert Decision("q", 0.05, 100, 0).level == pytest.approx(0.0005)
+    assert Decision("p", 0.05, 100, 0).level == 0.05
+
+
+def test_an_interval_inside_the_threshold_is_the_same_and_one_across_it_ambiguous():
+    base = [1.0 + 0.001 * i for i in range(40)]
+    assert verdict(result(base), result([x * 1.02 for x in base])).word == SAME
+    rng = random.Random(2)
+    noisy = [rng.lognormvariate(0, 0.3) for _ in range(6)]
+    wide = verdict(result(noisy), result([x * rng.lognormvariate(0, 0.3) for x in noisy]))
+    assert wide.word == AMBIGUOUS and not wide.significant
+
+
+def _clocked(samples: list[float], mhz: list[float]):
+    return result(samples, sm_mhz=tuple(mhz))
+
+
+def test_a_slowdown_from_a_lower_clock_is_the_clocks_not_the_codes():
+    rng = random.Random(4)
+    work = [rng.lognormvariate(0, 0.02) for _ in range(30)]  # cycles, in units of 1e-3 s
+    a = _clocked([w * 1e-3 / 1.98 for w in work], [1980.0] * 30)
+    slow = _clocked([w * 1e-3 / 1.40 for w in work], [1400.0] * 30)  # 41% slower: the clock
+    v = verdict(a, slow)
+    assert v.word == SLOWER and v.cycles is not None and v.cycles.word == SAME and v.clock
+    rows, _ = compare_results([a], [slow])
+    assert rows[0].mark == CLOCK
+    code = _clocked([w * 1.3 * 1e-3 / 1.98 for w in work], [1980.0] * 30)  # the code
+    v = verdict(a, code)
+    assert v.word == SLOWER and v.cycles.word == SLOWER and not v.clock
+    assert compare_results([a], [code])[0][0].mark == WORSE
+
+
+def test_without_a_clock_per_sample_there_is_no_cycle_comparison():
+    a = result([1.0, 1.1, 1.2, 1.3], sm_mhz=(1980.0,))  # not one per sample
+    b = result([2.0, 2.1, 2.2, 2.3])
+    assert verdict(a, b).cycles is None
+    assert verdict(result([1.0, 1.1], sm_mhz=(1.0, 1.0)),
+                   result([1.0, 1.1], sm_mhz=(1.0, 1.0))).cycles is not None

@@ -74,3 +74,8 @@ def format_value(value: float | None, unit: str) -> str:
         digits = max(2 - math.floor(math.log10(abs(value))), 0)
         return f"{value:.{digits}f} {unit}"
     return f"{value:.3g} {unit}"
+
+
+def confidence(level: float) -> str:
+    """An interval's confidence for a two-sided error rate ``level``: "95%", "97.1%"."""
+    return f"{100 * (1 - level):.3g}%"

@@ -4,8 +4,12 @@ reason) or not measured (it could, and these results do not hold it: why); and e
 of verdict between consecutive releases of a machine, listed as compare lists regressions.
 
 A ratio rule is ``stats.verdict`` (the page's test, interval and word) of the practice
-against its baseline at the claim's threshold; a value rule compares one figure with a
-bound. A claim with several figures holds where every one holds. Nothing here prints.
+against its baseline at the claim's threshold, each claim a comparison of its own (decided on
+its p-value: a claim is no screen of many rows). Its three words map onto the claim's: the
+expected change holds; the opposite change, or an interval that rules the expected effect
+out ("same" among them), does not hold; "ambiguous" otherwise cannot tell. A value rule
+compares one figure with a bound. A claim with several figures holds where every one holds.
+Nothing here prints.
 """
 
 from __future__ import annotations
@@ -209,7 +213,9 @@ def _ratio(claim: Claim, e: Evidence, practice: Result, baseline: Result,
     if _no_effect(v, rule.expect, rule.threshold):
         return FigureVerdict(e, DOES_NOT_HOLD, "the interval shows no effect beyond the "
                              f"{rule.threshold:.0%} threshold", practice, baseline, v)
-    return FigureVerdict(e, CANNOT_TELL, f"the test says {v.word}", practice, baseline, v)
+    return FigureVerdict(e, CANNOT_TELL, "the test is ambiguous: the interval neither shows "
+                         f"the effect beyond {rule.threshold:.0%} nor rules it out", practice,
+                         baseline, v)
 
 
 def _no_effect(v: Verdict, expect: str, threshold: float) -> bool:

@@ -27,8 +27,9 @@ from .repeats import chart_lane, chart_machines
 from .sitemap import figure_path
 
 SCHEMA_VERSION = 1
-LEGEND = ("holds / does not hold: the rule decided it; cannot tell: the samples cannot tell "
-          "the practice from its baseline at the claim's threshold; not measurable here: the "
+LEGEND = ("holds / does not hold: the rule decided it (an interval that rules the effect out "
+          "does not hold); cannot tell: the test is ambiguous, its interval neither shows the "
+          "effect beyond the claim's threshold nor rules it out; not measurable here: the "
           "series' device cannot measure a figure (the run's reason); not measured: it could, "
           "and these results hold no number (why). A ratio is baseline / practice (above 1: "
           "the practice is faster, or lower), with the interval the Mann-Whitney U test does "
@@ -279,7 +280,8 @@ def claim_sentence(cell: Cell, alpha: float) -> str:
 
 #: How the verdict's test is named in a sentence.
 TESTS = {"mann-whitney": "Mann-Whitney U", "99% CI": "asv's 99% confidence intervals",
-         "exact": "exact (a count: any difference is one)", "none": "no test (no samples)"}
+         "exact": "exact (a count: no noise, its ratio is the answer)",
+         "none": "no test (no samples)"}
 
 
 def _evidence_words(f: FigureVerdict, alpha: float, single: bool = True) -> str:

@@ -1,12 +1,12 @@
 """Comparing two sets of results key by key: B against A for every benchmark and parameters,
-with a mark (better, worse, within threshold, not significant, missing) from the ratio, the
-significance test and a threshold. Used by ``compare`` and by ``publish`` (regressions
-between consecutive PyTorch versions).
+with a mark (better, worse, clock, same, ambiguous, missing, failed in B) from the row's
+verdict (``stats.verdict``): its significance decided on its q-value across the rows (a false
+discovery rate) or on its p-value, a threshold, and an interval. Used by ``compare`` and by
+``publish`` (regressions between consecutive PyTorch versions).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -14,15 +14,28 @@ from typing import Any
 from ..errors import XferbenchError
 from ..results import Result, ResultSet
 from ..results.series import labels
-from .stats import ALPHA, THRESHOLD, significance, worse_by
+from .stats import (
+    ALPHA,
+    AMBIGUOUS,
+    ON_Q,
+    SAME,
+    THRESHOLD,
+    UNCHANGED,
+    Decision,
+    Verdict,
+    decide,
+    significance,
+    verdict,
+    worse_by,
+)
 
 BETTER = "better"
 WORSE = "worse"
-WITHIN = "within threshold"  # significant, but smaller than the threshold
-NOT_SIGNIFICANT = "not significant"
+#: Worse or better in time, not in cycles (each sample times its SM clock): a clock change.
+CLOCK = "clock"
 MISSING = "missing"
 FAILED_IN_B = "failed in B"  # measured in A, failed in B: the candidate broke it, a regression
-MARKS = (WORSE, FAILED_IN_B, BETTER, WITHIN, NOT_SIGNIFICANT, MISSING)
+MARKS = (WORSE, FAILED_IN_B, BETTER, CLOCK, SAME, AMBIGUOUS, MISSING)
 #: The marks that fail a comparison (compare's exit status 1).
 REGRESSIONS = (WORSE, FAILED_IN_B)
 
@@ -42,6 +55,8 @@ class Row:
     p_value: float | None = None
     test: str = "none"
     note: str = ""  # why a row is missing
+    q_value: float | None = None  # across the comparison's rows with a p-value
+    verdict: Verdict | None = None  # where both sides measured it
 
     @property
     def worse_by(self) -> float | None:
@@ -62,9 +77,42 @@ def _state(r: Result | None) -> str:
 
 
 def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: float = THRESHOLD,
-                    alpha: float = ALPHA, by_machine: bool = True) -> tuple[list[Row], int]:
+                    alpha: float = ALPHA, by_machine: bool = True,
+                    decide_on: str = ON_Q) -> tuple[list[Row], int]:
     """Rows for every (machine, benchmark, params) measured on either side, and the number
-    skipped or failed on both. Each side must hold one result per key (see ResultSet.newest)."""
+    skipped or failed on both. Each side must hold one result per key (see ResultSet.newest).
+    The rows both sides measured are decided together: on each one's q-value (a false
+    discovery rate of ``alpha`` across them) or, with ``decide_on`` "p", on its p-value."""
+    pending: list[Row | tuple[dict[str, Any], Result, Result]] = []
+    skipped_both = 0
+    for key, ra, rb in _pairs(a, b, by_machine):
+        either = rb if ra is None else ra
+        machines = list(dict.fromkeys(r.machine for r in (ra, rb) if r is not None))
+        base = dict(machine=key[0] or " vs ".join(machines), benchmark=key[1], params=key[2],
+                    unit=either.unit, a=ra, b=rb)
+        sa, sb = _state(ra), _state(rb)
+        if sa != "measured" and sb != "measured":
+            skipped_both += 1
+        elif sa == "measured" and sb == "failed":
+            pending.append(Row(**base, mark=FAILED_IN_B))
+        elif sa != "measured" or sb != "measured":
+            note = f"A {sa}" if sa != "measured" else f"B {sb}"
+            pending.append(Row(**base, mark=MISSING, note=note))
+        else:
+            pending.append((base, ra, rb))  # decided below, with the others
+    measured = [p for p in pending if not isinstance(p, Row)]
+    decision, qs = decide([significance(ra, rb, alpha).p_value for _, ra, rb in measured],
+                          alpha, decide_on)
+    q_of = {id(p): q for p, q in zip(measured, qs)}
+    rows = [p if isinstance(p, Row) else _decided(*p, q_of[id(p)], decision, threshold)
+            for p in pending]
+    return rows, skipped_both
+
+
+def _pairs(a: Iterable[Result], b: Iterable[Result],
+           by_machine: bool) -> list[tuple[tuple, Result | None, Result | None]]:
+    """(key, A's result, B's result) for every key either side holds: benchmarks by name,
+    their parameter combinations in the order asv declared them."""
     def index(results: Iterable[Result], side: str) -> dict[tuple, Result]:
         out: dict[tuple, Result] = {}
         for r in results:
@@ -78,47 +126,31 @@ def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: floa
         return out
 
     ia, ib = index(a, "A"), index(b, "B")
-    # benchmarks by name, their parameter combinations in the order asv declared them
     first_seen: dict[tuple, int] = {}
     for key in [*ia, *ib]:
         first_seen.setdefault(key, len(first_seen))
-    rows: list[Row] = []
-    skipped_both = 0
-    for key in sorted(first_seen, key=lambda k: (k[0], k[1], first_seen[k])):
-        ra, rb = ia.get(key), ib.get(key)
-        either = rb if ra is None else ra
-        machines = list(dict.fromkeys(r.machine for r in (ra, rb) if r is not None))
-        machine = key[0] or " vs ".join(machines)
-        base = dict(machine=machine, benchmark=key[1], params=key[2], unit=either.unit,
-                    a=ra, b=rb)
-        sa, sb = _state(ra), _state(rb)
-        if sa != "measured" and sb != "measured":
-            skipped_both += 1
-            continue
-        if sa == "measured" and sb == "failed":
-            rows.append(Row(**base, mark=FAILED_IN_B))
-            continue
-        if sa != "measured" or sb != "measured":
-            note = f"A {sa}" if sa != "measured" else f"B {sb}"
-            rows.append(Row(**base, mark=MISSING, note=note))
-            continue
-        assert ra is not None and rb is not None and ra.value is not None and rb.value is not None
-        if ra.value == 0:
-            ratio = 1.0 if rb.value == 0 else math.inf
-        else:
-            ratio = rb.value / ra.value
-        sig = significance(ra, rb, alpha)
-        worse = worse_by(ratio, either.unit)
-        if not sig.significant:
-            mark = NOT_SIGNIFICANT
-        elif worse > 1 + threshold:
-            mark = WORSE
-        elif worse < 1 / (1 + threshold):
-            mark = BETTER
-        else:
-            mark = WITHIN
-        rows.append(Row(**base, mark=mark, ratio=ratio, p_value=sig.p_value, test=sig.test))
-    return rows, skipped_both
+    return [(key, ia.get(key), ib.get(key))
+            for key in sorted(first_seen, key=lambda k: (k[0], k[1], first_seen[k]))]
+
+
+def _decided(base: dict[str, Any], ra: Result, rb: Result, q: float | None,
+             decision: Decision, threshold: float) -> Row:
+    """The row of a combination both sides measured, its mark from its verdict."""
+    v = verdict(ra, rb, decision.alpha, threshold, q_value=q, decision=decision)
+    if v.word in UNCHANGED:
+        mark = v.word
+    elif v.clock:
+        mark = CLOCK
+    else:
+        assert v.ratio is not None
+        mark = WORSE if worse_by(v.ratio, ra.unit) > 1 else BETTER
+    return Row(**base, mark=mark, ratio=v.ratio, p_value=v.p_value, test=v.test, q_value=q,
+               verdict=v)
+
+
+def decision_of(rows: Iterable[Row]) -> Decision | None:
+    """How the rows were decided (None: no row both sides measured)."""
+    return next((r.verdict.decision for r in rows if r.verdict is not None), None)
 
 
 def confounds(a: ResultSet, b: ResultSet, by_machine: bool) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 from ..results import Result, ResultSet
 from ..results.series import SeriesKey
 from .comparison import BETTER, WORSE, Row, compare_results
+from .stats import ON_Q
 
 CONFIRMED = "confirmed"
 SUSPECTED = "suspected"
@@ -108,24 +109,27 @@ class Repeat:
 
 
 def repeat_comparisons(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
-                       alpha: float, ids: Identities | None = None) -> list[Repeat]:
+                       alpha: float, ids: Identities | None = None,
+                       decide_on: str = ON_Q) -> list[Repeat]:
     """For every machine folder holding a repeat of both ``a`` and ``b``, its own comparison
-    of the two (the test ``compare`` runs, at the same threshold and alpha)."""
+    of the two (the test ``compare`` runs, at the same threshold and alpha, decided on the
+    same q or p)."""
     out = []
     ids = identities(rs) if ids is None else ids
     b_repeats = {s.machine: s for s in repeats_of(rs, b, ids)}
     for ra in repeats_of(rs, a, ids):
         rb = b_repeats.get(ra.machine)
         if rb is not None:
-            out.append(between(rs, ra, rb, threshold=threshold, alpha=alpha))
+            out.append(between(rs, ra, rb, threshold=threshold, alpha=alpha,
+                               decide_on=decide_on))
     return out
 
 
 def between(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
-            alpha: float) -> Repeat:
+            alpha: float, decide_on: str = ON_Q) -> Repeat:
     """``b`` against ``a`` (one machine folder), as marks per (benchmark, params)."""
     rows, _ = compare_results(rs.filter(series=a).newest(), rs.filter(series=b).newest(),
-                              threshold=threshold, alpha=alpha)
+                              threshold=threshold, alpha=alpha, decide_on=decide_on)
     return Repeat(a.machine, {(r.benchmark, r.params): r.mark for r in rows})
 
 
@@ -169,8 +173,8 @@ def confirmations(rows: list[Row], repeats: list[Repeat]) -> dict[int, Confirmat
 
 
 def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
-                  b: list[SeriesKey], *, threshold: float,
-                  alpha: float) -> dict[int, Confirmation]:
+                  b: list[SeriesKey], *, threshold: float, alpha: float,
+                  decide_on: str = ON_Q) -> dict[int, Confirmation]:
     """Each change of ``rows`` (B's series ``b`` against A's ``a``, one per machine; or one
     each, compared across machines) confirmed or left suspected by their repeats in ``rs``
     (None: no folder to look in, every change suspected)."""
@@ -184,8 +188,8 @@ def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
     out: dict[int, Confirmation] = {}
     ids = identities(rs) if rs is not None and pairs else {}
     for machine, (ka, kb) in pairs.items():
-        repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha, ids=ids)
-                   if rs is not None else [])
+        repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha, ids=ids,
+                                      decide_on=decide_on) if rs is not None else [])
         mine = [i for i, r in enumerate(rows) if not machine or r.machine == machine]
         found = confirmations([rows[i] for i in mine], repeats)
         out.update({mine[j]: c for j, c in found.items()})

@@ -1,7 +1,8 @@
-"""Statistics on results: the Mann-Whitney U test on recorded samples, significance with a
-fallback to asv's confidence intervals, which direction of a unit is better, and the verdict
-the site prints beside a ratio (its interval, sample counts and faster / slower / no
-detectable difference) from that same test.
+"""Statistics on results: significance (the Mann-Whitney U test on recorded samples, with a
+fallback to asv's confidence intervals), the false discovery rate across the rows of one
+comparison, which direction of a unit is better, and the verdict the site, ``compare`` and
+the claims print beside a ratio: its interval, sample counts and one of three answers,
+faster or slower, the same within the threshold, or ambiguous.
 
 Pure arithmetic over ``Result`` records; formatting happens elsewhere.
 """
@@ -9,20 +10,23 @@ Pure arithmetic over ``Result`` records; formatting happens elsewhere.
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from statistics import NormalDist
+from dataclasses import dataclass, replace
 
 from ..results import Result
+from .mannwhitney import mann_whitney_u, ratio_interval
 
-# numpy loads inside the functions that need it: `import xferbench` stays free of it.
 
 #: Default threshold: a change smaller than this is never a regression, however significant.
 THRESHOLD = 0.10
-#: Two-sided significance level of the Mann-Whitney U test.
+#: Two-sided significance level of the Mann-Whitney U test, and the false discovery rate
+#: across the rows of one comparison.
 ALPHA = 0.05
+#: What a comparison's rows are decided on: each row's q-value (the false discovery rate
+#: across them, Benjamini-Hochberg) or its p-value alone.
+ON_Q = "q"
+ON_P = "p"
 
 
 def parse_threshold(text: str) -> float:
@@ -50,59 +54,6 @@ def parse_alpha(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a significance level in (0, 1)")
     return value
-
-
-def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U test: (U of ``x``, p-value).
-
-    Normal approximation with the tie correction and a continuity correction, as
-    scipy.stats.mannwhitneyu(x, y, method="asymptotic"). Samples of a benchmark are many
-    (tens to thousands), where the approximation is close to the exact test.
-    """
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
-        raise ValueError("both samples must be non-empty")
-    pooled = sorted([(v, 0) for v in x] + [(v, 1) for v in y])
-    n = n1 + n2
-    rank_sum_x = 0.0
-    tie_term = 0.0  # sum of t^3 - t over groups of t tied values
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
-            j += 1
-        t = j - i + 1
-        mid_rank = (i + j) / 2 + 1  # ranks are 1-based; ties share their mean rank
-        rank_sum_x += mid_rank * sum(1 for k in range(i, j + 1) if pooled[k][1] == 0)
-        tie_term += t**3 - t
-        i = j + 1
-    u = rank_sum_x - n1 * (n1 + 1) / 2
-    return u, u_p_value(u, n1, n2, tie_term)
-
-
-@functools.lru_cache(maxsize=8192)
-def _cached_u(x: tuple[float, ...], y: tuple[float, ...]) -> tuple[float, float]:
-    """mann_whitney_u, once per pair of samples: publish tests each pair up to three times
-    (the changes' marks, their verdicts, the trends' steps)."""
-    return mann_whitney_u(x, y)
-
-
-def u_p_value(u: float, n1: int, n2: int, tie_term: float) -> float:
-    """The two-sided p-value of U for samples of ``n1`` and ``n2`` values whose ties add up
-    to ``tie_term`` (sum of t^3 - t): normal approximation, continuity correction."""
-    n = n1 + n2
-    var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))) if n > 1 else 0.0
-    if var <= 0:
-        return 1.0  # every value tied: nothing tells the two apart
-    z = max(abs(u - n1 * n2 / 2) - 0.5, 0.0) / math.sqrt(var)
-    return min(1.0, math.erfc(z / math.sqrt(2)))
-
-
-def _tie_term(values: Sequence[float]) -> float:
-    counts: dict[float, int] = {}
-    for v in values:
-        counts[v] = counts.get(v, 0) + 1
-    return float(sum(t**3 - t for t in counts.values()))
 
 
 #: Units of figures counted or observed once, not sampled (syncs per step, allocations per
@@ -141,7 +92,7 @@ def significance(a: Result, b: Result, alpha: float = ALPHA) -> Significance:
     intervals (disjoint = significant); a count or an observation (``EXACT_UNITS``) without
     either: any difference ("exact"); else never significant."""
     if a.samples and b.samples and len(a.samples) >= 2 and len(b.samples) >= 2:
-        _, p = _cached_u(tuple(a.samples), tuple(b.samples))
+        _, p = mann_whitney_u(a.samples, b.samples)
         return Significance(p < alpha, p, "mann-whitney")
     if a.ci_99 and b.ci_99:
         (a_lo, a_hi), (b_lo, b_hi) = sorted(a.ci_99), sorted(b.ci_99)
@@ -151,115 +102,100 @@ def significance(a: Result, b: Result, alpha: float = ALPHA) -> Significance:
     return Significance(False, None, "none")
 
 
-#: Pairwise ratios beyond this many are computed on evenly spaced order statistics of each
-#: side (2,000 at most), which keeps memory and time bounded for very long runs.
-MAX_PAIRS = 4_000_000
+@dataclass(frozen=True)
+class Decision:
+    """How the rows of one comparison are decided: on each row's q-value (Benjamini-Hochberg
+    across the rows with a p-value: a false discovery rate of ``alpha``) or on its p-value."""
+
+    on: str  # ON_Q or ON_P
+    alpha: float
+    tested: int  # rows with a p-value
+    discoveries: int  # of them, the rows found significant
+
+    @property
+    def level(self) -> float:
+        """The two-sided error rate of each row's interval. On p, ``alpha``; on q, ``alpha``
+        times the share of rows found significant (Benjamini and Yekutieli's intervals for a
+        false coverage rate of ``alpha``), so that an interval excludes 1 exactly where the
+        row's q-value is below ``alpha``; ``alpha`` / tested where no row is."""
+        if self.on == ON_P or not self.tested:
+            return self.alpha
+        return self.alpha * max(self.discoveries, 1) / self.tested
 
 
-def ratio_interval(den: Sequence[float], num: Sequence[float],
-                   alpha: float = ALPHA) -> tuple[float, float] | None:
-    """The 1 - ``alpha`` interval of the factor r by which ``num``'s values are ``den``'s
-    scaled (num / den, a ratio of medians where one side is the other scaled): every r for
-    which Mann-Whitney U of ``den`` against ``num / r`` is not significant at ``alpha``, the
-    test ``significance`` runs (Moses' distribution-free interval, on ratios).
-
-    U of ``den`` against ``num / r`` is the number of pairwise ratios num_j / den_i below r,
-    so the interval runs between two order statistics of those ratios. It excludes 1 exactly
-    when the test of ``den`` against ``num`` is significant, except where values tie across
-    the sides. (0, inf) when no r can be rejected (too few samples); None where a side has
-    fewer than 2 samples or a value that is not positive.
-    """
-    if len(den) < 2 or len(num) < 2 or min(den) <= 0 or min(num) <= 0:
-        return None
-    n1, n2 = len(den), len(num)
-    tie_term = _tie_term(den) + _tie_term(num)  # at any r but the ratios: ties within a side
-    accepted = _accepted_u(n1, n2, tie_term, alpha)
-    if accepted is None:
-        return None
-    m_lo, m_hi = accepted
-    pairs = n1 * n2
-    lo_k = m_lo - 1 if m_lo >= 1 else None  # 0-based ranks of the two ratios
-    hi_k = m_hi if m_hi <= pairs - 1 else None
-    wanted = [k for k in (lo_k, hi_k) if k is not None]
-    found = _pairwise_ratios_at(den, num, wanted)
-    lo = found[lo_k] if lo_k is not None else 0.0
-    hi = found[hi_k] if hi_k is not None else math.inf
-    return lo, hi
+def q_values(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg's adjusted p-values, in the order given: the smallest false
+    discovery rate at which each would be declared significant."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [1.0] * m
+    smallest = 1.0
+    for rank in range(m, 0, -1):  # from the largest p down: q is the running minimum
+        i = order[rank - 1]
+        smallest = min(smallest, p_values[i] * m / rank)
+        out[i] = smallest
+    return out
 
 
-def _accepted_u(n1: int, n2: int, tie_term: float, alpha: float) -> tuple[int, int] | None:
-    """The integers U in [0, n1 * n2] that the test does not reject: (lowest, highest)."""
-    pairs = n1 * n2
-    mean = pairs / 2
-
-    def ok(u: int) -> bool:
-        return 0 <= u <= pairs and u_p_value(u, n1, n2, tie_term) >= alpha
-
-    n = n1 + n2
-    var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
-    if var <= 0:
-        return 0, pairs
-    reach = NormalDist().inv_cdf(1 - alpha / 2) * math.sqrt(var) + 0.5
-    lo, hi = max(math.ceil(mean - reach), 0), min(math.floor(mean + reach), pairs)
-    while lo > 0 and ok(lo - 1):  # settle the edges on the test itself, not the estimate
-        lo -= 1
-    while lo <= hi and not ok(lo):
-        lo += 1
-    while hi < pairs and ok(hi + 1):
-        hi += 1
-    while hi >= lo and not ok(hi):
-        hi -= 1
-    return (lo, hi) if lo <= hi else None
-
-
-def _pairwise_ratios_at(den: Sequence[float], num: Sequence[float],
-                        ranks: list[int]) -> dict[int, float]:
-    """{rank: the rank-th smallest of num_j / den_i} (0-based ranks)."""
-    import numpy as np
-
-    d, n = np.sort(np.asarray(den, dtype=float)), np.sort(np.asarray(num, dtype=float))
-    pairs = len(d) * len(n)
-    if pairs > MAX_PAIRS:
-        keep = 2000
-        d = d[np.linspace(0, len(d) - 1, min(len(d), keep)).round().astype(int)]
-        n = n[np.linspace(0, len(n) - 1, min(len(n), keep)).round().astype(int)]
-        scale = len(d) * len(n) / pairs
-        ranks_here = {k: min(int(k * scale), len(d) * len(n) - 1) for k in ranks}
-    else:
-        ranks_here = {k: k for k in ranks}
-    if not ranks_here:
-        return {}
-    ratios = np.divide.outer(n, d).ravel()
-    wanted = sorted(set(ranks_here.values()))
-    part = np.partition(ratios, wanted)
-    return {k: float(part[v]) for k, v in ranks_here.items()}
+def decide(p_values: Sequence[float | None], alpha: float = ALPHA,
+           on: str = ON_Q) -> tuple[Decision, list[float | None]]:
+    """The decision over one comparison's rows and each row's q-value (None where the row
+    has no p-value: it is decided by its own test, outside the rate)."""
+    tested = [i for i, p in enumerate(p_values) if p is not None]
+    adjusted = q_values([p_values[i] for i in tested])  # type: ignore[misc]
+    qs: list[float | None] = [None] * len(p_values)
+    for i, q in zip(tested, adjusted):
+        qs[i] = q
+    decisive = adjusted if on == ON_Q else [p_values[i] for i in tested]
+    found = sum(1 for x in decisive if x is not None and x < alpha)
+    return Decision(on, alpha, len(tested), found), qs
 
 
 FASTER = "faster"
 SLOWER = "slower"
-NO_DIFFERENCE = "no detectable difference"
+#: The samples agree within the threshold: the ratio's interval lies inside it.
+SAME = "same"
+#: Neither a change beyond the threshold nor agreement within it can be shown.
+AMBIGUOUS = "ambiguous"
 NOW_HOLDS = "now holds"  # a behaviour check: 0 in A, 1 in B
 NO_LONGER_HOLDS = "no longer holds"
-#: Significant, but by no more than the threshold: a difference too small to count.
-WITHIN_THRESHOLD = "within threshold"
+#: The words that are no change.
+UNCHANGED = (SAME, AMBIGUOUS)
 
 
 @dataclass(frozen=True)
 class Verdict:
     """B against A: the ratio of medians, its interval, the sample counts and the test's
-    word. ``significant`` is ``significance(a, b, alpha)``'s, as ``compare`` marks it."""
+    word: faster or slower (higher or lower, now holds or no longer holds, by the unit),
+    same, or ambiguous. ``significant`` is the test's at ``alpha``, on the row's q-value
+    where a comparison of many rows decides on it."""
 
     ratio: float | None  # B's median / A's median
-    interval: tuple[float, float] | None  # of the ratio, at 1 - alpha (or from asv's 99% CIs)
+    interval: tuple[float, float] | None  # of the ratio, at 1 - level (or from asv's 99% CIs)
     n_a: int | None  # samples behind each median (None: not recorded)
     n_b: int | None
     significant: bool
     p_value: float | None
     test: str
-    word: str  # faster, slower (higher, lower for other units), within threshold, or no
-    # detectable difference
+    word: str
     alpha: float = ALPHA
     threshold: float = THRESHOLD
+    q_value: float | None = None  # across the comparison's rows (None: a single comparison)
+    decision: Decision | None = None  # how the comparison's rows were decided
+    #: the same test on each sample times the SM clock it ran at (cycles), where both sides
+    #: recorded one per sample
+    cycles: Verdict | None = None
+
+    @property
+    def level(self) -> float:
+        """The interval's two-sided error rate."""
+        return self.decision.level if self.decision else self.alpha
+
+    @property
+    def clock(self) -> bool:
+        """A change in time that vanishes in cycles: the SM clock changed, not the code."""
+        return (self.word not in UNCHANGED and self.cycles is not None
+                and self.cycles.word != self.word)
 
     @property
     def ratio_outside(self) -> bool:
@@ -283,40 +219,82 @@ class Verdict:
         return (0.0 if math.isinf(hi) else 1 / hi, math.inf if lo == 0 else 1 / lo)
 
 
-def verdict(a: Result, b: Result, alpha: float = ALPHA, threshold: float = THRESHOLD) -> Verdict:
-    """B against A: significance() decides (the test compare runs, at the same alpha) and,
-    as compare marks it, a significant change by no more than ``threshold`` is "within
-    threshold"; the interval is that test inverted (``ratio_interval``), or without samples
-    the ratio of asv's 99% confidence intervals (disjoint exactly when that fallback is
-    significant)."""
+def verdict(a: Result, b: Result, alpha: float = ALPHA, threshold: float = THRESHOLD, *,
+            q_value: float | None = None, decision: Decision | None = None) -> Verdict:
+    """B against A. A change (faster, slower...) is significant and beyond ``threshold``;
+    "same" is an interval inside [1 / (1 + threshold), 1 + threshold] (an equivalence
+    test; a count: a ratio inside it); anything else is "ambiguous". The interval is the
+    test inverted (``ratio_interval``) at 1 - ``decision.level``, or without samples the
+    ratio of asv's 99% confidence intervals (disjoint exactly when that fallback is
+    significant).
+
+    Args:
+        q_value: the row's q-value in a comparison of many rows; with ``decision.on`` "q" it
+            decides significance in place of the p-value.
+        decision: how that comparison decides (its interval level); None: one comparison,
+            decided on p at ``alpha``.
+    """
     sig = significance(a, b, alpha)
-    n_a = len(a.samples) if a.samples else None
-    n_b = len(b.samples) if b.samples else None
+    significant = sig.significant
+    if sig.test == "mann-whitney" and decision is not None and decision.on == ON_Q:
+        significant = q_value is not None and q_value < alpha
+    level = decision.level if decision else alpha
     ratio = None
     if a.ok and b.ok:
         ratio = (1.0 if b.value == 0 else math.inf) if a.value == 0 else b.value / a.value
-    interval = None
-    if sig.test == "mann-whitney":
-        interval = ratio_interval(a.samples or (), b.samples or (), alpha)
-    elif sig.test == "99% CI" and a.ci_99 and b.ci_99 and min(*a.ci_99, *b.ci_99) > 0:
+    interval = _interval(a, b, sig.test, level)
+    word = _word(a.unit, ratio, interval, significant, sig.test, threshold)
+    cycles = None
+    ca, cb = clock_scaled(a), clock_scaled(b)
+    if ca is not None and cb is not None:
+        cycles = verdict(ca, cb, level, threshold)  # at the level this row was decided at
+    return Verdict(ratio, interval, len(a.samples) if a.samples else None,
+                   len(b.samples) if b.samples else None, significant, sig.p_value, sig.test,
+                   word, alpha, threshold, q_value, decision, cycles)
+
+
+def _interval(a: Result, b: Result, test: str, level: float) -> tuple[float, float] | None:
+    if test == "mann-whitney":
+        return ratio_interval(a.samples or (), b.samples or (), level)
+    if test == "99% CI" and a.ci_99 and b.ci_99 and min(*a.ci_99, *b.ci_99) > 0:
         (a_lo, a_hi), (b_lo, b_hi) = sorted(a.ci_99), sorted(b.ci_99)
-        interval = (b_lo / a_hi, b_hi / a_lo)
-    word = NO_DIFFERENCE
+        return b_lo / a_hi, b_hi / a_lo
+    return None
+
+
+def _word(unit: str, ratio: float | None, interval: tuple[float, float] | None,
+          significant: bool, test: str, threshold: float) -> str:
+    band = (1 / (1 + threshold), 1 + threshold)
+    inside = ratio is not None and ratio > 0 and not math.isinf(ratio) and \
+        band[0] <= ratio <= band[1]
     # the side of 1 the test found B on: the interval's, which can differ from the medians'
     # where the medians are within a hair of each other
     up = None if ratio is None or ratio == 1 else ratio > 1
     if interval is not None and (interval[0] > 1 or interval[1] < 1):
         up = interval[0] > 1
-    small = ratio is not None and ratio > 0 and not math.isinf(ratio) and \
-        1 / (1 + threshold) <= ratio <= 1 + threshold
-    if sig.significant and up is not None and small:
-        word = WITHIN_THRESHOLD
-    elif sig.significant and up is not None:
-        if is_rate(a.unit) or a.unit == "seconds":
-            word = SLOWER if up != higher_is_better(a.unit) else FASTER
-        elif a.unit == "holds":
-            word = NOW_HOLDS if up else NO_LONGER_HOLDS
-        else:
-            word = "higher" if up else "lower"
-    return Verdict(ratio, interval, n_a, n_b, sig.significant, sig.p_value, sig.test, word,
-                   alpha, threshold)
+    if significant and up is not None and not inside:
+        if is_rate(unit) or unit == "seconds":
+            return SLOWER if up != higher_is_better(unit) else FASTER
+        if unit == "holds":
+            return NOW_HOLDS if up else NO_LONGER_HOLDS
+        return "higher" if up else "lower"
+    if test == "exact" and inside:
+        return SAME  # a count: no noise, its ratio is the whole answer
+    if interval is not None and band[0] <= interval[0] and interval[1] <= band[1]:
+        return SAME
+    return AMBIGUOUS
+
+
+def clock_scaled(r: Result) -> Result | None:
+    """``r`` in cycles: each sample of seconds times the SM clock it ran at (``r.sm_mhz``, one
+    per sample), its value their median, its unit left as it is so that its verdict's words
+    are the time's; None where the clocks are not recorded (a CPU run, a device without
+    telemetry) or do not match the samples one for one."""
+    clocks, samples = r.sm_mhz, r.samples
+    if (r.unit != "seconds" or not clocks or not samples or len(clocks) != len(samples)
+            or min(clocks) <= 0):
+        return None
+    cycles = tuple(s * mhz * 1e6 for s, mhz in zip(samples, clocks))
+    ordered = sorted(cycles)
+    return replace(r, samples=cycles, value=ordered[len(ordered) // 2], q25=None, q75=None,
+                   ci_99=None, sm_mhz=None)

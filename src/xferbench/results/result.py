@@ -42,6 +42,9 @@ class Result:
     #: why this combination was sampled under a budget cap (``--budget --cap``; its
     #: sidecar's "capped"), None where it was not: never a default figure, not for citing
     capped: str | None = None
+    #: the SM clock (MHz) each sample ran at, one per sample in the samples' order (a held
+    #: batch's reading for each of its samples); None where not recorded
+    sm_mhz: tuple[float, ...] | None = None
 
     @functools.cached_property
     def series(self) -> SeriesKey:

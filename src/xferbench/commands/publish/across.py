@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 
-from ...analysis.comparison import FAILED_IN_B, NOT_SIGNIFICANT, WITHIN
-from ...units import GBPS, format_value
+from ...analysis.comparison import AMBIGUOUS, CLOCK, FAILED_IN_B, SAME
+from ...analysis.stats import Decision
+from ...units import GBPS, confidence, format_value
 from .changes import Step, StepRow
 from .markup import (
     anchor,
@@ -57,19 +58,33 @@ def _step_rows(rows: list[StepRow], alpha: float) -> list[str]:
             continue
         out.append(f"<tr{row_class(v)}>" + cells(STEP_HEADERS, [
             e(r.label()), e(a), e(b), times(v.ratio) + ("†" if v.ratio_outside else ""),
-            e(interval(v.interval, alpha, v.test)), samples(v.n_a, v.n_b), verdict_cell(v),
+            e(interval(v.interval, v.level, v.test)), samples(v.n_a, v.n_b), verdict_cell(v),
             _repeat(sr)]) + "</tr>")
     return out
+
+
+def _tested(d: Decision | None) -> str:
+    """How many rows the step tested and the rate that decided them."""
+    if d is None or not d.tested:
+        return "no row tested"
+    return (f"{plural(d.tested, 'row')} tested, a false discovery rate of {100 * d.alpha:g}% "
+            f"(intervals at {confidence(d.level)})")
 
 
 def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[str]:
     body = ['<section id="changes">', "<h2>Changes between consecutive PyTorch versions</h2>",
             f"<p>B against A for every benchmark both measured, as <code>xferbench compare A "
             f"B --threshold {threshold:.0%} --alpha {alpha:g}</code> marks it: a regression "
-            f"or an improvement is significant (Mann-Whitney U, p &lt; {alpha:g}) and beyond "
-            f"{threshold:.0%}. B/A below 1: B takes less (for times, B is faster). The "
-            f"interval is the {1 - alpha:.0%} interval of B/A from the same test; † marks a "
-            "ratio of medians outside it (the two differ in shape, not only by a factor). "
+            f"or an improvement is significant on its q-value (a false discovery rate of "
+            f"{100 * alpha:g}% across the rows of one step: Benjamini-Hochberg over the rows "
+            f"tested by Mann-Whitney U; each step says how many) and beyond {threshold:.0%}. "
+            "Same: "
+            f"B/A's interval lies within {threshold:.0%} either way; ambiguous: "
+            "neither can be shown; clock: a change in time that vanishes once each sample is "
+            "scaled by the SM clock it ran at. B/A below 1: B takes less (for times, B is "
+            "faster). The interval is B/A's from the same test, at the confidence the step's "
+            "rate gives each row (it excludes 1 where the row is significant); † marks "
+            "a ratio of medians outside it (the two differ in shape, not only by a factor). "
             "The samples are within one run each: noise between runs is not in them, so a "
             "change counts as a regression or an improvement only where a repeat confirms it "
             "(a series of another machine folder that measured the same host, hardware, torch "
@@ -82,9 +97,10 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
         ident = anchor("changes", step.machine, step.a.torch, step.b.torch)
         counts = (f"{plural(len(step.regressions), 'regression')}, "
                   f"{plural(len(step.improvements), 'improvement')}, "
-                  f"{len(step.suspected)} suspected, {step.count(WITHIN)} "
-                  f"within {threshold:.0%}, {step.count(NOT_SIGNIFICANT)} no detectable "
-                  "difference")
+                  f"{len(step.suspected)} suspected, "
+                  + (f"{step.count(CLOCK)} clock, " if step.count(CLOCK) else "")
+                  + f"{step.count(SAME)} same, {step.count(AMBIGUOUS)} ambiguous; "
+                  f"{_tested(step.decision)}")
         opened = " open" if newest[step.machine] is step else ""
         body.append(f'<details class="step" id="{e(ident)}"{opened}><summary>torch '
                     f"{e(step.a.torch)} → torch {e(step.b.torch)} on {e(step.machine)}: "
@@ -147,7 +163,7 @@ def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
     body = ['<section id="benchmarks">', "<h2>Every benchmark</h2>",
             "<p>Each benchmark's median against the PyTorch release, one small chart per "
             "parameter combination: the band is the IQR, a solid step is one "
-            f"<code>xferbench compare</code>'s test finds (p &lt; {alpha:g}), a dotted grey "
+            f"the Mann-Whitney U test finds on its own (p &lt; {alpha:g}), a dotted grey "
             "step one it cannot tell apart; the value axis is logarithmic where the values "
             "span a decade. Choose the combinations to show; below each benchmark, every "
             "combination without a number and why.</p>"]

@@ -6,19 +6,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...analysis.comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results
+from ...analysis.comparison import BETTER, FAILED_IN_B, WORSE, Row, compare_results, decision_of
 from ...analysis.provenance import differences
 from ...analysis.repeats import Confirmation, confirm, identities, repeat_comparisons
-from ...analysis.stats import Verdict, verdict
+from ...analysis.stats import Decision, Verdict
 from .catalog import Catalog, SeriesView
 
 
 @dataclass(frozen=True)
 class StepRow:
     row: Row  # compare's row: its mark decides regression and improvement
-    verdict: Verdict | None  # None where one side has no number
     #: a change's confirmation by the repeats of both series (None: no change)
     confirmation: Confirmation | None = None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The row's verdict; None where one side has no number."""
+        return self.row.verdict
 
     @property
     def confirmed(self) -> bool:
@@ -62,6 +66,11 @@ class Step:
     def count(self, mark: str) -> int:
         return len(self.marked(mark))
 
+    @property
+    def decision(self) -> Decision | None:
+        """How its rows were decided (None: no row both releases measured)."""
+        return decision_of(r.row for r in self.rows)
+
 
 def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
     """Each lane's consecutive versions compared as ``compare`` does, each change confirmed
@@ -76,9 +85,7 @@ def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
             rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
             repeats = repeat_comparisons(cat.rs, a.key, b.key, threshold=threshold,
                                          alpha=alpha, ids=ids)
-            built = tuple(StepRow(r, None if r.ratio is None
-                                  else verdict(r.a, r.b, alpha, threshold), confirm(r, repeats))
-                          for r in rows)
+            built = tuple(StepRow(r, confirm(r, repeats)) for r in rows)
             steps.append(Step(lane, a, b, built, tuple(differences(a.provenance, b.provenance)),
                               tuple(rep.machine for rep in repeats)))
     return steps

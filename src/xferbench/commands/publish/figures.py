@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ...analysis.stats import Verdict
+from ...analysis.stats import UNCHANGED, Verdict
 from ...results.safefiles import write_text_safely
 from .views import BandwidthPanel, HeadlineRow, Trend
 
@@ -220,8 +220,8 @@ WIDE_STYLE = {"font.size": 9.5, "axes.titlesize": 10.0, "axes.labelsize": 9.0,
 def plot_headline(row: HeadlineRow, versions: list[str], path: str, width: float = WIDTH
                   ) -> Any:
     """The speed-up per version and machine with its interval: points only, never a line,
-    and hollow grey where the test finds no difference. ``width``: WIDTH for a phone (and
-    the page's narrow screens), WIDE for a wide screen, in larger type."""
+    and hollow grey where it shows no change (same or ambiguous). ``width``: WIDTH for a
+    phone (and the page's narrow screens), WIDE for a wide screen, in larger type."""
     import matplotlib
 
     with matplotlib.rc_context(WIDE_STYLE if width > WIDTH else {}):
@@ -239,7 +239,7 @@ def _headline(row: HeadlineRow, versions: list[str], path: str, width: float) ->
     if len(machines) == 1:
         handles = []  # the title's series: no legend needed for the one colour
     handles.append(Line2D([], [], color=MUTED, marker="o", markerfacecolor="white",
-                          linestyle="none", label="hollow grey: no detectable difference"))
+                          linestyle="none", label="hollow grey: same or ambiguous"))
     grow = WIDE_STYLE["xtick.labelsize"] / SMALLEST_PT if width > WIDTH else 1.0  # its type
     axes_in = (width - 0.74) / grow  # as much axis as 7 pt labels would have
     legend = _legend_height(len(handles), columns) * grow
@@ -259,7 +259,8 @@ def _headline(row: HeadlineRow, versions: list[str], path: str, width: float) ->
             lo, hi = v.speedup_interval or (v.speedup, v.speedup)
             finite += [x for x in (v.speedup, lo, hi) if 0 < x < math.inf]
             offset = (mi - (len(machines) - 1) / 2) * 0.12
-            drawn.append((x_of[c.series.torch] + offset, v.speedup, lo, hi, v.significant, mi))
+            changed = v.word not in UNCHANGED
+            drawn.append((x_of[c.series.torch] + offset, v.speedup, lo, hi, changed, mi))
     bottom, top = min(finite) / 1.1, max(finite) * 1.1
     for x, y, lo, hi, significant, mi in drawn:
         color = f"C{mi % 10}" if significant else MUTED

@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...analysis.citation import Citation, command, sentence
-from ...analysis.stats import NO_DIFFERENCE, WITHIN_THRESHOLD, Verdict
+from ...analysis.stats import UNCHANGED, Verdict
 from ...results.machines import slug
+from ...units import confidence
 
 
 def e(text: Any) -> str:
@@ -79,20 +80,20 @@ def times(x: float | None) -> str:
     return "inf" if math.isinf(x) else f"{x:.3f}x" if x < 10 else f"{x:.3g}x"
 
 
-def interval(iv: tuple[float, float] | None, alpha: float, test: str) -> str:
+def interval(iv: tuple[float, float] | None, level: float, test: str) -> str:
     """"0.981x to 1.004x (95%)"; an open side says so; where there are too few samples,
     "unbounded"."""
     if iv is None:
         return {"99% CI": "n/a", "exact": "exact (a count)"}.get(test, "n/a (no samples)")
     lo, hi = iv
-    level = "asv's 99% CIs" if test == "99% CI" else f"{1 - alpha:.0%}"
+    level_text = "asv's 99% CIs" if test == "99% CI" else confidence(level)
     if lo <= 0 and math.isinf(hi):
-        return f"unbounded ({level}: too few samples)"
+        return f"unbounded ({level_text}: too few samples)"
     if lo <= 0:
-        return f"up to {times(hi)} ({level})"
+        return f"up to {times(hi)} ({level_text})"
     if math.isinf(hi):
-        return f"from {times(lo)} ({level})"
-    return f"{times(lo)} to {times(hi)} ({level})"
+        return f"from {times(lo)} ({level_text})"
+    return f"{times(lo)} to {times(hi)} ({level_text})"
 
 
 def samples(*counts: int | None) -> str:
@@ -100,13 +101,19 @@ def samples(*counts: int | None) -> str:
 
 
 def verdict_cell(v: Verdict) -> str:
+    """The verdict's word ("clock" where the change vanishes in cycles), its test, p and q
+    in its title."""
     p = "" if v.p_value is None else f", p = {v.p_value:.2g}"
-    cls = "ns" if v.word in (NO_DIFFERENCE, WITHIN_THRESHOLD) else "sig"
-    return f'<span class="verdict {cls}" title="{e(v.test)}{e(p)}">{e(v.word)}</span>'
+    q = "" if v.q_value is None else f", q = {v.q_value:.2g}"
+    word = v.word
+    if v.clock and v.cycles is not None:
+        word, p = "clock", p + f"; {v.word} in time, {v.cycles.word} in cycles"
+    cls = "ns" if v.word in UNCHANGED or v.clock else "sig"
+    return f'<span class="verdict {cls}" title="{e(v.test)}{e(p)}{e(q)}">{e(word)}</span>'
 
 
 def row_class(v: Verdict | None) -> str:
-    return ' class="ns"' if v is None or v.word in (NO_DIFFERENCE, WITHIN_THRESHOLD) else ""
+    return ' class="ns"' if v is None or v.word in UNCHANGED or v.clock else ""
 
 
 def code(text: str) -> str:

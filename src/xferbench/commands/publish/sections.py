@@ -106,8 +106,10 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
             "<p>Speed-up of each practice over its baseline: baseline time / practice time "
             "(above 1: the practice is faster). The interval is every speed-up the "
             f"Mann-Whitney U test on the samples does not reject at {1 - alpha:.0%} (the test "
-            "<code>xferbench compare</code> runs); the verdict is that test's. Rows the test "
-            "cannot tell from 1 are grey, and the figures draw points, never a trend.</p>"]
+            "<code>xferbench compare</code> runs); the verdict is that test's: faster or "
+            "slower beyond the threshold, same where the whole interval lies within it, "
+            "ambiguous where neither can be shown. Rows without a change shown are grey, and "
+            "the figures draw points, never a trend.</p>"]
     # the measured first, each with its figure and table; the others after them, a line each
     for row in [h for h in heads if h.measured]:
         ident = anchor("headline", row.key)
@@ -132,7 +134,7 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
             medians = (f"{e(h.practice_name)} {e(format_seconds(practice.value))} vs "  # type: ignore[union-attr,arg-type]
                        f"{e(h.baseline_name)} {e(format_seconds(base.value))}")  # type: ignore[union-attr,arg-type]
             rows.append(f'<tr id="{e(ident)}"{row_class(v)}>' + cells(HEADLINE_HEADERS, [
-                label, times(v.speedup), e(interval(v.speedup_interval, alpha, v.test)),
+                label, times(v.speedup), e(interval(v.speedup_interval, v.level, v.test)),
                 samples(v.n_b, v.n_a), verdict_cell(v), medians, cite_link(ident)]) + "</tr>")
             cites.append(cite_entry(ident, e(c.series.provenance.label), cite_body(c.cites)))
         body += table("headlines", HEADLINE_HEADERS, rows)

@@ -1,5 +1,6 @@
 """``xferbench compare A B``: every benchmark both sides measured, B against A, with a
-significance test on the recorded samples and a threshold, so CI can gate on regressions.
+significance test on the recorded samples, a false discovery rate across the rows and a
+threshold, so CI can gate on regressions.
 
 A and B are PyTorch versions ("2.13.0" finds "2.13.0+cpu"; among ``--machine``'s only, where
 given), suite commits (a prefix) or asv results files. Each side reads one series per machine
@@ -15,29 +16,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.comparison import (
-    FAILED_IN_B,
-    MARKS,
-    REGRESSIONS,
-    WORSE,
-    Row,
-    compare_results,
-    confounds,
-)
-from ..analysis.repeats import Confirmation, confirm_pairs
-from ..analysis.stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
-from ..errors import ExitCode, XferbenchError
-from ..results import Result, ResultSet, load, load_file
-from ..results.series import Mode, SeriesKey, labels
-from ..units import format_value
-from .options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
+from ...analysis.comparison import compare_results, confounds
+from ...analysis.repeats import confirm_pairs
+from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
+from ...errors import ExitCode, XferbenchError
+from ...results import ResultSet, load, load_file
+from ...results.series import Mode, labels
+from ..options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
+from .model import Comparison, MeasuredNothing, Side
+from .text import as_dict, format_comparison
+
+__all__ = ["Comparison", "Side", "as_dict", "compare", "confounds", "format_comparison"]
 
 
 def register_cli(sub: Any) -> None:
@@ -60,7 +55,11 @@ def register_cli(sub: Any) -> None:
                    help="smallest change that counts as a regression, as 10%% or 0.1 "
                         "(default: 10%%)")
     p.add_argument("--alpha", type=parse_alpha, default=ALPHA,
-                   help=f"significance level of the Mann-Whitney U test (default: {ALPHA})")
+                   help="the false discovery rate across the rows (with --decide-on p: each "
+                        f"row's significance level) (default: {ALPHA})")
+    p.add_argument("--decide-on", choices=(ON_Q, ON_P), default=ON_Q,
+                   help="decide each row on its q-value, a false discovery rate across the "
+                        "rows (Benjamini-Hochberg; default), or on its p-value alone")
     p.add_argument("--machine", default=None,
                    help="only this machine (a version is then matched among its series)")
     p.add_argument("--torch", default=None, metavar="VERSION",
@@ -77,58 +76,6 @@ def register_cli(sub: Any) -> None:
                         "worse too; the others are listed as suspected")
     add_format(p, help="text table (default) or JSON")
     p.set_defaults(func=cmd_compare)
-
-
-class MeasuredNothing(XferbenchError):
-    """One side of a comparison holds no number at all: compare's exit status 3."""
-
-
-@dataclass(frozen=True)
-class Side:
-    spec: str
-    label: str  # "torch 2.13.0+cpu", "commit 1da1603a", "file results/m/x.json"
-    results: ResultSet
-    others: tuple[SeriesKey, ...] = ()  # the series of other modes it did not read
-
-    @property
-    def series(self) -> list[SeriesKey]:
-        return self.results.series()
-
-
-@dataclass(frozen=True)
-class Comparison:
-    a: Side
-    b: Side
-    rows: list[Row]
-    skipped_both: int
-    threshold: float
-    alpha: float
-    #: what differs between A and B besides what was asked (the build, the machine, Python)
-    confounds: tuple[str, ...] = ()
-    #: index of a row that is a change (worse, better) -> whether a repeat confirmed it
-    confirmed: dict[int, Confirmation] = field(default_factory=dict)
-    only_confirmed: bool = False  # --confirmed: suspected regressions do not fail
-
-    def confirmation(self, i: int) -> Confirmation | None:
-        return self.confirmed.get(i)
-
-    @property
-    def regressions(self) -> list[Row]:
-        """The rows that fail the comparison: failed in B, and worse (with --confirmed, only
-        where a repeat confirmed it)."""
-        return [r for i, r in enumerate(self.rows) if r.mark in REGRESSIONS
-                and not (self.only_confirmed and r.mark == WORSE and not self.is_confirmed(i))]
-
-    def is_confirmed(self, i: int) -> bool:
-        c = self.confirmed.get(i)
-        return bool(c and c.confirmed)
-
-    @property
-    def exit_status(self) -> ExitCode:
-        return ExitCode.REGRESSION if self.regressions else ExitCode.OK
-
-    def counts(self) -> dict[str, int]:
-        return {m: sum(1 for r in self.rows if r.mark == m) for m in MARKS}
 
 
 def resolve_side(spec: str, load_root: Any, machine: str | None = None) -> Side:
@@ -201,7 +148,7 @@ class Narrowing:
 
 def compare(a_spec: str, b_spec: str, *, results: str = "results",
             threshold: float = THRESHOLD, alpha: float = ALPHA, only_confirmed: bool = False,
-            **narrowing: Any) -> Comparison:
+            decide_on: str = ON_Q, **narrowing: Any) -> Comparison:
     """Resolve A and B, narrow them (``Narrowing``'s fields as keywords), and compare their
     newest results."""
     n = Narrowing(**narrowing)
@@ -229,142 +176,16 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     # one machine on each side (two results files, say): compare across the machines
     by_machine = not (len(a.results.machines()) == 1 and len(b.results.machines()) == 1)
     rows, skipped = compare_results(a.results, b.results, threshold=threshold, alpha=alpha,
-                                    by_machine=by_machine)
+                                    by_machine=by_machine, decide_on=decide_on)
     try:
         every: ResultSet | None = load_root()
     except XferbenchError:  # two files and no results folder: no repeat to ask
         every = None
-    confirmed = confirm_pairs(every, rows, a.series, b.series, threshold=threshold, alpha=alpha)
+    confirmed = confirm_pairs(every, rows, a.series, b.series, threshold=threshold, alpha=alpha,
+                              decide_on=decide_on)
     return Comparison(a, b, rows, skipped, threshold, alpha,
-                      confounds(a.results, b.results, by_machine), confirmed, only_confirmed)
-
-
-# -- formatting --------------------------------------------------------------------------------
-
-def _p(row: Row) -> str:
-    if row.p_value is not None:
-        return "<1e-4" if row.p_value < 1e-4 else f"{row.p_value:.4f}"
-    return {"99% CI": "(CI)", "exact": "(exact)", "none": "-"}.get(row.test, "-")
-
-
-def _ratio(row: Row) -> str:
-    if row.ratio is None:
-        return "-"
-    return "inf" if math.isinf(row.ratio) else f"{row.ratio:.3f}"
-
-
-def _mark(c: Comparison, i: int, r: Row) -> str:
-    mark = f"{r.mark} ({r.note})" if r.note else r.mark
-    conf = c.confirmation(i)
-    if conf is None:
-        return mark
-    if conf.confirmed:
-        return f"{mark}, confirmed ({', '.join(conf.by)})"
-    return f"{mark}, suspected"
-
-
-def _sides(c: Comparison) -> list[str]:
-    lines = []
-    for name, side in (("A", c.a), ("B", c.b)):
-        lines.append(f"{name}: {side.label}")
-        if side.others:
-            lines.append(f"   not read: {'; '.join(k.label for k in side.others)} (another "
-                         "mode: choose it with --mode)")
-    return lines
-
-
-def format_comparison(c: Comparison) -> list[str]:
-    """The table: one row per benchmark and parameters, grouped by machine."""
-    lines = _sides(c)
-    header = ("benchmark", "A", "B", "B/A", "p", "mark")
-    machines = sorted({r.machine for r in c.rows})
-    for machine in machines:
-        table = [header]
-        for i, r in enumerate(c.rows):
-            if r.machine != machine:
-                continue
-            table.append((r.label(), format_value(r.a.value if r.a else None, r.unit),
-                          format_value(r.b.value if r.b else None, r.unit),
-                          _ratio(r), _p(r), _mark(c, i, r)))
-        widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-        lines.append("")
-        lines.append(f"on {machine}:")
-        for i, row in enumerate(table):
-            cells = [row[0].ljust(widths[0])]
-            cells += [cell.rjust(w) for cell, w in zip(row[1:5], widths[1:5])]
-            cells.append(row[5])
-            lines.append("  ".join(cells).rstrip())
-            if i == 0:
-                lines.append("  ".join("-" * w for w in widths))
-    if not c.rows:
-        lines.append("")
-        lines.append("no benchmark was measured on either side")
-    return lines + _summary(c)
-
-
-def _summary(c: Comparison) -> list[str]:
-    counts = c.counts()
-    lines = ["", f"{len(c.rows)} compared: " + ", ".join(
-        f"{counts[m]} {m}" for m in MARKS) + f"; {c.skipped_both} skipped or failed on both sides",
-        "B/A: B's value over A's; seconds, fractions and counts: lower is better; "
-        "rates (/s): higher is better.",
-        f"better/worse: significant (p < {c.alpha:g}, Mann-Whitney U on the samples; "
-        f"without samples, disjoint 99% CIs) and beyond {c.threshold:.0%}; confirmed where "
-        "every repeat of both series (another machine folder measuring the same again) marks "
-        "it so too, else suspected."]
-    if c.confounds:
-        lines.append("CAUTION: more than the release differs: " + "; ".join(c.confounds) +
-                     " (a difference may be theirs; --strict refuses such a comparison)")
-    worse = [i for i, r in enumerate(c.rows) if r.mark == WORSE]
-    confirmed = sum(c.is_confirmed(i) for i in worse)
-    broke = sum(1 for r in c.rows if r.mark == FAILED_IN_B)
-    tail = (f"; {broke} measured in A but failed in B" if broke else "")
-    if c.regressions:
-        counted = confirmed if c.only_confirmed else len(worse)
-        lines.append(f"REGRESSION: {counted} significantly worse by more than "
-                     f"{c.threshold:.0%} in B ({confirmed} confirmed by a repeat, "
-                     f"{len(worse) - confirmed} suspected"
-                     + (", not counted: --confirmed" if c.only_confirmed else "") + ")" + tail)
-    elif worse:
-        lines.append(f"no confirmed regression beyond {c.threshold:.0%}: {len(worse)} worse, "
-                     "each suspected (no repeat confirms it; --confirmed counts only those "
-                     "that one does)")
-    else:
-        lines.append(f"no regression beyond {c.threshold:.0%}")
-    return lines
-
-
-def as_dict(c: Comparison) -> dict[str, Any]:
-    def value(r: Result | None) -> float | None:
-        return r.value if r is not None and r.ok else None
-
-    def confirmation(i: int) -> dict[str, Any]:
-        conf = c.confirmation(i)
-        if conf is None:
-            return {"confirmation": None, "confirmed_by": [], "suspected_why": None}
-        return {"confirmation": conf.status, "confirmed_by": list(conf.by),
-                "suspected_why": conf.why or None}
-
-    worse = [i for i, r in enumerate(c.rows) if r.mark == WORSE]
-    return {
-        "a": c.a.label, "b": c.b.label, "threshold": c.threshold, "alpha": c.alpha,
-        "regression": bool(c.regressions), "counts": c.counts(),
-        "confirmed_worse": sum(c.is_confirmed(i) for i in worse),
-        "suspected_worse": sum(not c.is_confirmed(i) for i in worse),
-        "only_confirmed": c.only_confirmed,
-        "series": {"a": [k.label for k in c.a.series], "b": [k.label for k in c.b.series]},
-        "not_read": {"a": [k.label for k in c.a.others], "b": [k.label for k in c.b.others]},
-        "confounds": list(c.confounds),
-        "skipped_both": c.skipped_both,
-        "rows": [{"machine": r.machine, "benchmark": r.benchmark, "params": dict(r.params),
-                  "unit": r.unit, "a": value(r.a), "b": value(r.b),
-                  "ratio": None if r.ratio is None or math.isinf(r.ratio) else r.ratio,
-                  "worse_by": None if r.worse_by is None or math.isinf(r.worse_by)
-                  else r.worse_by,
-                  "p_value": r.p_value, "test": r.test, "mark": r.mark, "note": r.note,
-                  **confirmation(i)}
-                 for i, r in enumerate(c.rows)],
-    }
+                      confounds(a.results, b.results, by_machine), confirmed, only_confirmed,
+                      decide_on)
 
 
 def cmd_compare(args: argparse.Namespace) -> ExitCode:
@@ -387,4 +208,5 @@ def cmd_compare(args: argparse.Namespace) -> ExitCode:
 def _compare(args: argparse.Namespace) -> Comparison:
     return compare(args.a, args.b, results=args.results, threshold=args.threshold,
                    alpha=args.alpha, machine=args.machine, torch=args.torch, bench=args.bench,
-                   mode=mode_of_option(args.mode), only_confirmed=args.confirmed)
+                   mode=mode_of_option(args.mode), only_confirmed=args.confirmed,
+                   decide_on=args.decide_on)
