@@ -170,7 +170,7 @@ class Budget:
         self.capped = f"sampled under a budget cap: {why} (--budget --cap)"
 
 
-def lease_order(combos: Sequence[tuple], lease: Sequence[bool]) -> list[tuple]:
-    """``combos`` with the lease's (headline) combinations first, each part in its order."""
-    first = [c for c, yes in zip(combos, lease) if yes]
-    return first + [c for c, yes in zip(combos, lease) if not yes]
+def headline_first(combos: Sequence[tuple], headline: Sequence[bool]) -> list[tuple]:
+    """``combos`` with the headline combinations first, each part in its order."""
+    first = [c for c, yes in zip(combos, headline) if yes]
+    return first + [c for c, yes in zip(combos, headline) if not yes]
