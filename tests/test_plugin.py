@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-# the plugin stands on pytest-benchmark: an interpreter without it (a bare GPU image) skips
+# the plugin stands on pytest-benchmark: an interpreter without it (a minimal GPU image) skips
 pytest.importorskip("pytest_benchmark", reason="xfer_benchmark needs pytest-benchmark")
 
 from xferbench.devices import is_emulated  # noqa: E402

@@ -251,11 +251,11 @@ class _NoFigureFirst(_Timed):
 @pytest.mark.parametrize("blank", [1, 2, 4])
 def test_a_started_class_whose_first_combination_gives_no_figure_still_saves_one(
         monkeypatch, blank):
-    """CI's rehearsal on a loaded machine saved no Hazards number: its first combination
-    (the busy-stream hazard) is no figure on the emulated device, and the deadline cut the
-    rest. A class with no number yet measures past its time up to MAX_OVERRUNS combinations:
-    with one blank it saves the second; with MAX_OVERRUNS blanks or more it stops there,
-    so a run's overrun stays bounded. Each such combination is measured whole: no deadline
+    """A class whose first combination gives no figure (the busy-stream hazard on the
+    emulated device) and whose deadline then cut the rest would save no number. So a class
+    with no number yet measures past its time, up to MAX_OVERRUNS combinations: with one
+    blank it saves the second; with MAX_OVERRUNS blanks or more it stops there, so a run's
+    overrun stays bounded. Each such combination is measured whole: no deadline
     for its fixed-count work (Hazards' trials would stop at once, and be cut)."""
     from benchmarks import _budget
 
