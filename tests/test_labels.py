@@ -204,7 +204,7 @@ def test_the_page_shows_each_mode_as_a_series_of_its_own(modes):
                       "torch 2.13.0+cu130 on cpu-2core-vm (quick, 2 threads)"]
     html = "\n".join(provenance_section(views.series, None))
     assert "quick, 2 threads" in html
-    # the default lane's steps never take a quick point: 2.12.1 -> 2.13.0 is the full run's
+    # the default trend's steps never take a quick point: 2.12.1 -> 2.13.0 is the full run's
     step = next(s for s in views.steps if s.machine == MACHINE
                 and s.b.torch == "2.13.0+cu130")
     assert step.b.key.mode == () and step.a.torch == "2.12.1+cu130"

@@ -162,7 +162,7 @@ class SeriesKey:
         return f"torch {self.torch} on {self.machine}{tail}"
 
     @property
-    def lane(self) -> str:
+    def trend(self) -> str:
         """The machine, with the mode for a series not measured the default way ("box
         (quick, 2 threads)"): what the page draws as one line across releases, and names its
         figures and anchors after (slugged: "box-quick-2-threads")."""
