@@ -2,14 +2,15 @@
 grid runner that measures every combination of a benchmark class in one process.
 
 One process per class, not per combination: asv runs each parameter combination in a process
-of its own, and each would import torch and initialise the device (2.5-4 s on a GPU machine,
-the most of the suite's time). So each class measures its whole grid in ``setup_cache``, which
-asv runs once per class and environment, in one process, and returns plain numbers keyed by
-parameters; the ``track_*`` methods, which asv still runs per combination (forked from a
-server that never imported torch), only look their number up. asv stays the runner and the
-store: the same results files, raw samples included, and ``asv run -b``, ``asv publish`` and
-``xferbench run`` work as before. A combination that fails or does not fit is recorded as that
-combination's failure or skip (``Grid.setup`` raises for it alone), never the class's.
+of its own, and each would import torch and initialise the device, which on a GPU takes
+seconds per process, longer than most measurements. So each class measures its whole grid in
+``setup_cache``, which asv runs once per class and environment, in one process, and returns
+plain numbers keyed by parameters. The ``track_*`` methods, which asv still runs per
+combination (forked from a server that never imported torch), only look their number up. asv
+stays the runner and the store: the same results files, raw samples included, and
+``asv run -b``, ``asv publish`` and ``xferbench run`` work as before. A combination that fails
+or does not fit is recorded as that combination's failure or skip (``Grid.setup`` raises for
+it alone), never the class's.
 
 Nothing here imports torch at import time: the probe comes from XFERBENCH_PROBE (set by
 ``xferbench run``), else from a file cached per interpreter and torch installation, else from
@@ -289,9 +290,11 @@ class Grid:
                 if any(r is None for r in cls.reasons(c).values())]
 
     def measure_grid(self) -> dict[tuple, dict[str, Any]]:
-        """Every combination that runs here, measured in turn, the headline ones first: {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
-        {"skip": reason} (does not fit, or cut by the run's budget), or {"error": text};
-        progress to XFERBENCH_PROGRESS."""
+        """Every combination that runs here, measured in turn, the headline ones first.
+
+        Returns {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
+        {combo: {"skip": reason}} (does not fit, or cut by the run's budget), or
+        {combo: {"error": text}}; progress goes to XFERBENCH_PROGRESS."""
         # "bench_copies.Copy", as asv names it (without the benchmarks package)
         name = f"{type(self).__module__.split('.', 1)[-1]}.{type(self).__name__}"
         combos = self.combinations()

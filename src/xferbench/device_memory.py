@@ -22,7 +22,7 @@ def release_memory(device: Device, *, thorough: bool = False) -> None:
     pinned host memory cache, so that one measured case does not crowd the next.
 
     The young garbage is collected first (a tensor kept alive by a reference cycle cannot be
-    given back); ``thorough`` collects every generation (about 0.1 s with torch loaded). On
+    given back); ``thorough`` collects every generation (slower, with torch's objects loaded). On
     the CPU nothing is done: reference counting frees host buffers and there is no cache.
     """
     if not device.is_accelerator:

@@ -51,8 +51,8 @@ def _index(value: str) -> str:
     return value.partition(":")[2]
 
 
-#: The one table of modes: key -> its default, label and citability. Issue 30's cap is
-#: listed under both names it may take (``capped: yes`` or ``budget: 240``).
+#: The one table of modes: key -> its default, label and citability. The cap (``--budget
+#: --cap``) is listed under both names it may take (``capped: yes`` or ``budget: 240``).
 MODES: dict[str, ModeKey] = {m.key: m for m in (
     ModeKey("quick", lambda v: v in OFF, lambda v: "quick", lambda v: QUICK),
     ModeKey("threads", lambda v: v == "", lambda v: f"{v} thread{'s' if v != '1' else ''}",

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from ...errors import XferbenchError
 from .suite import HEADLINE_CLASSES, SuiteClass
 
-#: asv reads each track value back, after the grid, in a process forked for it (about 30 ms
-#: each on a 2-core VM; the forks are the same on any machine), then saves the results file.
-#: Measured by scripts/grid-time costs as each class's end.
+#: asv reads each track value back, after the grid, in a process forked for it, then saves
+#: the results file. VALUE_READ_S is planned per value and CLASS_END_S per class; a fork
+#: costs about the same on any machine, and scripts/grid-time costs measures the class's end.
 VALUE_READ_S = 0.03
 CLASS_END_S = 2.0
 #: Kept back at the end of the run for its report.
@@ -121,8 +121,14 @@ class Allotment:
 
 def allot(budget_s: float, spent_s: float, plans: Sequence[ClassPlan], read_s: float
           ) -> Allotment:
-    """The share of the next call, whose plan is ``plans[0]`` (the rest: the calls after
-    it), after ``spent_s`` of ``budget_s``."""
+    """The share of the budget for the next asv call.
+
+    Args:
+        budget_s: the whole run's budget (--budget).
+        spent_s: what the run has spent of it so far.
+        plans: the next call's plan first, then those of the calls after it.
+        read_s: what asv's reading of the next call's values is planned at.
+    """
     left = budget_s - spent_s - REPORT_S
     own = plans[0]
     if own.total_s <= 0:  # measures nothing here: asv only records the skips
@@ -160,10 +166,15 @@ def check_headline(budget_s: float, classes: Sequence[SuiteClass]) -> None:
 
 def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: bool = False,
               spent_s: float = 0.0) -> str:
-    """One sentence on what ``budget_s`` holds, ``spent_s`` of it gone already (the run's
-    own start): ``groups`` are (title, plan) in order; ``cap``: --cap, each combination's
-    sampling capped to fit rather than cut. A headline part holds only where ``allot`` would
-    start its class: its start, its values' reading and the least sampling beside."""
+    """One sentence on what ``budget_s`` holds. A headline part holds only where ``allot``
+    would start its class: its start, its values' reading and the least sampling beside.
+
+    Args:
+        budget_s: the whole run's budget (--budget).
+        groups: (title, plan) of each asv call, in run order.
+        cap: --cap: each combination's sampling is capped to fit rather than cut.
+        spent_s: what the run has spent already (its own start).
+    """
     if cap:
         total = sum(p.total_s for _t, p in groups)
         return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(total)} "
