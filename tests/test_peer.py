@@ -1,4 +1,4 @@
-"""Peer copies between devices (issue 22): the practice (practices/peer.py), its asv class
+"""Peer copies between devices: the practice (practices/peer.py), its asv class
 (benchmarks/bench_peer.py), ``xferbench run --devices``, and the emulated device with two
 devices and peer access per pair (tests/emu).
 
