@@ -7,7 +7,7 @@ clone's run is; in a venv without torch ``lint`` and ``flake8 --select XB`` run 
 measuring commands say what is missing; the pre-commit hook's environment, made by
 pre-commit itself, holds LibCST and no torch.
 
-Slow (50 s alone: the build, three venvs, asv run once): ``-m slow``.
+Slow (the build, three venvs, asv run once): ``-m slow``.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from xferbench.results.runrecords import Outcome, RunRecord
 from xferbench.results.sidecar import load_sidecar, record_run
 
 # With the others, not alone: a run's budget counts what it has spent, so it holds on a
-# loaded host (passed beside two busy loops, three runnable on two cores, twice).
+# loaded host.
 
 REPO = Path(__file__).resolve().parents[1]
 
