@@ -2,14 +2,15 @@
 grid runner that measures every combination of a benchmark class in one process.
 
 One process per class, not per combination: asv runs each parameter combination in a process
-of its own, and each would import torch and initialise the device (2.5-4 s on a GPU machine,
-the most of the suite's time). So each class measures its whole grid in ``setup_cache``, which
-asv runs once per class and environment, in one process, and returns plain numbers keyed by
-parameters; the ``track_*`` methods, which asv still runs per combination (forked from a
-server that never imported torch), only look their number up. asv stays the runner and the
-store: the same results files, raw samples included, and ``asv run -b``, ``asv publish`` and
-``xferbench run`` work as before. A combination that fails or does not fit is recorded as that
-combination's failure or skip (``Grid.setup`` raises for it alone), never the class's.
+of its own, and each would import torch and initialise the device, which on a GPU takes
+seconds per process, longer than most measurements. So each class measures its whole grid in
+``setup_cache``, which asv runs once per class and environment, in one process, and returns
+plain numbers keyed by parameters. The ``track_*`` methods, which asv still runs per
+combination (forked from a server that never imported torch), only look their number up. asv
+stays the runner and the store: the same results files, raw samples included, and
+``asv run -b``, ``asv publish`` and ``xferbench run`` work as before. A combination that fails
+or does not fit is recorded as that combination's failure or skip (``Grid.setup`` raises for
+it alone), never the class's.
 
 Nothing here imports torch at import time: the probe comes from XFERBENCH_PROBE (set by
 ``xferbench run``), else from a file cached per interpreter and torch installation, else from
@@ -261,9 +262,9 @@ class Grid:
         return sampling + _budget.work_s(cls.__name__, sampling)
 
     @classmethod
-    def lease(cls, combo: Sequence[Any]) -> bool:
-        """Whether ``combo`` is one of the class's lease (headline) combinations, measured
-        before the others: those at the headline size, where the class has a size."""
+    def headline(cls, combo: Sequence[Any]) -> bool:
+        """Whether ``combo`` is one of the class's headline combinations, measured before
+        the others: those at the headline size, where the class has a size."""
         names = list(cls.param_names)
         return "size" not in names or combo[names.index("size")] == size_label(headline_nbytes())
 
@@ -289,14 +290,15 @@ class Grid:
                 if any(r is None for r in cls.reasons(c).values())]
 
     def measure_grid(self) -> dict[tuple, dict[str, Any]]:
-        """Every combination that runs here, measured in turn, the lease's (headline) ones
-        first: {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
-        {"skip": reason} (does not fit, or cut by the run's budget), or {"error": text};
-        progress to XFERBENCH_PROGRESS."""
+        """Every combination that runs here, measured in turn, the headline ones first.
+
+        Returns {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
+        {combo: {"skip": reason}} (does not fit, or cut by the run's budget), or
+        {combo: {"error": text}}; progress goes to XFERBENCH_PROGRESS."""
         # "bench_copies.Copy", as asv names it (without the benchmarks package)
         name = f"{type(self).__module__.split('.', 1)[-1]}.{type(self).__name__}"
         combos = self.combinations()
-        combos = _budget.lease_order(combos, [self.lease(c) for c in combos])
+        combos = _budget.headline_first(combos, [self.headline(c) for c in combos])
         out: dict[tuple, dict[str, Any]] = {}
         if not combos:
             return out  # nothing to measure: no torch import, no device initialisation
@@ -415,7 +417,7 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
     number; what each combination is planned to cost (``Grid.combination_s``), how many of them
-    are the lease's (headline) ones, the class's measured start (costs.json), per method the
+    are headline ones, the class's measured start (costs.json), per method the
     combinations it measures, as text, for a run's budget to cut, and its values and units
     (for a claims table). Needs no torch: the probe is the environment's."""
     out = []
@@ -443,13 +445,13 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                 if not chosen and combos:
                     chosen.append([repr(p) for p in combos[0]])
             measured = cls.combinations()
-            lease = [c for c in measured if cls.lease(c)]
+            headline = [c for c in measured if cls.headline(c)]
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "params": [[str(v) for v in values] for values in cls.params],
                         "units": {m: getattr(getattr(cls, m), "unit", getattr(cls, "unit", "?"))
                                   for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
-                        "lease": len(lease), "combination_s": cls.combination_s(),
+                        "headline": len(headline), "combination_s": cls.combination_s(),
                         "estimate_s": len(measured) * cls.combination_s(),
                         "start_s": _budget.start_s(name, real_accelerator), "runs": runs,
                         "combinations": len(list(itertools.product(*cls.params))),

@@ -47,16 +47,16 @@ MIN_COMBINATION_S = 1.0
 #: A combination's seconds where costs.json names none for the class.
 DEFAULT_COMBINATION_S = 1.0
 #: Building and verifying one combination's data on a GPU machine, beyond what the smoke
-#: sweep's 1 MiB cost where it was measured: at the headline 64 MiB about three passes over
-#: the buffer at a host's fill rate (about 10 GB/s) and an H200's PCIe link (53 GB/s,
-#: REFERENCE.md), 0.03 s; counted as 0.1 s.
+#: sweep's 1 MiB costs in costs.json. At the headline 64 MiB that is about three passes over
+#: the buffer through host memory and the PCIe link; at 10 GB/s or more each, under 0.03 s.
+#: 0.1 s leaves room for a slower host.
 DATA_S = 0.1
 #: A class process's start before its first combination (asv's start and discovery, the
 #: interpreter, torch's import), where costs.json names none for the class.
 DEFAULT_START_S = 5.0
 #: What a real accelerator adds to that start in a fresh process: the CUDA context, lazy
-#: module loading, NVML's start. The issue that sized the lease read 6-8 s per class start
-#: on a GPU machine, against 3-5 s measured here (the emulated device initialises nothing).
+#: module loading, NVML's start. costs.json is measured on the emulated device, which
+#: initialises none of these, so a GPU's start is planned this much longer.
 DEVICE_INIT_S = 3.0
 #: What scripts/grid-time costs measured per class: {class: {"start_s", "combination_s",
 #: ...}}, with the device, sweep and load it was measured on.
@@ -90,8 +90,8 @@ def work_s(class_name: str, sampling: float) -> float:
 
 
 def start_s(class_name: str, real_accelerator: bool = False) -> float:
-    """The start of ``class_name``'s process as measured here (costs.json), plus
-    DEVICE_INIT_S on a real accelerator."""
+    """The start of ``class_name``'s process as costs.json gives it, plus DEVICE_INIT_S on
+    a real accelerator."""
     value = COSTS.get(class_name, {}).get("start_s")
     here = float(value) if isinstance(value, (int, float)) and value >= 0 else DEFAULT_START_S
     return here + (DEVICE_INIT_S if real_accelerator else 0.0)
@@ -170,7 +170,7 @@ class Budget:
         self.capped = f"sampled under a budget cap: {why} (--budget --cap)"
 
 
-def lease_order(combos: Sequence[tuple], lease: Sequence[bool]) -> list[tuple]:
-    """``combos`` with the lease's (headline) combinations first, each part in its order."""
-    first = [c for c, yes in zip(combos, lease) if yes]
-    return first + [c for c, yes in zip(combos, lease) if not yes]
+def headline_first(combos: Sequence[tuple], headline: Sequence[bool]) -> list[tuple]:
+    """``combos`` with the headline combinations first, each part in its order."""
+    first = [c for c, yes in zip(combos, headline) if yes]
+    return first + [c for c, yes in zip(combos, headline) if not yes]

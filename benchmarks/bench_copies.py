@@ -74,7 +74,7 @@ class Copy(Grid):
     measurements = 2  # device time and the host clocks, where both apply
 
     @classmethod
-    def lease(cls, combo):
+    def headline(cls, combo):
         """The copy table's rows (one tensor, every direction, memory and sync, at the
         headline size) and the non_blocking headline's pair (1,000 pinned tensors, h2d)."""
         direction, host_memory, _sync, layout, size = combo

@@ -62,7 +62,7 @@ class Pipeline(Grid):
     base_spec = BENCH_SPEC
 
     @classmethod
-    def lease(cls, combo):
+    def headline(cls, combo):
         """The headline's configuration: the input-bound model, two workers, every host
         memory and move (its size parameter is the model's, not bytes)."""
         return combo[0] == INPUT_BOUND and combo[2] == "2"

@@ -6,9 +6,9 @@ machine runs the whole suite with them shown as skipped (``-ra`` lists why).
 With ``XFERBENCH_EMU=1`` the session runs on the emulated accelerator (tests/emu): it is
 built if needed and loaded when pytest starts, becomes torch's accelerator for the whole
 session, and the ``gpu`` tests run on it (``scripts/gpu-check`` runs ``-m gpu`` so, and
-scripts/test through its rehearsals, tests/rehearsals.py). If it cannot be
-built, the header says why in one line and the ``gpu`` tests stay skipped. On it, a test
-that asserts timing is skipped ("hardware only": its times are host threads'), and one that
+scripts/test through its gpu-check runs, tests/gpu_check_runs.py). If it cannot be built,
+the header says why in one line and the ``gpu`` tests stay skipped. On it, a test that asserts
+timing is skipped ("hardware only": its times are host threads'), and one that
 needs CUDA itself is skipped too ("CUDA only"): the markers ``timing`` and ``cuda_only(what)``
 say so, and the summary at the end counts both.
 """
@@ -28,15 +28,15 @@ from pathlib import Path
 import emu  # tests/emu: stdlib only until load(), which imports torch
 import pytest
 from manyversions import write_many_versions
-from rehearsals import (  # noqa: F401  the gpu-check rehearsals: session fixtures
-    bare,
-    bare_rehearsal,
-    lease_rehearsal,
-    readme_rehearsal,
+from gpu_check_runs import (  # noqa: F401  scripts/gpu-check on the emulated device
+    default_spec_gpu_check,
+    gpu_check_runs,
+    minimal_gpu_check,
+    minimal_machine,
+    readme_gpu_check,
     readme_started,
-    rehearsals,
 )
-from rehearsals import mark_rehearsals, rehearsed_gpu_tests
+from gpu_check_runs import mark_end_to_end, report_emulated_gpu_tests
 from slowmark import mark_slow_and_order, report_unmarked_slow, slow_fixture
 
 from xferbench.cli import main
@@ -104,14 +104,14 @@ def _no_accelerator_reason() -> str:
 
 def telling(item: pytest.Item) -> bool:
     """Whether ``item`` pins a GPU-only behaviour (``cuda_only`` or ``timing``): what a short
-    lease of a real GPU must run first, since no emulated run can stand in for it."""
+    time budget on a real GPU must run first, since no emulated run can stand in for it."""
     return any(item.get_closest_marker(m) for m in ("cuda_only", "timing"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     mark_slow_and_order(config, items)
-    mark_rehearsals(items)
+    mark_end_to_end(items)
     if os.environ.get("XFERBENCH_TELLING_FIRST") == "1":  # scripts/gpu-check's test stage
         items.sort(key=lambda item: not telling(item))  # stable: file order within each
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
@@ -125,7 +125,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     report_unmarked_slow(terminalreporter)
     _emulated_counts(terminalreporter)
-    rehearsed_gpu_tests(terminalreporter)
+    report_emulated_gpu_tests(terminalreporter)
 
 
 def _emulated_counts(terminalreporter: pytest.TerminalReporter) -> None:

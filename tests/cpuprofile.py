@@ -1,5 +1,5 @@
-"""CPU seconds per test, with the processes it started: where the 2-core machine's time goes
-when the run keeps both cores busy and wall times say more about the neighbours than the test.
+"""CPU seconds per test, with the processes it started: where a machine's time goes when the
+run keeps every core busy and wall times say more about the neighbours than the test.
 
     PYTHONPATH=tests .venv/bin/python -m pytest -p cpuprofile -n 2 --dist loadfile -q
     .venv/bin/python tests/cpuprofile.py [--tests]      # the files (or tests) by CPU seconds

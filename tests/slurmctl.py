@@ -9,7 +9,7 @@ log files) in the folder, the node declared with this host's CPUs and a small me
 declaring more than it has is drained), ``proctrack/linuxproc``, ``task/none``,
 ``select/cons_tres``, no accounting (``sacct`` answers "accounting storage is disabled") and
 no job completion log. Two free ports, chosen by binding to port 0, keep it clear of any other
-Slurm. Clients find it through ``SLURM_CONF``. It starts in 2-4 s here.
+Slurm. Clients find it through ``SLURM_CONF``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The audit (issue 21) on the CPU: what a CPU-only run counts (the waits an accelerator would
+"""The audit on the CPU: what a CPU-only run counts (the waits an accelerator would
 pay, marked not paid), create-then-move, step boundaries, the device-mismatch note (on the
 meta device, which raises the same kind of error), the report and its JSON schema, and that
 the audit never changes what a step computes.

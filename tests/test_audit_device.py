@@ -1,4 +1,4 @@
-"""The audit (issue 21) on an accelerator: in CI the emulated one (XFERBENCH_EMU=1, where
+"""The audit on an accelerator: in CI the emulated one (XFERBENCH_EMU=1, where
 ``scripts/test`` runs the gpu tests), on a GPU machine the real one.
 
 The must-show: a training step with known faults (a pageable batch copied ``non_blocking``,

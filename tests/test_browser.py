@@ -35,8 +35,8 @@ CHROMIUM = "/usr/bin/chromium"
 #: No request leaves 127.0.0.1: any other host, named or by address, goes to a proxy at
 #: 127.0.0.1:9, where nothing listens, so it fails at once. Nothing is intercepted:
 #: Playwright's request routing pauses every request in the browser for a round trip to this
-#: process, which a busy host makes slow, and its in-flight count under routing once never
-#: went idle in CI.
+#: process, which a busy host makes slow, and its in-flight count under routing may never go
+#: idle.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1"]
@@ -162,7 +162,7 @@ QUIET_S = 0.5
 def settle(page, guard: Guard, timeout_s: float = PAGE_TIMEOUT_MS / 1000) -> None:
     """Waits until no request of the page has been in flight for QUIET_S, from the guard's
     own count of requests started and ended (Playwright advises against its networkidle,
-    whose count once never went idle in CI); past ``timeout_s``, fails naming each request
+    whose count may never go idle); past ``timeout_s``, fails naming each request
     still in flight and for how long."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -191,8 +191,8 @@ def browser():
 def load(browser, url: str, width: int = 1280):
     """A page at ``width`` px, scrolled through so that every lazy figure in view loaded."""
     page = browser.new_page(viewport={"width": width, "height": 900})
-    # Playwright's 30 s default was once outrun in CI by the wait for the network to go idle,
-    # the 2 cores busy with the other worker's asv runs: a slow page is not a broken one here
+    # longer than Playwright's default: the other tests' asv runs may keep the host busy, and
+    # a slow page is not a broken one here
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     guard = Guard(page, url)
     page.goto(url, wait_until="load")

@@ -25,7 +25,7 @@ from xferbench.results.runrecords import CAPPED as CAPPED_STATUS
 from xferbench.results.sidecar import load_sidecar
 
 # With the others, not alone: a run's budget counts what it has spent, so it holds on a
-# loaded host (passed beside two busy loops, three runnable on two cores, twice).
+# loaded host.
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = "bench_copies.Copy.track_completion_s"

@@ -236,10 +236,10 @@ def test_check_fits_counts_host_copies_for_an_accelerator(monkeypatch):
     assert check_fits(400, Device("cuda", 0), copies=2, host_copies=2) is None
 
 
-def test_a_machine_whose_memory_grows_is_checked_against_what_it_is_lent_with(monkeypatch):
+def test_a_machine_whose_memory_grows_is_checked_against_the_memory_it_has_in_all(monkeypatch):
     """A microVM that starts small and grows (a memory hot-plug or balloon device bound)
-    has little MemAvailable at first: the host check then counts the memory the machine is
-    lent with (XFERBENCH_HOST_MEMORY_BYTES, else MemTotal), never refusing what it will get."""
+    has little MemAvailable at first: the host check then counts the memory the machine has
+    in all (XFERBENCH_HOST_MEMORY_BYTES, else MemTotal), never refusing what it will get."""
     monkeypatch.setattr(dm, "free_memory", lambda device: 10**15)
     monkeypatch.setattr(dm, "host_free_memory", lambda: 1000)
     monkeypatch.setattr(dm, "host_memory_grows", lambda: True)
@@ -249,7 +249,7 @@ def test_a_machine_whose_memory_grows_is_checked_against_what_it_is_lent_with(mo
     assert check_fits(400, Device("cuda", 0), copies=2, host_copies=3) is None  # 1200 of 2000
     monkeypatch.setenv(dm.HOST_MEMORY_VAR, "1200")
     why = check_fits(400, Device("cuda", 0), copies=2, host_copies=3)
-    assert why is not None and why.endswith(f"is lent with ({dm.HOST_MEMORY_VAR})")
+    assert why is not None and why.endswith(f"has in all ({dm.HOST_MEMORY_VAR})")
     monkeypatch.setenv(dm.HOST_MEMORY_VAR, "lots")
     with pytest.raises(XferbenchError, match=rf"^{dm.HOST_MEMORY_VAR}='lots' is not a byte"):
         dm.host_memory_limit()
@@ -357,6 +357,6 @@ def test_stream_hold_queues_a_spin_of_about_the_asked_length(gpu_device):
     assert sh.hold_stream(gpu_device, 0.01) is True
     end.record(stream)
     dv.synchronize(gpu_device)
-    # the clock may still move between calibration and the hold, by far less than the 5.7x
-    # between an H200's idle and boost clocks
+    # the clock may still move between calibration and the hold, by far less than the ratio
+    # between a GPU's idle and boost clocks (5.7x in the emulated device's model)
     assert 0.005 < start.elapsed_time(end) * 1e-3 < 0.02

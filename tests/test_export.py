@@ -88,7 +88,7 @@ def hud_problems(record: dict) -> list[str]:
 
 
 def bmf_valid(data: dict) -> None:
-    """``data`` against Bencher's schema (jsonschema comes with the test extra; a bare GPU
+    """``data`` against Bencher's schema (jsonschema comes with the test extra; a minimal GPU
     image without it skips the check, saying so)."""
     jsonschema = pytest.importorskip("jsonschema", reason="the BMF schema check needs jsonschema")
     jsonschema.validate(data, BMF_SCHEMA)

@@ -335,7 +335,7 @@ def test_machines_side_by_side_for_one_release(tmp_path, capsys):
         title for title, _ in newest.headlines]
     html = "\n".join(machines_section(tables, "64MiB"))
     assert html.count('<details class="release"') == 2 and 'id="machines"' in html
-    # the golden runs were quick: each column says so (its lane: the machine and its mode)
+    # the golden runs were quick: each column says so (its trend: the machine and its mode)
     assert "h100-box (quick)<br><small>torch 2.14.1+cu130</small>" in html
     # one machine per release: no such section (the single-machine page stays as it was)
     one = load(str(GOLDEN))

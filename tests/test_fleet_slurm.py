@@ -1,6 +1,6 @@
 """xferbench fleet on a real Slurm: one node (tests/slurmctl.py) stands in for a cluster, and
 two tasks with two machine names stand in for two machines. The tasks run the quick suite of
-one small class (CreatedInForward: three combinations, about 10 s a task here).
+one small class (CreatedInForward: three combinations).
 
 Skipped, with the reason, without Debian's slurm-wlm and munge or without root.
 """

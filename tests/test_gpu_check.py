@@ -1,11 +1,11 @@
-"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice, one
-after the other (tests/rehearsals.py: session fixtures, shared with tests/test_run_emu.py): the
-README's interpreter in a fresh clone, the lease itself at the default spec, and a bare
-interpreter without git, xferbench, asv or pytest-benchmark, as a smoke rehearsal.
+"""scripts/gpu-check run on the emulated device as a GPU machine may meet it, twice, one after
+the other (tests/gpu_check_runs.py: session fixtures, shared with tests/test_run_emu.py). The
+first runs with the README's interpreter in a fresh clone, at the default spec. The second
+runs with a minimal interpreter (torch only: no git, xferbench, asv or pytest-benchmark), quick.
 
 Each must exit 0 with every class but Peer saved with numbers, none sampled under a cap, and
 a test log that names each test and holds pytest's summary line. scripts/test runs them
-beside the other tests (the ``rehearsal`` mark), so each check meets a loaded host."""
+beside the other tests (the ``end_to_end`` mark), so each check meets a loaded host."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
-from rehearsals import SUITE_CLASSES, SUITE_COMMIT, emu_env, gpu_check_env
+from gpu_check_runs import SUITE_CLASSES, SUITE_COMMIT, emu_env, gpu_check_env
 
 from xferbench.results import load
 from xferbench.results.sidecar import load_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
-# The tests that read a rehearsal are marked ``rehearsal`` by their fixtures (tests/rehearsals.py):
-# scripts/test runs them beside the other tests, on a process of their own.
+# The tests that read a gpu-check run are marked ``end_to_end`` by their fixtures
+# (tests/gpu_check_runs.py): scripts/test runs them beside the other tests, on a process of
+# their own.
 pytestmark = pytest.mark.slow
 
 
@@ -41,7 +42,7 @@ def fetched_and_image() -> tuple[set[str], set[str]]:
 @pytest.mark.parametrize("python", ["3.12"])
 def test_every_dependency_is_fetched_or_in_the_image(python):
     """A dependency added to pyproject.toml and not to the wheels the check carries breaks
-    the bare machine at import (pathspec did): each is fetched or the image has it."""
+    the minimal interpreter at import (pathspec did): each is fetched or the image has it."""
     import tomllib
     from packaging.requirements import Requirement
 
@@ -54,14 +55,14 @@ def test_every_dependency_is_fetched_or_in_the_image(python):
     assert sorted(needed - fetched - held) == []
 
 
-# The refusals first, while the README rehearsal runs (``readme_started`` starts it and
-# returns): a few seconds each, they need the bare venv and no quiet machine; the bare
-# rehearsal starts once the README one has ended, with the tests below.
-def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(readme_started, bare,
-                                                                    tmp_path):
+# The refusals first, while the README's gpu-check run goes on (``readme_started`` starts it
+# and returns): a few seconds each, they need the minimal venv and no quiet machine. The
+# minimal interpreter's run starts once the README's has ended, with the tests below.
+def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(readme_started,
+                                                                    minimal_machine, tmp_path):
     """One sentence, exit 2, nothing written; the torch found is read from stdout alone, so
     a warning on stderr at import (here: a sitecustomize that prints one) leaves it whole."""
-    python, tree, tmp, _path = bare
+    python, tree, tmp, _path = minimal_machine
     noisy = tmp_path / "noisy"
     noisy.mkdir()
     (noisy / "sitecustomize.py").write_text(
@@ -75,9 +76,10 @@ def test_gpu_check_refuses_a_machine_without_an_accelerator_at_once(readme_start
     assert not (tmp_path / "out").exists()
 
 
-def test_gpu_check_refuses_a_lease_too_short_for_the_headline_classes(readme_started, bare,
-                                                                      tmp_path):
-    python, tree, tmp, path = bare
+def test_gpu_check_refuses_a_budget_too_short_for_the_headline_classes(readme_started,
+                                                                       minimal_machine,
+                                                                       tmp_path):
+    python, tree, tmp, path = minimal_machine
     proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **emu_env(),
                       XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_BUDGET="60",
                       XFERBENCH_GPU_CHECK_TESTS="15")
@@ -109,7 +111,7 @@ def _run_log_of(run_log: Path, classes: set[str]) -> str:
 
 def _saves_every_class(r: dict, quick: bool = False) -> None:
     """Every class saved, none capped, at the default spec or (``quick``) all of it filed as
-    quick: a smoke rehearsal's figures never pass for a lease's."""
+    quick: a quick run's figures never pass for ones at the default spec."""
     assert r["proc"].returncode == 0, r["log"][-6000:]
     out = r["out"]
     assert "device emu" in r["log"].splitlines()[0]
@@ -129,7 +131,7 @@ def _saves_every_class(r: dict, quick: bool = False) -> None:
     assert {x.machine for x in rs} == {r["machine"]}
     assert "Benchmarking existing" in (out / "asv.log").read_text()  # asv's own output kept
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert len(files) <= 8, files  # what the device tool brings back
+    assert len(files) <= 8, files  # a few files: easy to copy back or keep as a CI artifact
     assert all(len(Path(f).parts) <= 3 for f in files)  # no more than 2 folders down
     assert "| headline |" in (out / "table.md").read_text()
     assert "tensor-to-new: tensor.to() returns a new tensor" in (out / "table.md").read_text()
@@ -141,14 +143,14 @@ def _names_each_test_and_ends_with_the_summary(r: dict) -> str:
     assert re.search(r"^tests/test_copies\.py::test_accelerator_copy_runs_and_verifies\[.*\] "
                      r"PASSED", tests, re.MULTILINE), tests[-3000:]
     # the summary line, as scripts/gpu-check reads it: the share's SIGINT may come after it,
-    # while pytest exits, and append its traceback (a CI run's did, all 100 tests passed)
+    # while pytest exits, and append its traceback
     summaries = re.findall(r"^=+ .* in [0-9.]+s.*$", tests, re.MULTILINE)
     assert summaries, tests[-3000:]
     last = summaries[-1]
     assert " passed" in last, last
     assert " failed" not in last and " error" not in last, last
-    # every gpu test selected ran to its end, none cut by the tests' share of the lease: the
-    # rehearsals are the emulated device's run of the gpu tests in scripts/test
+    # every gpu test selected ran to its end, none cut by the tests' share of the check's
+    # time budget: these runs are scripts/test's run of the gpu tests on the emulated device
     # (a module skipped whole at collection, as without pytest-benchmark, counts as skipped)
     collected = re.search(r"collected \d+ items / \d+ deselected(?: / (\d+) skipped)? / "
                           r"(\d+) selected", tests)
@@ -164,41 +166,42 @@ def _names_each_test_and_ends_with_the_summary(r: dict) -> str:
     return tests
 
 
-def test_the_readme_interpreter_in_a_fresh_clone_saves_every_class(readme_rehearsal):
-    _saves_every_class(readme_rehearsal)
+def test_the_readme_interpreter_in_a_fresh_clone_saves_every_class(readme_gpu_check):
+    _saves_every_class(readme_gpu_check)
 
 
-def test_the_readme_interpreter_runs_the_gpu_tests_with_its_installed_plugin(readme_rehearsal):
-    tests = _names_each_test_and_ends_with_the_summary(readme_rehearsal)
-    assert "carried wheels" not in readme_rehearsal["log"]  # asv is installed there
+def test_the_readme_interpreter_runs_the_gpu_tests_with_its_installed_plugin(readme_gpu_check):
+    tests = _names_each_test_and_ends_with_the_summary(readme_gpu_check)
+    assert "carried wheels" not in readme_gpu_check["log"]  # asv is installed there
     plugins = next(line for line in tests.splitlines() if line.startswith("plugins: "))
     assert "xferbench-" in plugins and "benchmark-" in plugins, plugins  # the entry points
 
 
-def test_a_bare_interpreter_without_git_saves_every_class(bare_rehearsal, bare):
-    _saves_every_class(bare_rehearsal, quick=bare_rehearsal["quick"])
-    log = bare_rehearsal["log"]
+def test_a_minimal_interpreter_without_git_saves_every_class(minimal_gpu_check,
+                                                           minimal_machine):
+    _saves_every_class(minimal_gpu_check, quick=minimal_gpu_check["quick"])
+    log = minimal_gpu_check["log"]
     assert "carried wheels" in log
     assert "no git checkout here: asv files the results under XFERBENCH_SUITE_COMMIT's" in log
     # the machine's own packages are never shadowed: only what it lacked was installed
-    site = bare[2] / "xferbench-site"
+    site = minimal_machine[2] / "xferbench-site"
     assert (site / "asv").is_dir() and (site / "asv_runner").is_dir()
     assert not (site / "packaging").exists() and not (site / "yaml").exists()
 
 
-def test_a_bare_interpreter_runs_the_gpu_tests_without_pytest_benchmark(bare_rehearsal):
-    tests = _names_each_test_and_ends_with_the_summary(bare_rehearsal)
+def test_a_minimal_interpreter_runs_the_gpu_tests_without_pytest_benchmark(minimal_gpu_check):
+    tests = _names_each_test_and_ends_with_the_summary(minimal_gpu_check)
     assert "xfer_benchmark needs pytest-benchmark" in tests  # skipped, saying so
 
 
-def test_the_sidecar_says_the_run_was_planned_as_a_lease(lease_rehearsal):
-    """The run's budget is in its record, and every combination the lease left out is in the
+def test_the_sidecar_says_the_run_was_planned_under_the_check_budget(default_spec_gpu_check):
+    """The run's budget is in its record, and every combination the budget left out is in the
     sidecar as cut, saying why, none as failed."""
-    out = lease_rehearsal["out"]
-    meta = next(out.glob(f"results/{lease_rehearsal['machine']}/*.metadata"))
+    out = default_spec_gpu_check["out"]
+    meta = next(out.glob(f"results/{default_spec_gpu_check['machine']}/*.metadata"))
     data = json.loads(meta.read_text())
     assert data["run"]["budget_s"] > 0
     failed = [o for rows in data["outcomes"].values() for o in rows if o["status"] == "failed"]
     assert failed == []
-    assert "the lease (every class's headline combinations at the default spec" in \
-        lease_rehearsal["log"]
+    assert "the headline combinations (every class's, at the default spec" in \
+        default_spec_gpu_check["log"]

@@ -1,4 +1,4 @@
-"""Every number says what it is (issue 31): no quick, cut, foreign or broken figure read as a
+"""Every number says what it is: no quick, cut, foreign or broken figure read as a
 real one. One test (or a few) per class, on copies of the committed results, each failing on
 the code before the fix: series that differ in how they were measured (1), a label the
 number contradicts (2), stock asv's torch (3, in test_stock_asv.py), a broken or partial
@@ -204,7 +204,7 @@ def test_the_page_shows_each_mode_as_a_series_of_its_own(modes):
                       "torch 2.13.0+cu130 on cpu-2core-vm (quick, 2 threads)"]
     html = "\n".join(provenance_section(views.series, None))
     assert "quick, 2 threads" in html
-    # the default lane's steps never take a quick point: 2.12.1 -> 2.13.0 is the full run's
+    # the default trend's steps never take a quick point: 2.12.1 -> 2.13.0 is the full run's
     step = next(s for s in views.steps if s.machine == MACHINE
                 and s.b.torch == "2.13.0+cu130")
     assert step.b.key.mode == () and step.a.torch == "2.12.1+cu130"
@@ -230,7 +230,7 @@ def test_asvs_own_series_join_the_series_their_params_name(modes):
 
 
 def test_a_mode_a_later_run_adds_is_a_series_of_its_own_not_for_citation(results, capsys):
-    """Issue 30's capped runs (``capped: yes`` or ``budget: 240``) and a key nobody knows yet:
+    """Capped runs (``capped: yes`` or ``budget: 240``) and a key nobody knows yet:
     each its own series, never merged with the default, never cited without asking."""
     full = files_of(results)["2.13.0+cu130"]
     stem = full.name[: -len("_python.json")]

@@ -1,5 +1,5 @@
 """``xferbench lint --fix`` never changes what a program means nor loses what the user has
-(issue 32): every fix of the project's corpus leaves a program that compiles and binds the
+every fix of the project's corpus leaves a program that compiles and binds the
 same names in every scope; a fix inside a function never turns a global or a closure's
 variable into a local; a symbolic link's target is fixed and the link kept; a hard link stays
 one file; an edit saved while lint works is not overwritten."""

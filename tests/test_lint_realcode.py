@@ -1,8 +1,8 @@
 """lint on real code nobody here wrote: the installed torch package's Python sources. It
 finishes with exit 0 or 1, no traceback and no file the analysis failed on (a syntax error
 in a file torch ships for a newer Python is the one sentence allowed), and not absurdly
-slowly: the speed target (20,000 lines/s on a 2-core machine) is measured by
-scripts/lint-speed; this floor, far below it, only catches a collapse on a busy machine."""
+slowly: the speed target is measured by scripts/lint-speed; this floor, far below it, only
+catches a collapse on a busy machine."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-# With the others, not alone: its floor (4,000 lines/s) is a sixteenth of what lint reads on
-# a loaded 2-core machine (torch's 1.2 million lines in 18 s beside two busy loops).
+# With the others, not alone: the floor is far below what lint reads even on a loaded host.
 
 TORCH = Path(torch.__file__).resolve().parent
 FLOOR_LINES_PER_S = 4_000

@@ -1,4 +1,4 @@
-"""lint's analysis on the classes of false alarm and miss found on real training code (issue 34),
+"""lint's analysis on the classes of false alarm and miss found on real training code,
 one behaviour each, in the shape the real code has them: evaluation loops, epoch loops,
 reads after a synchronise, models built by a class and moved, values of unknown functions,
 formatting reads, helpers the loop calls, one-step functions, timers over a step."""

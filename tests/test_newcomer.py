@@ -1,5 +1,5 @@
-"""Issue 25's newcomer findings that lost data, deleted a user's file or took bad input: each
-test failed on the code before its fix."""
+"""What a newcomer met that lost data, deleted a user's file or took bad input: each test
+failed on the code before its fix."""
 
 from __future__ import annotations
 

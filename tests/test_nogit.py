@@ -2,7 +2,7 @@
 ``xferbench run`` labels its results with the commit it is given (XFERBENCH_SUITE_COMMIT) or
 the tree's own hash, and asv files them through the listing repository (results/listedrepo.py),
 an asv plugin that needs no git. The whole check without git on PATH is
-tests/test_gpu_check.py's rehearsal."""
+tests/test_gpu_check.py's gpu-check run with a minimal interpreter."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ clone's run is; in a venv without torch ``lint`` and ``flake8 --select XB`` run 
 measuring commands say what is missing; the pre-commit hook's environment, made by
 pre-commit itself, holds LibCST and no torch.
 
-Slow (50 s alone: the build, three venvs, asv run once): ``-m slow``.
+Slow (the build, three venvs, asv run once): ``-m slow``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import pytest
 from venvs import linked_venv
 
 REPO = Path(__file__).resolve().parents[1]
-# It rehearses the README's install from scratch, as the gpu-check rehearsals do a lease:
-# scripts/test runs it after them, in their process, beside the other tests.
-pytestmark = [pytest.mark.slow, pytest.mark.rehearsal]
+# The README's install from scratch, end to end: scripts/test runs it after the gpu-check
+# runs on the emulated device, in their process, beside the other tests.
+pytestmark = [pytest.mark.slow, pytest.mark.end_to_end]
 
 #: A training loop with a host read of the loss every batch: XB101.
 TRAIN = ("import torch\n\ndef train(model, loader, opt, device):\n    for x in loader:\n"

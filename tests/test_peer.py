@@ -1,4 +1,4 @@
-"""Peer copies between devices (issue 22): the practice (practices/peer.py), its asv class
+"""Peer copies between devices: the practice (practices/peer.py), its asv class
 (benchmarks/bench_peer.py), ``xferbench run --devices``, and the emulated device with two
 devices and peer access per pair (tests/emu).
 
@@ -26,6 +26,7 @@ from xferbench.commands.run.devices import parse_devices
 from xferbench.devices import Capabilities
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
+from xferbench.practices.contention import STREAM_PARAM
 from xferbench.practices.peer import PeerCase, peer_skip_reason
 from xferbench.results import load
 from xferbench.telemetry import numa_cpus
@@ -338,17 +339,17 @@ def test_contention_runs_every_chosen_device_at_once_in_the_first_series(peer_ru
     files = _series(results)
     rows = [r for r in load(str(results)) if r.benchmark.startswith("bench_contention.")]
     for mode in ("host_to_all", "all_to_host"):
-        for lane in ("0", "1"):
+        for stream in ("0", "1"):
             got = {r.benchmark.rsplit(".", 1)[-1]: r for r in rows
                    if Path(r.path).name == files["emu:0"] and r.param_dict["mode"] == mode
-                   and r.param_dict["lane"] == lane}
-            assert got["track_alone_s"].ok and got["track_together_s"].ok, (mode, lane)
+                   and r.param_dict[STREAM_PARAM] == stream}
+            assert got["track_alone_s"].ok and got["track_together_s"].ok, (mode, stream)
         assert not any(r.ok for r in rows if Path(r.path).name == files["emu:1"]
                        and r.param_dict["mode"] == mode)  # measured once, in emu:0's series
     for device in ("emu:0", "emu:1"):  # each device both ways at once
         both = [r for r in rows if Path(r.path).name == files[device]
                 and r.param_dict["mode"] == "bidirectional" and r.ok]
-        assert {r.param_dict["lane"] for r in both} == {"h2d", "d2h"}
+        assert {r.param_dict[STREAM_PARAM] for r in both} == {"h2d", "d2h"}
 
 
 @pytest.mark.slow
@@ -372,7 +373,8 @@ def test_the_page_has_a_peer_heat_map_with_every_cell_and_marks_the_pair_without
     contention = contention[:contention.index("</section>")]
     # host-to-all and all-to-host over both devices (emu:0's series), each device both ways
     assert contention.count('class="sum"') == 4
-    assert "Contention.track_together_s --params mode=host_to_all,lane=1" in contention
+    assert f"Contention.track_together_s --params mode=host_to_all,{STREAM_PARAM}=1" \
+        in contention
 
 
 @pytest.mark.slow

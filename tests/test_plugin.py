@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-# the plugin stands on pytest-benchmark: an interpreter without it (a bare GPU image) skips
+# the plugin stands on pytest-benchmark: an interpreter without it (a minimal GPU image) skips
 pytest.importorskip("pytest_benchmark", reason="xfer_benchmark needs pytest-benchmark")
 
 from xferbench.devices import is_emulated  # noqa: E402
@@ -89,8 +89,8 @@ def test_json_holds_our_per_call_samples_and_names_the_host_clock_on_cpu(pyteste
 
 @pytest.mark.slow
 def test_planted_slowdown_fails_compare_and_unchanged_rerun_passes(pytester, monkeypatch):
-    # A sleep holds its duration on a busy 2-core machine (a preempted sleeper still wakes at
-    # its deadline), so 30% slower is far outside the run-to-run noise of the median.
+    # A sleep holds its duration on a busy machine (a preempted sleeper still wakes at its
+    # deadline), so 30% slower is far outside the run-to-run noise of the median.
     pytester.makepyfile(test_work="""
         import os
         import time

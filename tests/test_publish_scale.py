@@ -13,8 +13,8 @@ from manyversions import STEPPED
 
 pytestmark = pytest.mark.slow
 
-#: Bounds. The build took 9-17 s on this project's shared 2-core VM (20 versions, 69 figures,
-#: 19 comparisons, asv publish included); the bound leaves room for a loaded machine.
+#: Bounds. The build (20 versions, 69 figures, 19 comparisons, asv publish included) takes a
+#: fraction of this; the bound leaves room for a loaded machine.
 BUILD_S = 45.0
 #: Every figure is 3.6 in wide (346 px: its 7 pt text is 9.3 px on a 390 px phone) and its
 #: height does not grow with the versions: 4.2 in holds 2 title lines and upright labels. A

@@ -1,5 +1,5 @@
 """The committed dataset: consecutive PyTorch releases of one build on one machine, each with
-the whole default grid, and `xferbench compare` between each consecutive pair (issue 26)."""
+the whole default grid, and `xferbench compare` between each consecutive pair."""
 
 from __future__ import annotations
 

@@ -17,7 +17,13 @@ import pytest
 
 from benchmarks import _asv
 from xferbench.commands.run import budget
-from xferbench.commands.run.budget import ClassPlan, allot, check_budget, check_lease, plan_text
+from xferbench.commands.run.budget import (
+    ClassPlan,
+    allot,
+    check_budget,
+    check_headline,
+    plan_text,
+)
 from xferbench.commands.run.suite import PRIORITY, SuiteClass
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
@@ -26,14 +32,14 @@ from xferbench.results.runrecords import Outcome, RunRecord
 from xferbench.results.sidecar import load_sidecar, record_run
 
 # With the others, not alone: a run's budget counts what it has spent, so it holds on a
-# loaded host (passed beside two busy loops, three runnable on two cores, twice).
+# loaded host.
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_every_lease_part_is_set_aside_and_the_spare_shared_among_the_rests():
-    # 200 s left after the report's reserve; leases 30 + 20, rests 100 + 100: the 150 s
-    # beyond the leases covers three quarters of each rest
+def test_every_headline_part_is_set_aside_and_the_spare_shared_among_the_rests():
+    # 200 s left after the report's reserve; headline parts 30 + 20, rests 100 + 100: the
+    # 150 s beyond the headline parts covers three quarters of each rest
     plans = [ClassPlan(30, 100, 5), ClassPlan(20, 100, 5)]
     first = allot(200 + budget.REPORT_S, 0, plans, read_s=3)
     assert first.seconds == pytest.approx(30 + 75) and first.deadline(1000.0) == \
@@ -45,9 +51,9 @@ def test_every_lease_part_is_set_aside_and_the_spare_shared_among_the_rests():
     assert fits.seconds == pytest.approx(400 - 120)
 
 
-def test_short_of_time_every_class_gets_its_share_of_what_is_left_by_its_lease_part():
-    """A machine slower than planned: 80 s left for lease parts of 40 + 30 + 50 s. Each class
-    gets its lease part's share of what is left, so each still measures its first headline
+def test_short_of_time_every_class_gets_its_share_of_what_is_left_by_its_headline_part():
+    """A machine slower than planned: 80 s left for headline parts of 40 + 30 + 50 s. Each
+    class gets its headline part's share of what is left, so each still measures its first headline
     combinations (in order, the last ones cut short), none is left without a number."""
     spent, plans = 0.0, [ClassPlan(40, 10, 5), ClassPlan(30, 10, 5), ClassPlan(50, 10, 5)]
     shares = []
@@ -85,38 +91,38 @@ def test_the_plan_says_what_the_budget_holds():
               ("Pipeline", ClassPlan(60, 40))]
     assert plan_text(500, groups).endswith("it holds the whole grid")
     text = plan_text(200, groups)
-    assert "the lease (every class's headline combinations at the default spec" in text
+    assert "the headline combinations (every class's, at the default spec" in text
     assert "planned at 130 s, the rest of the grid at 150 s" in text
-    assert "it holds every lease part and about 45% of the rest" in text
+    assert "it holds every class's headline combinations and about 45% of the rest" in text
     assert "nothing is sampled under a cap" in text
     text = plan_text(100, groups)
-    assert "it holds the lease parts of Copy, Creation (70 s)" in text
+    assert "it holds the headline combinations of Copy, Creation (70 s)" in text
     assert "Pipeline will be cut short or left out" in text
     assert "of no class" in plan_text(10, groups)
 
 
-def test_the_plan_holds_a_lease_part_only_where_its_class_would_start():
-    """--budget 15 --bench Copy on a CPU said "it holds every lease part" and then cut Copy
+def test_the_plan_holds_a_headline_part_only_where_its_class_would_start():
+    """--budget 15 --bench Copy on a CPU said it held every headline part and then cut Copy
     whole: the run's own start had taken 5 s, and a class starts only with its start, its
     values' reading and some sampling beside (allot). The plan counts both now."""
     copy = [("Copy", ClassPlan(10, 20, start_s=9))]  # 9 s start: allot needs 13 s
-    assert "holds every lease part" in plan_text(30, copy)
+    assert "holds every class's headline combinations" in plan_text(30, copy)
     assert "of no class" in plan_text(14, copy)  # 12 s left after the report's 2 s: no
     assert "of no class" in plan_text(20, copy, spent_s=6)
     assert allot(14, 0, [copy[0][1]], 2.0).seconds is None  # and allot agrees
 
 
 def test_a_budget_too_short_for_the_headline_classes_is_one_sentence():
-    classes = [_cls({"track_step_s": [["cpu", "256"]] * 4}, name="Copy", lease=2),
-               _cls({"track_step_s": [["cpu", "256"]]}, name="Hazards", lease=1)]
-    # Copy's lease part: its start 5 s, 2 combinations of 2 s, its values' reading
+    classes = [_cls({"track_step_s": [["cpu", "256"]] * 4}, name="Copy", headline=2),
+               _cls({"track_step_s": [["cpu", "256"]]}, name="Hazards", headline=1)]
+    # Copy's headline part: its start 5 s, 2 combinations of 2 s, its values' reading
     need = 5 + 2 * 2 + budget.read_time_s(classes[0]) + budget.REPORT_S
-    check_lease(need + 1, classes)
+    check_headline(need + 1, classes)
     with pytest.raises(XferbenchError, match=r"^--budget 10 s is too short for the headline "
                                              r"classes: Copy need [\d.]+ s for their headline "
                                              r"combinations at the default spec .*; give at "
                                              rf"least {int(need) + 1} s$"):
-        check_lease(10, classes)
+        check_headline(10, classes)
 
 
 def test_headline_classes_run_first():
@@ -134,10 +140,11 @@ def test_headline_classes_run_first():
     assert all(c.estimate_s > 0 for c in classes if c.measured)
 
 
-def _cls(runs: dict[str, list[list[str]]], name: str = "Loop", lease: int = 0) -> SuiteClass:
+def _cls(runs: dict[str, list[list[str]]], name: str = "Loop", headline: int = 0
+         ) -> SuiteClass:
     measured = max((len(r) for r in runs.values()), default=0)
     return SuiteClass("bench_sync", name, tuple(runs), ("read", "width"), measured, measured,
-                      {}, {}, 2.0 * measured, runs, lease, 2.0, 5.0)
+                      {}, {}, 2.0 * measured, runs, headline, 2.0, 5.0)
 
 
 def test_a_class_left_out_records_each_combination_it_would_have_measured():
@@ -244,11 +251,11 @@ class _NoFigureFirst(_Timed):
 @pytest.mark.parametrize("blank", [1, 2, 4])
 def test_a_started_class_whose_first_combination_gives_no_figure_still_saves_one(
         monkeypatch, blank):
-    """CI's rehearsal on a loaded machine saved no Hazards number: its first combination
-    (the busy-stream hazard) is no figure on the emulated device, and the deadline cut the
-    rest. A class with no number yet measures past its time up to MAX_OVERRUNS combinations:
-    with one blank it saves the second; with MAX_OVERRUNS blanks or more it stops there,
-    so a run's overrun stays bounded. Each such combination is measured whole: no deadline
+    """A class whose first combination gives no figure (the busy-stream hazard on the
+    emulated device) and whose deadline then cut the rest would save no number. So a class
+    with no number yet measures past its time, up to MAX_OVERRUNS combinations: with one
+    blank it saves the second; with MAX_OVERRUNS blanks or more it stops there, so a run's
+    overrun stays bounded. Each such combination is measured whole: no deadline
     for its fixed-count work (Hazards' trials would stop at once, and be cut)."""
     from benchmarks import _budget
 
@@ -303,7 +310,7 @@ def test_cap_without_a_budget_is_one_sentence(tmp_path):
 def test_a_run_under_a_budget_ends_in_time_and_says_what_it_cut(tmp_path):
     results = tmp_path / "results"
     started = time.monotonic()
-    # 16 s: Copy's start and its lease row fit (planned at 10 s, the run's own start and end
+    # 16 s: Copy's start and its headline row fit (planned at 10 s, the run's own start and end
     # beside); its whole CPU grid is planned past it, but what a host measures in 16 s
     # varies (three of ten here when loaded, all ten in a quiet CI run at 20 s and once at
     # 16 s): what is not measured must be cut, saying so. Cutting itself is pinned in process
@@ -315,7 +322,8 @@ def test_a_run_under_a_budget_ends_in_time_and_says_what_it_cut(tmp_path):
     took = time.monotonic() - started
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert took < 16 + 15, f"{took:.0f} s for --budget 16"  # asv's exits, a loaded machine
-    assert "xferbench run: --budget 16 s: the lease (every class's headline" in proc.stdout
+    assert "xferbench run: --budget 16 s: the headline combinations (every class's" \
+        in proc.stdout
     path = next(p for p in results.glob("*/*.json") if p.name != "machine.json")
     side = load_sidecar(str(path))
     assert side.runs[-1].budget_s == 16.0 and side.runs[-1].complete is True
@@ -329,7 +337,7 @@ def test_a_run_under_a_budget_ends_in_time_and_says_what_it_cut(tmp_path):
     missing = [frozenset((k, str(v)) for k, v in r.params)
                for r in load(str(results)) if r.benchmark == name and not r.ok]
     assert missing and all(params in said for params in missing), (missing, said)
-    # the lease's combination (the copy table's row at 64 MiB) came first and has its number
+    # the headline combination (the copy table's row at 64 MiB) came first and has its number
     assert any(r.ok and r.param_dict["size"] == "64MiB" for r in load(str(results))
                if r.benchmark == "bench_copies.Copy.track_completion_s")
 

@@ -5,10 +5,10 @@ emulated, and the claims it decides are its behaviour checks', never its times. 
 ways the suite learns its device: the probe the run hands down, and the
 one the suite asks a child for under stock asv.
 
-The run end to end is the bare gpu-check rehearsal's (tests/rehearsals.py, a session fixture;
-its users are marked ``rehearsal``): ``xferbench run --quick --device emu`` over the whole
-smoke grid, its machine named as the run names it, from a bare interpreter; one grid
-measured for both (it was a run of its own here, 121 CPU-s of the parallel phase).
+The run end to end is the one of the gpu-check run with a minimal interpreter
+(tests/gpu_check_runs.py, a session fixture; its users are marked ``end_to_end``):
+``xferbench run --quick --device emu`` over the whole smoke grid, its machine named as the run
+names it. One grid is measured for both, not two.
 
 The other tests start fresh processes and never load emu into this one, so they run in any
 session; they need the library built (``scripts/build-emu``; built here if missing) and are
@@ -147,18 +147,18 @@ BRANCHES = {
 
 
 @pytest.fixture(scope="module")
-def emu_run(bare_rehearsal) -> tuple[Path, int, str]:
-    """(results folder, the run's exit status, its output): the bare rehearsal's run, the
-    whole smoke grid on emu under a budget it fits in with room to spare (nothing cut). The
-    status is ``xferbench run``'s, as gpu-check's last line gives it, not the check's: a gpu
-    test of the rehearsal that fails is test_gpu_check's to report, not these tests'."""
-    out = bare_rehearsal["out"]
+def emu_run(minimal_gpu_check) -> tuple[Path, int, str]:
+    """(results folder, the run's exit status, its output): the minimal interpreter's
+    gpu-check run, the whole smoke grid on emu under a budget it fits in with room to spare
+    (nothing cut). The status is ``xferbench run``'s, as gpu-check's last line gives it, not
+    the check's: a gpu test of that run that fails is test_gpu_check's to report."""
+    out = minimal_gpu_check["out"]
     try:
         said = (out / "run.log").read_text()
     except OSError as exc:
-        said = f"(no run.log: {exc})\n{bare_rehearsal['log'][-4000:]}"
-    ran = re.search(r"^gpu-check: run exit (\d+), tests exit", bare_rehearsal["log"], re.M)
-    code = int(ran.group(1)) if ran else bare_rehearsal["proc"].returncode
+        said = f"(no run.log: {exc})\n{minimal_gpu_check['log'][-4000:]}"
+    ran = re.search(r"^gpu-check: run exit (\d+), tests exit", minimal_gpu_check["log"], re.M)
+    code = int(ran.group(1)) if ran else minimal_gpu_check["proc"].returncode
     return out / "results", code, said
 
 

@@ -17,10 +17,9 @@ from test_layers import SRC, modules
 MAX_FUNCTION_LINES = 60
 MAX_PARAMETERS = 8
 
-#: Functions allowed over the limits for now, each with the issue that mends it. Empty it as
-#: they are mended: ``test_the_allowlist_names_only_functions_still_over`` fails on an entry
-#: that no longer needs to be here.
-#: (Issue 24 started it with timing's, copies' and hazards' six; issue 18's rework emptied it.)
+#: Functions allowed over the limits for now, each with what mends it. Empty it as they are
+#: mended: ``test_the_allowlist_names_only_functions_still_over`` fails on an entry that no
+#: longer needs to be here.
 ALLOWED: set[str] = set()
 
 

@@ -1,4 +1,4 @@
-"""Stock asv in this repository (issue 31, class 3): ``asv run --python=same
+"""Stock asv in this repository (test_labels.py's class 3): ``asv run --python=same
 --set-commit-hash HEAD`` labels its results with the torch that ran (asv alone writes the first
 torch of asv.conf.json's matrix, 2.10.0) and how it measured (XFERBENCH_QUICK), or asv stops
 before anything runs with one sentence (benchmarks/_asvplugin.py). Run for real: asv, in a git

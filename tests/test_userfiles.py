@@ -1,4 +1,4 @@
-"""Issue 32: nothing of the user's is lost. The one write path (``results/safefiles.py``)
+"""Nothing of the user's is lost. The one write path (``results/safefiles.py``)
 through links, hard links and edits; publish's site folder (a link, an empty folder, a hand
 edit, an older marker, a mount point, a link as the site); what a run cleans up and which
 machine names it refuses; a merge killed at any point; fleet's local cap and its status. Each

@@ -1,7 +1,8 @@
-"""Issue 32, continued: audit's report and the user's script (--out, os._exit, fork, a closed
-stdout, `--`), the tracebacks (a damaged asv.conf.json in run and publish, a sidecar field
-of the wrong type, Ctrl-C while xferbench or torch loads) and the messages that did not say
-what was wrong (a bad date). Each test failed on the code before the fix."""
+"""Nothing of the user's is lost, continued from test_userfiles.py: audit's report and the
+user's script (--out, os._exit, fork, a closed stdout, `--`), the tracebacks (a damaged
+asv.conf.json in run and publish, a sidecar field of the wrong type, Ctrl-C while xferbench or
+torch loads) and the messages that did not say what was wrong (a bad date). Each test failed
+on the code before the fix."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Venvs for the tests that rehearse a machine or a user's install, with torch already there,
-as the GPU image and the README's first step have it, without pip writing it again.
+"""Venvs for the tests that try a GPU machine's interpreter or a user's install end to end,
+with torch already there, as a GPU image and the README's first step have it, without pip
+writing it again.
 
-pip installing torch into a fresh venv cost 26 CPU-s and wrote a gigabyte, which stalled the
-tests beside it on the 2-core machine (a run of tests/test_emu_backend.py in a fresh process
-took 79 s beside one, 17 s after). ``linked_venv`` makes a venv whose site-packages holds one
+pip installing torch into a fresh venv writes a gigabyte and stalls the tests beside it.
+``linked_venv`` makes a venv whose site-packages holds one
 .pth file naming a folder of links to distributions this interpreter has installed (torch at
 the version the tests run, and everything each requires): they import, and pip and
 importlib.metadata see them installed, from where site-packages stands on the path, and

@@ -22,7 +22,7 @@ def release_memory(device: Device, *, thorough: bool = False) -> None:
     pinned host memory cache, so that one measured case does not crowd the next.
 
     The young garbage is collected first (a tensor kept alive by a reference cycle cannot be
-    given back); ``thorough`` collects every generation (about 0.1 s with torch loaded). On
+    given back); ``thorough`` collects every generation (slower, with torch's objects loaded). On
     the CPU nothing is done: reference counting frees host buffers and there is no cache.
     """
     if not device.is_accelerator:
@@ -102,10 +102,10 @@ def host_free_memory() -> int | None:
 
 #: virtio drivers whose bound device lets a microVM's memory grow while it runs (memory
 #: hot-plug; a balloon the host deflates): MemAvailable then says what the machine has now,
-#: not what it can have (a lent GPU machine's RAM "starts small and grows as it is used").
+#: not what it can have (a machine whose memory starts small and grows as it is used).
 GROWING_MEMORY_DRIVERS = ("virtio_mem", "virtio_balloon")
-#: The host memory a machine whose memory grows is lent with, in bytes, where MemTotal does
-#: not say it yet (the device tool's notes give 128 GiB for an H200 machine).
+#: The host memory a machine whose memory grows has in all, in bytes, where MemTotal does
+#: not say it yet.
 HOST_MEMORY_VAR = "XFERBENCH_HOST_MEMORY_BYTES"
 
 
@@ -135,7 +135,7 @@ def _mem_total() -> int | None:
 def host_memory_limit() -> tuple[int | None, str]:
     """(bytes, what they are) that a workload's host buffers must fit in: MemAvailable; on a
     machine whose memory grows (``host_memory_grows``), the larger of MemAvailable and the
-    memory it is lent with (HOST_MEMORY_VAR where set, else MemTotal, which a balloon does
+    memory it has in all (HOST_MEMORY_VAR where set, else MemTotal, which a balloon does
     not shrink), so that a microVM that starts small is not refused what it will be given."""
     free = host_free_memory()
     if not host_memory_grows():
@@ -144,8 +144,8 @@ def host_memory_limit() -> tuple[int | None, str]:
     if declared:
         if not declared.isdigit():
             raise XferbenchError(f"{HOST_MEMORY_VAR}={declared!r} is not a byte count: give "
-                                 "the host memory the machine is lent with, in bytes")
-        grown, what = int(declared), f"host memory this machine is lent with ({HOST_MEMORY_VAR})"
+                                 "the host memory the machine has in all, in bytes")
+        grown, what = int(declared), f"host memory this machine has in all ({HOST_MEMORY_VAR})"
     else:
         grown, what = _mem_total(), "host memory this machine may grow to (MemTotal)"
     if grown is None or (free is not None and free >= grown):

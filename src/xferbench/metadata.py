@@ -25,7 +25,7 @@ from .version import __version__
 
 UNKNOWN = "unknown"
 
-#: PCIe transfer rate per lane (GT/s) and line-code efficiency, by generation.
+#: PCIe transfer rate (GT/s per unit of link width) and line-code efficiency, by generation.
 _PCIE_GT_S = {1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130),
               5: (32.0, 128 / 130), 6: (64.0, 242 / 256)}
 

@@ -2,7 +2,7 @@
 run back to back on the device (nvbandwidth's blocking kernel), calibrated with a warm clock.
 A device can be held where its backend module has a ``_sleep(cycles)`` spin: CUDA and ROCm
 (``torch.cuda._sleep``) and tests/emu (``torch.emu._sleep``, whose clock ramps up under load as
-an H200's does). Part of the device layer."""
+a GPU's does). Part of the device layer."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from .devices import Device, current_stream, new_event, spin_module, synchronize
 _SPIN_CYCLES_PER_S: dict[str, float] = {}
 #: Longest hold: a batch that needs more is split by the caller, not held longer.
 MAX_HOLD_S = 0.2
-#: The SM clock runs this long under a spin before the spin is calibrated: an H200 idles at
-#: about 345 MHz and runs at 1980, so a spin calibrated cold ends up to 5.7x early once warm.
+#: The SM clock runs this long under a spin before the spin is calibrated. A GPU's idle clock
+#: can be several times below its clock under load, so a spin calibrated cold would end
+#: several times too early once the clock has risen.
 WARM_SPIN_S = 0.05
 
 

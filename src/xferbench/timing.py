@@ -40,10 +40,9 @@ from .event_batches import EventSampler
 from .measurement import Measurement, Stats
 from .spec import DEFAULT_SPEC, MIN_SAMPLES, MeasureSpec
 
-#: Timer overhead may cost at most this share of one CPU sample. 1e-4 as blocked_autorange:
-#: with 1e-3 our blocks were ten times shorter than its, and on a busy machine the median of
-#: short blocks skips the slowed ones while that of long blocks averages them in (a 1 MiB copy
-#: read 40-50% below blocked_autorange's median under contention, within 3% when quiet).
+#: Timer overhead may cost at most this share of one CPU sample, as in blocked_autorange. The
+#: blocks are then as long as its, which matters on a busy machine: the median of short
+#: blocks skips the slowed ones, while that of long blocks averages them in.
 MAX_TIMER_OVERHEAD = 1e-4
 
 #: A call slower than its budget allows is still sampled MIN_SAMPLES times (a spread of one

@@ -48,8 +48,8 @@ DEVICE_TYPE = "emu"
 
 MAX_DEVICES = 8  # emu.h's kMaxDevices
 DEFAULT_QUEUE_DEPTH = 1024  # emu.h's kDefaultQueueDepth
-IDLE_SM_CLOCK_MHZ = 345.0  # emu.h's kIdleMHz: an H200 at idle
-MAX_SM_CLOCK_MHZ = 1980.0  # emu.h's kMaxMHz: an H200 under load
+IDLE_SM_CLOCK_MHZ = 345.0  # emu.h's kIdleMHz: the model's clock at idle
+MAX_SM_CLOCK_MHZ = 1980.0  # emu.h's kMaxMHz: the model's clock under load
 
 _loaded = False
 

@@ -1,12 +1,12 @@
 // The SM clock and the spin that counts it (torch.emu._sleep, as torch.cuda._sleep).
 //
-// An H200 idles at 345 MHz and runs at 1980 under load, so a spin calibrated on an idle
-// device ends up to 5.7x early once the device is warm: the behaviour a stream hold must
-// survive. The model, per device: while the device is busy (a kWork job running on any of
-// its streams) the clock rises linearly from where it was towards kMaxMHz, reaching it from
-// idle in the ramp time; while idle it holds its value, and after the cool-down it is back
-// at kIdleMHz. It is computed from the moment of the last busy/idle transition and the
-// clock at that moment, so it costs a lock per job and no thread.
+// A GPU's SM clock idles several times below its clock under load; the model idles at 345 MHz and
+// runs at 1980, so a spin calibrated on an idle device ends up to 5.7x early once the device is
+// warm: the behaviour a stream hold must survive. The model, per device: while the device is busy
+// (a kWork job running on any of its streams) the clock rises linearly from where it was towards
+// kMaxMHz, reaching it from idle in the ramp time; while idle it holds its value, and after the
+// cool-down it is back at kIdleMHz. It is computed from the moment of the last busy/idle transition
+// and the clock at that moment, so it costs a lock per job and no thread.
 //
 // Test knobs: set_clock pins the clock to a value (None: the model again); set_throttle
 // names throttle reasons, which clock_info reports and which, while a slowdown among them

@@ -109,7 +109,7 @@ void host_stall();
 void set_host_stall(int64_t every, double seconds);
 
 // ---- the SM clock (clock.cpp)
-// An H200's: idle at kIdleMHz; ramps linearly to kMaxMHz over the ramp time once the device
+// The model: idle at kIdleMHz; ramps linearly to kMaxMHz over the ramp time once the device
 // is continuously busy (a kWork job running on any of its streams); holds its value while
 // idle and drops back to idle after the cool-down. Computed from the moments the device
 // turned busy or idle: no thread of its own.

@@ -17,7 +17,7 @@ from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
 from ..units import format_value
 from .provenance import CAPPED, link_caution, series_provenance
-from .repeats import chart_lane, chart_machines
+from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
 
 
@@ -207,7 +207,7 @@ def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
     r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
                        allow_quick=allow_quick, mode=mode)
     # the chart that draws this series (with the machine's repeats: repeats.chart_machines)
-    chart = chart_lane(chart_machines(rs), r.series)
+    chart = chart_trend(chart_machines(rs), r.series)
     figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, chart))
     return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
                     figure_exists=os.path.isfile(figure),

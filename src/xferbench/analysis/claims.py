@@ -93,10 +93,10 @@ class Cell:
         return tuple(self.provenance.reasons())
 
     @property
-    def lane(self) -> str:
+    def trend(self) -> str:
         """The machine, with how it was measured where not the default way ("box (quick)"):
-        releases are compared along one lane, never a quick series against a full one."""
-        return self.provenance.key.lane
+        releases are compared along one trend, never a quick series against a full one."""
+        return self.provenance.key.trend
 
     @property
     def evidence(self) -> FigureVerdict | None:
@@ -106,11 +106,11 @@ class Cell:
 
 @dataclass(frozen=True)
 class Change:
-    """A claim whose verdict differs between two consecutive releases of one lane (a machine
+    """A claim whose verdict differs between two consecutive releases of one trend (a machine
     measured one way)."""
 
     claim: Claim
-    machine: str  # the lane: the machine, and how it was measured where not the default
+    machine: str  # the trend: the machine, and how it was measured where not the default
     before: Cell
     after: Cell
 
@@ -235,7 +235,7 @@ def _changes(rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]) -> list[Change]:
     for claim, cells in rows:
         by_machine: dict[str, list[Cell]] = {}
         for c in cells:
-            by_machine.setdefault(c.lane, []).append(c)
+            by_machine.setdefault(c.trend, []).append(c)
         for machine, seq in by_machine.items():
             for a, b in zip(seq, seq[1:]):
                 if a.verdict != b.verdict and a.verdict in DECIDED and b.verdict in DECIDED:

@@ -23,7 +23,7 @@ from .claims import (
     FigureVerdict,
 )
 from .claimtable import RATIO, Claim, ClaimFigure
-from .repeats import chart_lane, chart_machines
+from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
 
 SCHEMA_VERSION = 1
@@ -324,7 +324,7 @@ def figure_citations(rs: ResultSet, cell: Cell, site: str = "site") -> list[Cita
         for r in (fv.practice, fv.baseline):
             if r is not None and r.ok:
                 path = os.path.join(site, figure_path(r.benchmark, r.param_dict,
-                                                      chart_lane(charts, r.series)))
+                                                      chart_trend(charts, r.series)))
                 out.append(citation(rs, r, figure=path, figure_exists=os.path.isfile(path)))
     return out
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..practices import HEADLINE_NBYTES
+from ..practices.contention import STREAM_PARAM
 from ..results import Result, ResultSet, version_key
 from ..results.machines import slug
 from ..results.series import SeriesKey
@@ -121,23 +122,23 @@ def _cell(rows: dict[tuple[str, int, str], list[Result]], src: int, dst: int, la
                     first.value if first is not None and first.ok else None, reason)
 
 
-def class_lanes(rs: ResultSet, prefix: str) -> list[tuple[str, list[Result]]]:
-    """(lane, its results of the class ``prefix``): per machine, per mode apart from the
+def class_trends(rs: ResultSet, prefix: str) -> list[tuple[str, list[Result]]]:
+    """(trend, its results of the class ``prefix``): per machine, per mode apart from the
     device (each device's series is one row of the same matrix, but a quick run's never
-    joins a full run's), the lane named as ``SeriesKey.lane`` names it."""
+    joins a full run's), the trend named as ``SeriesKey.trend`` names it."""
     out: dict[str, list[Result]] = {}
     for r in rs:
         if r.benchmark.startswith(prefix):
             rest = tuple((k, v) for k, v in r.mode if k != "device")
-            out.setdefault(SeriesKey(r.machine, r.torch, rest).lane, []).append(r)
+            out.setdefault(SeriesKey(r.machine, r.torch, rest).trend, []).append(r)
     return sorted(out.items())
 
 
 def peer_matrices(rs: ResultSet) -> list[PeerMatrix]:
-    """One matrix per lane (a machine, a mode apart) and layout, at its newest PyTorch
+    """One matrix per trend (a machine, a mode apart) and layout, at its newest PyTorch
     release with peer results: every ordered pair of the devices any of its series names."""
     out = []
-    for machine, on in class_lanes(rs, PEER_CLASS):
+    for machine, on in class_trends(rs, PEER_CLASS):
         torch = max({r.torch for r in on}, key=version_key)
         chosen = ResultSet([r for r in on if r.torch == torch], rs.benchmarks, rs.root,
                            rs.sidecars)
@@ -196,13 +197,14 @@ CONTENTION_CLASS = "bench_contention.Contention."
 
 @dataclass(frozen=True)
 class ContentionRow:
-    """One lane of a contention mode in one series: its copy alone and with the others."""
+    """One stream copy of a contention mode in one series: the copy alone and with the
+    others."""
 
     machine: str
     torch: str
     device: str  # the series' device ("cuda:0")
     mode: str
-    lane: str
+    stream: str  # the stream copy's name (practices/contention.py STREAM_PARAM's value)
     alone: Result | None
     together: Result | None
 
@@ -222,20 +224,21 @@ class ContentionRow:
 
 
 def contention_rows(rs: ResultSet) -> list[ContentionRow]:
-    """Every measured lane, per machine at its newest release with contention results."""
+    """Every measured stream copy, per machine at its newest release with contention
+    results."""
     out = []
-    for machine, found in class_lanes(rs, CONTENTION_CLASS):
+    for machine, found in class_trends(rs, CONTENTION_CLASS):
         on = [r for r in found if r.ok]
         if not on:
             continue
         torch = max({r.torch for r in on}, key=version_key)
-        lanes: dict[tuple[str, str, str], dict[str, Result]] = {}
+        copies: dict[tuple[str, str, str], dict[str, Result]] = {}
         for r in on:
             if r.torch == torch:
                 key = (str(rs.metadata_for(r).device or "unknown"), str(r.param_dict["mode"]),
-                       str(r.param_dict["lane"]))
-                lanes.setdefault(key, {})[r.benchmark.rsplit(".", 1)[-1]] = r
-        for (device, mode, lane), found in sorted(lanes.items()):
-            out.append(ContentionRow(machine, torch, device, mode, lane,
+                       str(r.param_dict[STREAM_PARAM]))
+                copies.setdefault(key, {})[r.benchmark.rsplit(".", 1)[-1]] = r
+        for (device, mode, stream), found in sorted(copies.items()):
+            out.append(ContentionRow(machine, torch, device, mode, stream,
                                      found.get("track_alone_s"), found.get("track_together_s")))
     return out

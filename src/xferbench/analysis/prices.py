@@ -143,8 +143,8 @@ class Price:
         return False
 
     def text(self) -> str:
-        """"per-batch `.item()`: steps/s 0.52x of one read per epoch (2.1 ms vs 1.1 ms,
-        ±4%) on NVIDIA H200 (h200-box), torch 2.11.0"."""
+        """One line, e.g. "per-batch `.item()`: steps/s 0.52x of one read per epoch (2.1 ms
+        vs 1.1 ms, ±4%) on <device> (<machine>), torch <version>"."""
         figures = f"{self._figure(self.baseline_s)} vs {self._figure(self.practice_s)}"
         if self.baseline_count is not None and self.practice_count is not None:
             figures += (f"; {self.baseline_count:.2f} vs {self.practice_count:.2f} "

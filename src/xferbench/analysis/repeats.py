@@ -83,10 +83,10 @@ def chart_machines(rs: ResultSet) -> dict[str, str]:
     return out
 
 
-def chart_lane(charts: dict[str, str], key: SeriesKey) -> str:
-    """The lane a series is drawn in: its chart's machine (``chart_machines``), with how it
+def chart_trend(charts: dict[str, str], key: SeriesKey) -> str:
+    """The trend a series is drawn in: its chart's machine (``chart_machines``), with how it
     was measured where not the default (a quick run never joins a full run's chart)."""
-    return SeriesKey(charts.get(key.machine, key.machine), key.torch, key.mode).lane
+    return SeriesKey(charts.get(key.machine, key.machine), key.torch, key.mode).trend
 
 
 def repeats_of(rs: ResultSet, key: SeriesKey,

@@ -35,7 +35,7 @@ def clock_of(benchmark: str, device: str | None = None) -> str:
 
 def figure_path(benchmark: str, params: dict[str, Any], machine: str) -> str:
     """The site-relative path of the figure that shows ``benchmark`` at ``params`` on
-    ``machine`` (a series' ``lane``: the machine, with its mode where not the default): its
+    ``machine`` (a series' ``trend``: the machine, with its mode where not the default): its
     value against the PyTorch release, one small chart per combination."""
     combo = "-".join(slug(str(v)) for v in params.values()) or "all"
     return f"figures/trend/{slug(machine)}/{slug(benchmark)}/{combo}.svg"

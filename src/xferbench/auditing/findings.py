@@ -13,7 +13,7 @@ from .events import H2D, PAGEABLE, CallSite, CopyEvent, Event, MoveEvent, PinEve
 from .ops import SYNC_KINDS
 
 WARNING, INFO = "warning", "info"
-#: Finding kinds, and the price key and lint code of each (PRICES.md, issue 20's table).
+#: Finding kinds, and the price key (analysis/prices.py) and lint code of each.
 SYNC, PAGEABLE_COPY, CREATED_THEN_MOVED, PINNED_IN_STEP, MODULE_MOVE = (
     "sync", "pageable_copy", "created_then_moved", "pinned_in_step", "module_move")
 PRICE_KEYS = {SYNC: "item_per_epoch", PAGEABLE_COPY: "pinned_vs_pageable",

@@ -15,7 +15,7 @@ Each is timed in blocks of ``calls`` calls, ``repeats`` times, a plain block and
 one in turn; the added time is the median of the paired differences (drift on a shared machine
 hits both blocks of a pair alike), shown with the medians and spreads of both. torch runs on
 one thread (``--threads``): the audit's handlers are single-threaded host code, and one
-thread keeps a busy 2-core machine's noise out of the step.
+thread keeps the load of a busy machine's other processes out of the step.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from ..errors import XferbenchError
 from ..lint.files import path_kind
 from ..results.safefiles import check_writable, target_of, write_text_safely
 
-#: The audit's own options, recognised after the script's arguments too (the issue's
+#: The audit's own options, recognised after the script's arguments too (as in
 #: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the
 #: script's.
 TRAILING = ("--steps", "--device", "--format", "--results", "--out")

@@ -1,7 +1,7 @@
 """``xferbench table``: the headline figures as Markdown, for a document to paste: per
 machine one table with a column per PyTorch release (what the README quotes), or with
 ``--per-series`` each (machine, PyTorch) series' copy table and headlines (what
-``scripts/gpu-check`` brings back). The tables are ``analysis.release_table``'s and
+``scripts/gpu-check`` writes to its table.md). The tables are ``analysis.release_table``'s and
 ``analysis.headline``'s."""
 
 from __future__ import annotations

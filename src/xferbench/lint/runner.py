@@ -67,6 +67,17 @@ def lint_files(paths: list[str], codes: frozenset[str], jobs: int,
 
 def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, jobs: int = 0,
         fix: bool = False, gitignore: bool = True, intended: tuple[str, ...] = ()) -> LintRun:
+    """Lint the Python files under ``paths`` and return what was found and read.
+
+    Args:
+        paths: files and folders to lint.
+        codes: the rule codes to report (XB101...).
+        excludes: patterns of paths to leave out.
+        jobs: worker processes; 0 picks a default from the CPUs.
+        fix: rewrite the files with each finding's fix applied.
+        gitignore: leave out what the repository's .gitignore files ignore.
+        intended: ``intended`` as ``lint_text`` takes it, for every file.
+    """
     found = discover(paths, excludes, gitignore)
     out = LintRun(problems=list(found.problems), missing=list(found.missing),
                   files=len(found.files))

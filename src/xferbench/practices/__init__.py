@@ -17,8 +17,8 @@ FULL_SIZES = tuple(2**k for k in range(10, 31))
 #: The size at which headline figures are quoted.
 HEADLINE_NBYTES = 64 * MiB
 #: XFERBENCH_SWEEP=smoke: one size, which also stands in for the headline size, so that every
-#: branch of every practice runs in a minute or two on a slow or emulated device (CI runs the
-#: suite so on tests/emu). A smoke run checks the suite end to end; it quotes no headline.
+#: branch of every practice runs in a minute or two on a slow or emulated device (scripts/test
+#: runs the suite so on tests/emu). A smoke run checks the suite end to end; it quotes no headline.
 SMOKE_NBYTES = 1 * MiB
 SWEEPS = ("default", "smoke", "full")
 

@@ -284,9 +284,15 @@ def run_copy(case: CopyCase, device: str | Device = "auto", spec: MeasureSpec | 
              *, clock: str | None = None, setup: Callable[[], Any] | None = None
              ) -> Measurement:
     """Measure ``case`` on ``device`` and verify the copy (VerificationError on a mismatch).
-    ``clock``: the clock to read (and stop on); by default device time where
-    ``device_clock_reason`` allows it, else the completion clock. ``setup`` runs before every
-    timed call (a host clock only)."""
+
+    Args:
+        case: the copy: direction, host memory, sync, layout and size.
+        device: "auto", a device name ("cuda:0") or a Device.
+        spec: warm-up and sampling budgets; DEFAULT_SPEC where None.
+        clock: the clock to read and stop on. By default device time where
+            ``device_clock_reason`` allows it, else the completion clock.
+        setup: run before every timed call, outside the timing (host clocks only).
+    """
     return measure_copy(build_copy(case, device), spec, clock=clock, setup=setup)
 
 

@@ -155,10 +155,20 @@ def busy_s(nbytes: int) -> float:
 def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
                trials: int = TRIALS, stream: str = "idle",
                deadline: float | None = None) -> HazardResult:
-    """``trials`` trials of the pattern ``kind`` with ``nbytes`` of uint8 on a ``stream``
-    stream: how many saw wrong data. VerificationError when the copy itself is wrong after
-    synchronising. ``deadline`` (time.time()) ends the trials early: the result then says
-    how many ran (``trials``), at least one."""
+    """Run trials of the pattern ``kind`` and count how many saw wrong data.
+
+    Raises VerificationError when the copy itself is wrong after synchronising.
+
+    Args:
+        kind: the pattern, one of HAZARDS.
+        nbytes: the buffer's size, in bytes of uint8.
+        device: "auto", a device name or a Device.
+        trials: how many trials to run.
+        stream: "idle", or "busy" (a spin holds the stream, so the copy is still queued
+            when the host acts).
+        deadline: a time.time() at which the trials end early. The result then says how
+            many ran (its ``trials``), at least one.
+    """
     import torch
 
     dev = resolve_device(device)

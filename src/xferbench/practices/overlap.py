@@ -69,14 +69,15 @@ def overlap_skip_reason(host_memory: str, caps: Capabilities,
 def run_overlap(host_memory: str, nbytes: int, device: str | Device = "auto",
                 spec: MeasureSpec | None = None, matmul_n: int = 1024,
                 order: str = "copy_first") -> OverlapResult:
-    """A non_blocking H2D copy on a side stream while matmuls run on the default stream,
-    queued in ``order``: "copy_first" (the copy, then the matmuls) or "compute_first".
+    """A non_blocking H2D copy on a side stream while matmuls run on the default stream.
 
-    The matmul chain is sized (in whole matmuls of ``matmul_n``) to take about as long as
-    the copy alone, so that full overlap would halve the pair's time. All three are read on
-    the completion clock, each call from an idle device: what a user waits for, host staging
-    included (a pageable copy is staged by the host, which then queues the matmuls only after
-    it when the copy comes first, but runs beside them when the matmuls come first).
+    The matmul chain is sized to take about as long as the copy alone, so full overlap would
+    halve the pair's time. All three are read on the completion clock from an idle device,
+    host staging included (the host stages a pageable copy before it queues what follows).
+
+    Args:
+        host_memory: the copy's source, "pageable" or "pinned".
+        order: "copy_first" (the copy queued, then the matmuls) or "compute_first".
     """
     import torch
 

@@ -185,7 +185,15 @@ class PeerResult:
 
 def run_peer(case: PeerCase, device_type: str, caps: Capabilities,
              spec: MeasureSpec | None = None, *, first: bool = False) -> PeerResult:
-    """Build, (with ``first``) time the pair's first copy, measure and verify ``case``."""
+    """Build, measure and verify ``case``; with ``first``, time the pair's first copy too.
+
+    Args:
+        case: the pair of devices, the layout and the size.
+        device_type: the devices' type ("cuda").
+        caps: the capability probe of the device under test.
+        spec: warm-up and sampling budgets; DEFAULT_SPEC where None.
+        first: also time the pair's first copy (peer access set up, nothing warm).
+    """
     work = build_peer(case, device_type, caps)
     first_s = first_copy_s(work) if first else None
     m = measure_peer(work, spec)

@@ -297,9 +297,18 @@ def measure_starvation(work: PipelineWorkload, calls: int) -> tuple[float, ...]:
 def run_pipeline(case: PipelineCase, device: str | Device = "auto",
                  spec: MeasureSpec | None = None, *, starvation: bool = True,
                  model_to: bool = False, dataset: Any = None) -> PipelineResult:
-    """Verify, time whole calls, verify; then the starvation share and, with ``model_to``,
-    the same calls with ``model.to(device)`` every step. The loader's workers end here,
-    whatever happens."""
+    """Verify, time whole calls, and verify again. Then measure the starvation share and,
+    with ``model_to``, the same calls with ``model.to(device)`` every step. The loader's
+    workers end here, whatever happens.
+
+    Args:
+        case: the model size, host memory, workers, move, precision and compile setting.
+        device: "auto", a device name or a Device.
+        spec: warm-up and sampling budgets; DEFAULT_SPEC where None.
+        starvation: also measure the starvation share (``starvation_share``).
+        model_to: also time the calls with ``model.to(device)`` every step.
+        dataset: replaces the synthetic dataset (the tests pass a failing one).
+    """
     work = build_pipeline(case, device, dataset=dataset)
     try:
         spec = spec or DEFAULT_SPEC

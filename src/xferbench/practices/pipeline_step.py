@@ -203,10 +203,9 @@ def _modules(size: ModelSize, tdev: Any, vocab: int) -> Any:
 def build_model(size: ModelSize, dev: Device, *, amp_dtype: Any, compiled: bool,
                 features: tuple[int, ...], vocab: int, classes: int,
                 seed: int) -> tuple[Any, Any, Any, Any]:
-    """(model, step(batch), restart(), params()) on ``dev``. The module is made on ``dev``
-    directly (its own initialisation runs there, fast, and is overwritten: not on the meta
-    device, whose ops import sympy, 0.8 s here); ``restart`` copies the seeded initial state in
-    and clears the momentum."""
+    """(model, step(batch), restart(), params()) on ``dev``, made there directly (the meta
+    device's ops import sympy, slowly). ``restart`` copies the seeded initial state in and
+    clears the momentum; ``amp_dtype`` is the autocast dtype, None for full precision."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -241,7 +240,7 @@ def build_model(size: ModelSize, dev: Device, *, amp_dtype: Any, compiled: bool,
         loss = ((pred.float() - targets[batch["labels"]]) ** 2).mean()
         loss.backward()
         # SGD with momentum (torch.optim.SGD's arithmetic, written out: torch.optim imports
-        # torch._dynamo on first use, 1.6 s per benchmark process on a 2-core machine)
+        # torch._dynamo on first use, a slow import in every benchmark process)
         with torch.no_grad():
             if not momentum:
                 momentum.extend(p.grad.clone() for p in trained)

@@ -43,8 +43,8 @@ OUT_DIM = 16
 #: Steps per epoch (K) and batch size of the asv grid.
 DEFAULT_STEPS = 20
 DEFAULT_BATCH = 256
-#: Hidden width: 256 keeps an epoch near 0.1 s on a 2-core CPU and is launch-bound on a
-#: large GPU (where a stall costs most, relatively); the full sweep adds wider models whose
+#: Hidden width: 256 keeps an epoch short on a CPU and is launch-bound on a large GPU (where
+#: a stall costs most, relatively); the full sweep adds wider models whose
 #: steps are compute-bound on a GPU.
 DEFAULT_WIDTH = 256
 FULL_WIDTHS = (256, 1024, 2048)

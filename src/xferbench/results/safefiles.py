@@ -195,13 +195,20 @@ def write_bytes_safely(path: str, data: bytes, *, what: str = "", expect: Stamp 
                        mode: int | None = None, parents: bool = False) -> str:
     """Write ``data`` to ``path`` whole or not at all; returns the real file written.
 
-    Through a link to its target (the link stays); a file with other hard links, or mounted
-    where it is, is rewritten in place (the links stay one file); else through a temporary
-    file beside it, renamed over it, its permissions kept (``mode``: these instead; a new
-    file's default is 0o666 less the umask). ``expect``: the file's ``Stamp`` as it was
-    read; a file that holds anything else now is refused, not overwritten. Any failure is
-    an ``UnwritableError`` naming the real file, and leaves the file as it was and no
-    temporary file behind."""
+    A link is written through to its target (the link stays). A file with other hard links,
+    or mounted where it is, is rewritten in place (the links stay one file). Any other file
+    is written through a temporary file beside it, renamed over it, its permissions kept.
+    Any failure is an ``UnwritableError`` naming the real file, and leaves the file as it
+    was and no temporary file behind.
+
+    Args:
+        what: what the file is, for messages ("the sidecar").
+        expect: the file's ``Stamp`` as it was read. A file that holds anything else now is
+            refused, not overwritten.
+        mode: permissions to give the file instead of keeping its own (a new file's default
+            is 0o666 less the umask).
+        parents: create the folders above the file where missing.
+    """
     real = target_of(path)
     if os.path.isdir(real):
         raise UnwritableError(f"{_name(what, path, real)} is a folder, not a file",

@@ -51,8 +51,8 @@ def _index(value: str) -> str:
     return value.partition(":")[2]
 
 
-#: The one table of modes: key -> its default, label and citability. Issue 30's cap is
-#: listed under both names it may take (``capped: yes`` or ``budget: 240``).
+#: The one table of modes: key -> its default, label and citability. The cap (``--budget
+#: --cap``) is listed under both names it may take (``capped: yes`` or ``budget: 240``).
 MODES: dict[str, ModeKey] = {m.key: m for m in (
     ModeKey("quick", lambda v: v in OFF, lambda v: "quick", lambda v: QUICK),
     ModeKey("threads", lambda v: v == "", lambda v: f"{v} thread{'s' if v != '1' else ''}",
@@ -162,7 +162,7 @@ class SeriesKey:
         return f"torch {self.torch} on {self.machine}{tail}"
 
     @property
-    def lane(self) -> str:
+    def trend(self) -> str:
         """The machine, with the mode for a series not measured the default way ("box
         (quick, 2 threads)"): what the page draws as one line across releases, and names its
         figures and anchors after (slugged: "box-quick-2-threads")."""

@@ -204,12 +204,19 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
                unrun: Mapping[str, list[Outcome]] | None = None,
                observations: Mapping[str, list[Observation]] | None = None,
                capped: Mapping[str, list[Outcome]] | None = None) -> None:
-    """Update the sidecar of ``results_path`` after ``run`` saved the benchmarks ``saved``
-    into it, with ``outcomes`` (per benchmark, its combinations without a number),
-    ``unrun``: the outcomes of benchmarks the run did not start (cut by its budget), kept only
-    where no run measured them before (a number saved earlier stays, with its outcomes),
-    ``observations``: per benchmark, what its combinations saw beside their numbers, and
-    ``capped``: per benchmark, its combinations sampled under a budget cap.
+    """Update the sidecar of ``results_path`` after ``run`` saved its benchmarks into it.
+
+    Args:
+        results_path: the asv results file the sidecar belongs to.
+        meta: the machine's metadata for this run.
+        run: the run's record.
+        saved: the benchmarks the run saved into the file.
+        outcomes: per benchmark, its combinations without a number.
+        unrun: the outcomes of benchmarks the run did not start (cut by its budget). They
+            are kept only where no run measured them before: a number saved earlier stays,
+            with its outcomes.
+        observations: per benchmark, what its combinations saw beside their numbers.
+        capped: per benchmark, its combinations sampled under a budget cap.
 
     The sidecar keeps every run that wrote into the file (``runs``), which run measured each
     benchmark (``benchmarks``), and each benchmark's combinations without a number

@@ -92,7 +92,7 @@ def changes_section(steps: list[Step], threshold: float, alpha: float) -> list[s
             "--confirmed</code>); the others are listed as suspected.</p>"]
     if not steps:
         body.append('<p class="na">One PyTorch version per machine: nothing to compare.</p>')
-    newest = {s.machine: s for s in steps}  # a step.machine is its lane
+    newest = {s.machine: s for s in steps}  # a step.machine is its trend
     for step in steps:
         ident = anchor("changes", step.machine, step.a.torch, step.b.torch)
         counts = (f"{plural(len(step.regressions), 'regression')}, "
@@ -174,7 +174,7 @@ def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:
         ident = anchor("bench", v.name)
         better = "higher" if v.unit.strip().endswith("/s") else "lower"
         series_count = len(v.series)
-        per_series = {(s.lane, s.torch): 0 for s in v.series}
+        per_series = {(s.trend, s.torch): 0 for s in v.series}
         for t in v.trends:
             for p in t.points:
                 per_series[(p.machine, p.torch)] = per_series.get((p.machine, p.torch), 0) + 1

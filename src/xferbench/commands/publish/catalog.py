@@ -1,5 +1,5 @@
 """What every view of the page reads of a results folder, read once: the series (machine,
-PyTorch, how measured: each mode a lane of its own) with their newest results and
+PyTorch, how measured: each mode a trend of its own) with their newest results and
 provenance, each benchmark's declared parameters and their order, every combination without
 a number, the releases in order; and the citation of a value as the site shows it."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from ...analysis.citation import Citation, citation
 from ...analysis.provenance import Provenance, series_provenance
-from ...analysis.repeats import chart_lane, chart_machines
+from ...analysis.repeats import chart_machines, chart_trend
 from ...analysis.sitemap import figure_path
 from ...results import Result, ResultSet, version_key
 from ...results.series import SeriesKey
@@ -32,11 +32,11 @@ class SeriesView:
         return self.provenance.key
 
     @property
-    def lane(self) -> str:
+    def trend(self) -> str:
         """What the page draws across releases as one line: the machine, with the series'
         mode where it is not the default (a quick run is never a point of a full run's
         trend)."""
-        return self.key.lane
+        return self.key.trend
 
 
 def series(rs: ResultSet) -> list[SeriesView]:
@@ -71,8 +71,8 @@ class Catalog:
         return self._orders[benchmark]
 
     def chart_of(self, key: SeriesKey) -> str:
-        """The lane a series' trends are drawn in: its chart machine, with its mode."""
-        return chart_lane(self.charts, key)
+        """The trend whose charts draw a series: its chart machine, with its mode."""
+        return chart_trend(self.charts, key)
 
     def names(self) -> list[str]:
         """Every benchmark asv knows or a series measured, in name order."""

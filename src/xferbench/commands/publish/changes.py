@@ -1,4 +1,4 @@
-"""The steps between consecutive PyTorch versions of one lane (a machine measured one way),
+"""The steps between consecutive PyTorch versions of one trend (a machine measured one way),
 as ``compare`` marks them, each change confirmed or left suspected by the repeats of both
 series (``analysis.repeats``): what the page's changes section shows."""
 
@@ -31,9 +31,9 @@ class StepRow:
 
 @dataclass(frozen=True)
 class Step:
-    """Every benchmark both of two consecutive PyTorch versions of one lane measured."""
+    """Every benchmark both of two consecutive PyTorch versions of one trend measured."""
 
-    machine: str  # the lane: the machine, with its mode where not the default
+    machine: str  # the trend: the machine, with its mode where not the default
     a: SeriesView
     b: SeriesView
     rows: tuple[StepRow, ...]
@@ -73,19 +73,19 @@ class Step:
 
 
 def version_steps(cat: Catalog, threshold: float, alpha: float) -> list[Step]:
-    """Each lane's consecutive versions compared as ``compare`` does, each change confirmed
+    """Each trend's consecutive versions compared as ``compare`` does, each change confirmed
     or left suspected by the repeats of both series (``analysis.repeats``)."""
-    by_lane: dict[str, list[SeriesView]] = {}
+    by_trend: dict[str, list[SeriesView]] = {}
     for s in cat.series:
-        by_lane.setdefault(s.lane, []).append(s)
+        by_trend.setdefault(s.trend, []).append(s)
     steps = []
     ids = identities(cat.rs)
-    for lane, ss in sorted(by_lane.items()):
+    for trend, ss in sorted(by_trend.items()):
         for a, b in zip(ss, ss[1:]):
             rows, _ = compare_results(a.results, b.results, threshold=threshold, alpha=alpha)
             repeats = repeat_comparisons(cat.rs, a.key, b.key, threshold=threshold,
                                          alpha=alpha, ids=ids)
             built = tuple(StepRow(r, confirm(r, repeats)) for r in rows)
-            steps.append(Step(lane, a, b, built, tuple(differences(a.provenance, b.provenance)),
+            steps.append(Step(trend, a, b, built, tuple(differences(a.provenance, b.provenance)),
                               tuple(rep.machine for rep in repeats)))
     return steps

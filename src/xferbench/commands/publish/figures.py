@@ -232,7 +232,7 @@ def _headline(row: HeadlineRow, versions: list[str], path: str, width: float) ->
     from matplotlib.lines import Line2D
 
     title = _wrap(row.title, 48 if width <= WIDTH else 100)
-    machines = sorted({c.series.lane for c in row.cells})
+    machines = sorted({c.series.trend for c in row.cells})
     columns = 2 if width <= WIDTH else 4
     handles = [Line2D([], [], color=f"C{i % 10}", marker=_MARKERS[i % len(_MARKERS)],
                       linestyle="none", label=m) for i, m in enumerate(machines)]
@@ -251,7 +251,7 @@ def _headline(row: HeadlineRow, versions: list[str], path: str, width: float) ->
     finite: list[float] = [1.0]
     drawn: list[tuple[float, float, float, float, bool, int]] = []
     for mi, machine in enumerate(machines):
-        cells = [c for c in row.cells if c.series.lane == machine and c.verdict is not None]
+        cells = [c for c in row.cells if c.series.trend == machine and c.verdict is not None]
         for c in cells:
             v: Verdict = c.verdict  # type: ignore[assignment]
             if v.speedup is None:

@@ -29,18 +29,18 @@ def machine_tables(all_series: list[SeriesView], heads: list[HeadlineRow],
                    copies: list[tuple[SeriesView, list[CopyRow]]]) -> list[MachineTable]:
     """Newest release first; none where every release ran on one machine only."""
     by_release: dict[str, dict[str, SeriesView]] = {}
-    for s in all_series:  # in version order: a lane's newest build of the release wins
-        by_release.setdefault(s.torch.split("+")[0], {})[s.lane] = s
-    copy_rows = {(s.lane, s.torch): {copy_label(r): r for r in rows} for s, rows in copies}
+    for s in all_series:  # in version order: a trend's newest build of the release wins
+        by_release.setdefault(s.torch.split("+")[0], {})[s.trend] = s
+    copy_rows = {(s.trend, s.torch): {copy_label(r): r for r in rows} for s, rows in copies}
     out = []
     for release in sorted(by_release, key=version_key, reverse=True):
         chosen = tuple(by_release[release][m] for m in sorted(by_release[release]))
         if len(chosen) < 2:
             continue
-        keys = [(s.lane, s.torch) for s in chosen]
+        keys = [(s.trend, s.torch) for s in chosen]
         head_rows = []
         for h in heads:
-            cells = {(c.series.lane, c.series.torch): c for c in h.cells}
+            cells = {(c.series.trend, c.series.torch): c for c in h.cells}
             row = tuple(cells.get(k) for k in keys)
             if any(c is not None and c.verdict is not None for c in row):
                 head_rows.append((h.title, row))

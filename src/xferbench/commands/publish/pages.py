@@ -32,7 +32,7 @@ class IndexPage:
     warnings: list[str]
     commit_url: str | None  # a commit hash appended to it is the commit's page; None: no links
     headline_nbytes: int
-    peers: PeerPage | None = None  # peer matrices and contention lanes (peer.py), if any
+    peers: PeerPage | None = None  # peer matrices and stream copies under contention (peer.py)
 
 
 def _header(p: IndexPage, side_by_side: bool) -> list[str]:

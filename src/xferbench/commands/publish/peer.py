@@ -164,7 +164,7 @@ def peer_section(views: list[PeerView]) -> list[str]:
     return body
 
 
-CONTENTION_HEADERS = ["series", "mode", "lane", f"alone ({GBPS})", f"together ({GBPS})",
+CONTENTION_HEADERS = ["series", "mode", "stream", f"alone ({GBPS})", f"together ({GBPS})",
                       "together / alone"]
 
 
@@ -180,39 +180,39 @@ def _contention_cite(row: ContentionRow, ident: str) -> str | None:
     cmd = (f"xferbench cite Contention.track_together_s --params {params} --torch {row.torch} "
            f"--machine {row.machine} --device {row.device}"
            + (f" --mode {mode_option(r.mode)}" if r.mode else ""))
-    return cite_entry(ident, f"{e(row.machine)}, {e(row.device)}: lane {e(row.lane)}",
+    return cite_entry(ident, f"{e(row.machine)}, {e(row.device)}: stream {e(row.stream)}",
                       f"<pre><code>{e(cmd)}</code></pre>")
 
 
 def contention_section(rows: list[ContentionRow]) -> list[str]:
-    """Each lane alone and together, and per mode the sum over its lanes."""
+    """Each stream copy alone and together, and per mode the sum over its copies."""
     if not rows:
         return []
     body = ['<section id="contention">', "<h2>The host link under contention</h2>",
-            "<p>Pinned <code>non_blocking</code> copies, each lane on a stream of its own, "
-            "device time: together (every lane of the mode at once: host-to-all, all-to-host "
+            "<p>Pinned <code>non_blocking</code> copies, each on a stream of its own, "
+            "device time: together (every copy of the mode at once: host-to-all, all-to-host "
             "over the chosen devices; bidirectional, both directions on one device) and alone "
             "(the others idle). Together over alone is the loss to contention; the sum row "
-            "adds a mode's lanes.</p>"]
+            "adds a mode's copies.</p>"]
     out: list[str] = []
     cites: list[str] = []
     groups: dict[tuple[str, str, str, str], list[ContentionRow]] = {}
     for row in rows:
         groups.setdefault((row.machine, row.torch, row.device, row.mode), []).append(row)
-    for (machine, torch, device, mode), lanes in groups.items():
+    for (machine, torch, device, mode), copies in groups.items():
         series = f"{machine}, torch {torch}, {device}"
-        for row in lanes:
+        for row in copies:
             ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}x"
-            ident = anchor("contention", machine, torch, device, mode, row.lane)
+            ident = anchor("contention", machine, torch, device, mode, row.stream)
             entry = _contention_cite(row, ident)
             link = f" {cite_link(ident)}" if entry else ""
             out.append(f'<tr id="{e(ident)}">' + cells(CONTENTION_HEADERS, [
-                e(series) + link, e(mode), e(row.lane), _rate(row.alone_gbps),
+                e(series) + link, e(mode), e(row.stream), _rate(row.alone_gbps),
                 _rate(row.together_gbps), ratio]) + "</tr>")
             cites += [entry] if entry else []
-        alone = [r.alone_gbps for r in lanes if r.alone_gbps is not None]
-        together = [r.together_gbps for r in lanes if r.together_gbps is not None]
-        if len(lanes) > 1 and alone and together:
+        alone = [r.alone_gbps for r in copies if r.alone_gbps is not None]
+        together = [r.together_gbps for r in copies if r.together_gbps is not None]
+        if len(copies) > 1 and alone and together:
             out.append('<tr class="sum">' + cells(CONTENTION_HEADERS, [
                 e(series), e(mode), "sum", _rate(sum(alone)), _rate(sum(together)),
                 f"{sum(together) / sum(alone):.2f}x"]) + "</tr>")
@@ -224,7 +224,8 @@ def contention_section(rows: list[ContentionRow]) -> list[str]:
 
 @dataclass(frozen=True)
 class PeerPage:
-    """What the index shows of several devices: the peer matrices and the contention lanes."""
+    """What the index shows of several devices: the peer matrices and the stream copies
+    under contention."""
 
     views: tuple[PeerView, ...] = ()
     contention: tuple[ContentionRow, ...] = ()

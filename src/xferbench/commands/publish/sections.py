@@ -81,7 +81,7 @@ def provenance_section(series: list[SeriesView], commit_url: str | None) -> list
                     if p.cuda else "none (CPU build)"), e(build),
                   e(p.threads if p.threads is not None else "not recorded"),
                   e(p.python or "unknown"), e(p.os or "unknown"), e(run)]
-        rows.append(f'<tr id="{e(anchor("series", p.key.lane, p.torch))}">'
+        rows.append(f'<tr id="{e(anchor("series", p.key.trend, p.torch))}">'
                     f"{cells(PROVENANCE_HEADERS, values)}</tr>")
     machines = sorted({s.provenance.machine for s in series})
     return ['<section id="series">', "<h2>Series</h2>",
@@ -123,7 +123,7 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
         rows, cites = [], []
         for c in row.cells:
             h = c.value.headline
-            ident = anchor("headline", row.key, c.series.lane, c.series.torch)
+            ident = anchor("headline", row.key, c.series.trend, c.series.torch)
             label = f"{self_link(ident)} {e(c.series.provenance.label)}"
             v = c.verdict
             if v is None:
@@ -165,10 +165,10 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             "the copy is done; device: events around calls queued back to back); the share "
             "of the PCIe link's theoretical rate where the link is known. The newest release "
             "of each machine is open.</p>"]
-    newest = {s.lane: s.torch for s, _ in tables}
+    newest = {s.trend: s.torch for s, _ in tables}
     for s, rows in tables:
-        ident = anchor("copies", s.lane, s.torch)
-        opened = " open" if newest[s.lane] == s.torch else ""
+        ident = anchor("copies", s.trend, s.torch)
+        opened = " open" if newest[s.trend] == s.torch else ""
         body.append(f'<details class="series-block" id="{e(ident)}"{opened}><summary>'
                     f"{e(s.provenance.label)}: {len(rows)} copies</summary>")
         if not rows:
@@ -177,7 +177,7 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
         out, cites = [], []
         for row in rows:
             r = row.result
-            ident = anchor("copy", s.lane, s.torch, row.clock,
+            ident = anchor("copy", s.trend, s.torch, row.clock,
                            *(str(v) for k, v in r.params if k != "size"))
             what = ", ".join(str(v) for k, v in r.params if k != "size")
             share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
@@ -208,11 +208,11 @@ def machines_section(tables: list[MachineTable], size: str) -> list[str]:
     body = ['<section id="machines">', "<h2>Machines side by side</h2>",
             f"<p>{e(MACHINE_NOTE)}</p>"]
     for i, t in enumerate(tables):
-        machines = [f"{e(s.lane)}<br><small>torch {e(s.torch)}</small>" for s in t.series]
+        machines = [f"{e(s.trend)}<br><small>torch {e(s.torch)}</small>" for s in t.series]
         opened = " open" if i == 0 else ""
         body.append(f'<details class="release" id="{e(anchor("machines", t.release))}"'
                     f"{opened}><summary>PyTorch {e(t.release)} on "
-                    f"{e(', '.join(s.lane for s in t.series))}</summary>")
+                    f"{e(', '.join(s.trend for s in t.series))}</summary>")
         if t.headlines:
             headers = ["headline: speed-up", *machines]
             rows = [f"<tr>{cells(headers, [e(title), *[_speedup(c) for c in row]])}</tr>"

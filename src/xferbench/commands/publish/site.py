@@ -160,7 +160,7 @@ def add_outcomes(bundle: dict[str, Any], cat: Catalog) -> None:
     bundle["reasons"] = list(reasons)
     for s in bundle["series"]:
         p = series_of(cat, s["params"])
-        key = (p.key.lane, p.torch) if p else ("", "")
+        key = (p.key.trend, p.torch) if p else ("", "")
         s["outcomes"] = by_series.get(key, {})
         s["label"] = p.label if p else ", ".join(f"{k} {v}" for k, v in s["params"].items())
         s["device"] = f"{p.hardware} ({p.device})" if p else "unknown"

@@ -23,7 +23,7 @@ NOT_RUN = "not run"
 class Unmeasured:
     """One combination of one series without a number."""
 
-    machine: str  # the series' lane: the machine, with its mode where not the default
+    machine: str  # the series' trend: the machine, with its mode where not the default
     torch: str
     benchmark: str
     params: tuple[tuple[str, Any], ...]
@@ -68,10 +68,10 @@ def unmeasured(rs: ResultSet) -> list[Unmeasured]:
         status, reason = recorded[r.path].get(
             (r.benchmark, _key(r.params)),
             (FAILED if r.value is None else SKIPPED, NOT_RECORDED))
-        out.append(Unmeasured(r.series.lane, r.torch, r.benchmark, r.params, status, reason))
+        out.append(Unmeasured(r.series.trend, r.torch, r.benchmark, r.params, status, reason))
     held: dict[tuple[str, str], set[str]] = {}
     for r in newest:
-        held.setdefault((r.series.lane, r.torch), set()).add(r.benchmark)
+        held.setdefault((r.series.trend, r.torch), set()).add(r.benchmark)
     for (machine, torch), names in held.items():
         for name in sorted(set(rs.benchmarks) - names):
             out.append(Unmeasured(machine, torch, name, (), NOT_RUN,

@@ -127,9 +127,9 @@ class BandwidthPanel:
 
 
 def bandwidth_panels(cat: Catalog) -> list[BandwidthPanel]:
-    """One panel per lane (a machine, and a mode other than the default apart), clock,
-    direction and layout measured in the lane's newest series."""
-    newest = {s.lane: s for s in cat.series}  # series come in version order
+    """One panel per trend (a machine, and a mode other than the default apart), clock,
+    direction and layout measured in the trend's newest series."""
+    newest = {s.trend: s for s in cat.series}  # series come in version order
     panels = []
     for _, s in sorted(newest.items()):
         for clock, benchmark in BANDWIDTH_BENCHMARKS.items():
@@ -160,7 +160,7 @@ def _panels(order: dict[tuple[str, str], int], s: SeriesView, clock: str,
             curves.items(), key=lambda kv: (order.get(("host_memory", kv[0][0]), 99),
                                             order.get(("sync", kv[0][1]), 99))))
         peak = None if direction == "d2d" else peak_gbps(s)
-        out.append(BandwidthPanel(s.lane, s.torch, direction, layout, built, peak, clock))
+        out.append(BandwidthPanel(s.trend, s.torch, direction, layout, built, peak, clock))
     return out
 
 
@@ -201,7 +201,7 @@ class Trend:
     noise."""
 
     benchmark: str
-    machine: str  # the chart's lane: its first machine's name, with a mode not the default
+    machine: str  # the chart's trend: its first machine's name, with a mode not the default
     unit: str
     params: Params
     versions: tuple[str, ...]  # every version of the machines: the x axis
@@ -282,7 +282,7 @@ def benchmark_views(cat: Catalog, alpha: float) -> list[BenchmarkView]:
 def _trends(order: dict[tuple[str, str], int], name: str, chart: str, on: list[SeriesView],
             alpha: float) -> list[Trend]:
     """``name``'s trends on the machines ``on`` (one host's names measured one way, drawn in
-    the lane ``chart``): one chart per combination, a line per machine."""
+    the trend ``chart``): one chart per combination, a line per machine."""
     versions = tuple(sorted({s.torch for s in on}, key=version_key))
     by_combo: dict[Params, dict[str, list[Result]]] = {}
     for s in on:

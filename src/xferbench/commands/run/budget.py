@@ -3,29 +3,30 @@ class saving what it finished, every number at its default spec.
 
 asv saves a class's numbers only when its process ends, so a run that is killed at its limit
 loses the class in progress. Under a budget the classes run in priority order (``PRIORITY``:
-the README's headlines first) and each class measures its lease (headline) combinations
-before the rest of its grid; each asv call gets a deadline (``XFERBENCH_DEADLINE``, an
+the README's headlines first) and each class measures its headline combinations before the
+rest of its grid; each asv call gets a deadline (``XFERBENCH_DEADLINE``, an
 absolute time) that its process keeps by itself, cutting, with the reason, each combination
 that no longer fits at its default spec (``benchmarks/_budget.py``). Nothing is sampled under
 a cap unless ``--cap`` asks for it, and a capped run is a series of its own.
 
-The plan, per class (``ClassPlan``): its lease part (the class's start, its lease
+The plan, per class (``ClassPlan``): its headline part (the class's start, its headline
 combinations, asv's reading of its values) and the rest of its grid, each combination planned
 at ``Grid.combination_s``: the worst case of its sampling budgets plus the work beside them
 that ``scripts/grid-time costs`` measured (``benchmarks/costs.json``). Before each call the
 time left is shared out again:
 
-- the lease parts of the classes still to run are set aside first;
+- the headline parts of the classes still to run are set aside first;
 - what is left beyond them is shared among the rests of the grid in proportion to their
   plans (each rest in full where it all fits), and a class's unused time flows to the next;
-- short of time for the lease parts (a machine slower than planned), what is left is shared
-  among the classes still to run in proportion to their lease parts, so that each still
-  measures its first headline combinations (a class that is started measures at least one:
+- short of time for the headline parts (a machine slower than planned), what is left is
+  shared among the classes still to run in proportion to their headline parts, so that each
+  still measures its first headline combinations (a class that is started measures at least one:
   ``benchmarks/_budget.py``);
 - a class left less than its start and ``MIN_SAMPLING_S`` is not started: every combination
   it would have measured is recorded as skipped, with the reason.
 
-A budget too short for the headline classes' lease parts is refused before anything runs.
+A budget too short for the headline parts of the headline classes (``HEADLINE_CLASSES``) is
+refused before anything runs.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ from dataclasses import dataclass
 from ...errors import XferbenchError
 from .suite import HEADLINE_CLASSES, SuiteClass
 
-#: asv reads each track value back, after the grid, in a process forked for it (about 30 ms
-#: each on a 2-core VM; the forks are the same on any machine), then saves the results file.
-#: Measured by scripts/grid-time costs as each class's end.
+#: asv reads each track value back, after the grid, in a process forked for it, then saves
+#: the results file. VALUE_READ_S is planned per value and CLASS_END_S per class; a fork
+#: costs about the same on any machine, and scripts/grid-time costs measures the class's end.
 VALUE_READ_S = 0.03
 CLASS_END_S = 2.0
 #: Kept back at the end of the run for its report.
@@ -71,28 +72,29 @@ def read_time_s(c: SuiteClass) -> float:
 
 @dataclass(frozen=True)
 class ClassPlan:
-    """What one asv call is planned to cost: ``lease_s`` (its start, its lease combinations,
-    its values' reading) and ``rest_s`` (the rest of its grid), at the default spec."""
+    """What one asv call is planned to cost: ``headline_s`` (its start, its headline
+    combinations, its values' reading) and ``rest_s`` (the rest of its grid), at the default
+    spec."""
 
-    lease_s: float = 0.0
+    headline_s: float = 0.0
     rest_s: float = 0.0
-    start_s: float = 0.0  # of lease_s: the process's start before its first combination
+    start_s: float = 0.0  # of headline_s: the process's start before its first combination
 
     def __add__(self, other: ClassPlan) -> ClassPlan:
-        return ClassPlan(self.lease_s + other.lease_s, self.rest_s + other.rest_s,
+        return ClassPlan(self.headline_s + other.headline_s, self.rest_s + other.rest_s,
                          self.start_s + other.start_s)
 
     @property
     def total_s(self) -> float:
-        return self.lease_s + self.rest_s
+        return self.headline_s + self.rest_s
 
 
 def class_plan(c: SuiteClass) -> ClassPlan:
     """``c``'s plan; a class that measures nothing here costs nothing."""
     if not c.measured:
         return ClassPlan()
-    return ClassPlan(c.start_s + c.lease * c.combination_s + read_time_s(c),
-                     (c.measured - c.lease) * c.combination_s, c.start_s)
+    return ClassPlan(c.start_s + c.headline * c.combination_s + read_time_s(c),
+                     (c.measured - c.headline) * c.combination_s, c.start_s)
 
 
 def plan_of(classes: Sequence[SuiteClass]) -> ClassPlan:
@@ -119,20 +121,26 @@ class Allotment:
 
 def allot(budget_s: float, spent_s: float, plans: Sequence[ClassPlan], read_s: float
           ) -> Allotment:
-    """The share of the next call, whose plan is ``plans[0]`` (the rest: the calls after
-    it), after ``spent_s`` of ``budget_s``."""
+    """The share of the budget for the next asv call.
+
+    Args:
+        budget_s: the whole run's budget (--budget).
+        spent_s: what the run has spent of it so far.
+        plans: the next call's plan first, then those of the calls after it.
+        read_s: what asv's reading of the next call's values is planned at.
+    """
     left = budget_s - spent_s - REPORT_S
     own = plans[0]
     if own.total_s <= 0:  # measures nothing here: asv only records the skips
         return Allotment(max(left, 0.0), 0.0, left)
     later = plans[1:]
-    leases = own.lease_s + sum(p.lease_s for p in later)
-    if left >= leases:  # every lease part fits: the spare shared among the rests
+    headline_parts = own.headline_s + sum(p.headline_s for p in later)
+    if left >= headline_parts:  # every headline part fits: the spare shared among the rests
         rests = own.rest_s + sum(p.rest_s for p in later)
-        share_of_rest = min(1.0, (left - leases) / rests) if rests else 1.0
-        share = left - sum(p.lease_s + share_of_rest * p.rest_s for p in later)
+        share_of_rest = min(1.0, (left - headline_parts) / rests) if rests else 1.0
+        share = left - sum(p.headline_s + share_of_rest * p.rest_s for p in later)
     else:
-        share = left * own.lease_s / leases
+        share = left * own.headline_s / headline_parts
     if share < own.start_s + read_s + MIN_SAMPLING_S:
         return Allotment(None, read_s, left)
     return Allotment(share, read_s, left)
@@ -143,11 +151,11 @@ def cut_reason(budget_s: float, left_s: float) -> str:
             f"{seconds_text(max(left_s, 0.0))} left for this class, too little to start it")
 
 
-def check_lease(budget_s: float, classes: Sequence[SuiteClass]) -> None:
-    """One sentence, before anything runs, where ``budget_s`` cannot hold the lease parts
+def check_headline(budget_s: float, classes: Sequence[SuiteClass]) -> None:
+    """One sentence, before anything runs, where ``budget_s`` cannot hold the headline parts
     of the headline classes (their headline combinations at the default spec)."""
     heads = [c for c in classes if c.name in HEADLINE_CLASSES and c.measured]
-    need = plan_of(heads).lease_s + REPORT_S
+    need = plan_of(heads).headline_s + REPORT_S
     if heads and budget_s < need:
         raise XferbenchError(
             f"--budget {budget_s:g} s is too short for the headline classes: "
@@ -158,10 +166,15 @@ def check_lease(budget_s: float, classes: Sequence[SuiteClass]) -> None:
 
 def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: bool = False,
               spent_s: float = 0.0) -> str:
-    """One sentence on what ``budget_s`` holds, ``spent_s`` of it gone already (the run's
-    own start): ``groups`` are (title, plan) in order; ``cap``: --cap, each combination's
-    sampling capped to fit rather than cut. A lease part holds only where ``allot`` would
-    start its class: its start, its values' reading and the least sampling beside."""
+    """One sentence on what ``budget_s`` holds. A headline part holds only where ``allot``
+    would start its class: its start, its values' reading and the least sampling beside.
+
+    Args:
+        budget_s: the whole run's budget (--budget).
+        groups: (title, plan) of each asv call, in run order.
+        cap: --cap: each combination's sampling is capped to fit rather than cut.
+        spent_s: what the run has spent already (its own start).
+    """
     if cap:
         total = sum(p.total_s for _t, p in groups)
         return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(total)} "
@@ -172,28 +185,28 @@ def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: boo
     for _title, p in groups:
         total = total + p
     left = budget_s - spent_s - REPORT_S  # what the classes have
-    # what allot needs to start a class, at least (its values' reading is in lease_s)
-    need = sum(max(p.lease_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S) for _t, p in groups)
-    head = (f"--budget {budget_s:g} s: the lease (every class's headline combinations at "
-            f"the default spec, each class's start) is planned at "
-            f"{seconds_text(total.lease_s)}, the rest of the grid at "
+    # what allot needs to start a class, at least (its values' reading is in headline_s)
+    need = sum(max(p.headline_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S) for _t, p in groups)
+    head = (f"--budget {budget_s:g} s: the headline combinations (every class's, at the "
+            f"default spec, each class's start included) are planned at "
+            f"{seconds_text(total.headline_s)}, the rest of the grid at "
             f"{seconds_text(total.rest_s)}")
     if total.total_s <= left:
         return f"{head}: it holds the whole grid"
     if need <= left:
         spare = left - need
         part = min(1.0, spare / total.rest_s) if total.rest_s else 1.0
-        return (f"{head}: it holds every lease part and about {part:.0%} of the rest; what "
-                "does not fit is cut, each combination saying why (nothing is sampled under "
-                "a cap)")
+        return (f"{head}: it holds every class's headline combinations and about {part:.0%} "
+                "of the rest; what does not fit is cut, each combination saying why (nothing "
+                "is sampled under a cap)")
     held, used = [], 0.0
     for title, p in groups:
-        part = max(p.lease_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S)
+        part = max(p.headline_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S)
         if used + part > left:
             break
         held.append(title)
         used += part
     rest = [t for t, _p in groups[len(held):]]
-    return (f"{head}: it holds the lease parts of {', '.join(held) or 'no class'} "
+    return (f"{head}: it holds the headline combinations of {', '.join(held) or 'no class'} "
             f"({seconds_text(used)}); {', '.join(rest)} will be cut short or left out, "
             "each combination without a number saying why")

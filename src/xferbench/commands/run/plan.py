@@ -30,7 +30,7 @@ from ...results.repo import SuiteCommit, load_asv_config, suite_commit
 from ...results.safefiles import check_output_folder
 from ...results.suite import CLONE, Suite, find_suite
 from ..options import bench_pattern
-from .budget import ClassPlan, check_budget, check_lease, plan_of
+from .budget import ClassPlan, check_budget, check_headline, plan_of
 from .devices import parse_devices
 from .suite import SuiteClass, describe_suite
 
@@ -248,6 +248,6 @@ def make_plan(opts: Options) -> RunPlan:
                    (), (), found.source, found.date_ms)
     classes = describe_suite(suite.root, plan.env())
     if opts.budget is not None and opts.bench is None:
-        check_lease(opts.budget, classes)  # before anything runs
+        check_headline(opts.budget, classes)  # before anything runs
     return replace(plan, classes=tuple(classes),
                    groups=tuple(group_classes(classes, opts.bench)))

@@ -42,7 +42,7 @@ class SuiteClass:
     estimate_s: float = 0.0  # its grid's planned seconds at the default spec (Grid)
     #: per method, the combinations it measures here (values as text)
     runs: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
-    lease: int = 0  # of ``measured``, the lease's (headline) combinations, measured first
+    headline: int = 0  # of ``measured``, the headline combinations, measured first
     combination_s: float = 0.0  # what one combination is planned to cost (Grid)
     start_s: float = 0.0  # the class process's start before its first combination
 
@@ -88,7 +88,7 @@ def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
     data.sort(key=lambda d: rank.get(d["class"], len(PRIORITY)))  # stable: file order after
     return [SuiteClass(d["file"], d["class"], tuple(d["methods"]), tuple(d["param_names"]),
                        int(d["measured"]), int(d["combinations"]), d["skips"], d["select"],
-                       float(d["estimate_s"]), d["runs"], int(d.get("lease", 0)),
+                       float(d["estimate_s"]), d["runs"], int(d.get("headline", 0)),
                        float(d.get("combination_s", 0.0)), float(d.get("start_s", 0.0)))
             for d in data]
 

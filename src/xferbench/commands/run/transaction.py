@@ -142,8 +142,8 @@ def budgeted_call(plan: RunPlan, s: Setup, index: int, progress: Progress, ledge
         ledger.cut_classes.append(group.measured_names)
         return
     print(f"  {group.measured_names}: {seconds_text(share.seconds)} of the "
-          f"{seconds_text(share.left_s)} left (planned: {seconds_text(group.plan.lease_s)} "
-          f"its lease part, {seconds_text(group.plan.rest_s)} the rest of its grid)",
+          f"{seconds_text(share.left_s)} left (planned: {seconds_text(group.plan.headline_s)} "
+          f"its headline part, {seconds_text(group.plan.rest_s)} the rest of its grid)",
           file=s.out, flush=True)
     asv_call(plan, s, group, progress, ledger, share.deadline(time.time()))
 

@@ -1,33 +1,29 @@
-"""scripts/gpu-check rehearsed as a GPU machine may meet it, on the emulated device, twice, one
-after the other: session fixtures (tests/conftest.py registers them), so that every test that
-reads a rehearsal reads the same one. Every test that uses one is marked ``rehearsal``
-(``mark_rehearsals``, from tests/conftest.py's collection hook), and scripts/test runs those
-in a pytest of their own, one rehearsal of each, beside the other tests' two processes.
-Each runs every gpu-marked test on the emulated device after its grid, as the check does:
-scripts/test's run of them there (tests/test_gpu_check.py fails if one failed or was left
-unrun; the session's last lines give the counts).
+"""scripts/gpu-check run on the emulated device, twice, one after the other, as session
+fixtures (tests/conftest.py registers them), so that every test that reads one reads the same
+run. Each run measures the grid and then runs every gpu-marked test on the emulated device, as
+the check does: this is where scripts/test runs the gpu tests (tests/test_gpu_check.py fails if
+one failed or was left unrun; the session's last lines give the counts).
 
-- the README's own interpreter (this one: xferbench installed, pytest-benchmark there) in a
-  fresh clone (the tree committed into a new git repository): the lease itself, at the
-  default measurement spec (no --quick), under the lease's budget (tests/test_gpu_check.py);
-- a bare interpreter (a venv with torch and the image's usual packages, no xferbench, no asv,
-  no pytest-benchmark) in a copy of the tree without .git, with no git on PATH: asv comes
-  from wheels fetched for that Python, the suite commit is passed in; as a smoke rehearsal
-  (XFERBENCH_GPU_CHECK_QUICK=1), under the same budget, its machine named as ``xferbench
-  run`` names it: what it alone rehearses (no git, the carried wheels, no pytest-benchmark)
-  does not depend on the spec, and its quick figures must be filed as quick (where this
-  interpreter is not the README's, the README rehearsal is skipped and the bare one is the
-  lease, at the default spec). Its grid is the whole smoke grid, quick, on the emulated
-  device, under the budget it fits in with room to spare: tests/test_run_emu.py reads it as
-  the suite's end-to-end run on emu (one grid measured for both, not two).
+- The gpu-check run with the README's interpreter (this one: xferbench installed,
+  pytest-benchmark there) in a fresh clone (the tree committed into a new git repository). It
+  measures at the default spec (no --quick), under the check's time budget.
+- The gpu-check run with a minimal interpreter (a venv with torch and the packages a GPU image
+  usually holds; no xferbench, asv or pytest-benchmark), in a copy of the tree without .git
+  and with no git on PATH. asv comes from wheels fetched for that Python, and the suite commit
+  is passed in. It runs quick (XFERBENCH_GPU_CHECK_QUICK=1) under the same budget, its machine
+  named as ``xferbench run`` names it: what it alone tries (no git, the carried wheels, no
+  pytest-benchmark) does not depend on the spec, and its quick figures must be filed as quick.
+  Where this interpreter is not the README's, the README's run is skipped and this one runs at
+  the default spec instead. Its grid is the whole smoke grid on the emulated device:
+  tests/test_run_emu.py reads it as the suite's end-to-end run on emu.
 
-Beside the other tests, the 2-core machine runs more threads than it has cores: each run's
-plan counts what it has spent, so their budgets must hold all the same (the grid's
-measurement is timed, so a loaded host costs it samples, not seconds; the classes' starts and
-the gpu tests are what the load stretches), and the tests that hold a stream for milliseconds
-must hold whatever the host's load (the busy-stream hazard tries again a trial whose spin the
-host outlasted; the pinned allocation counts assert reuse, not a count the load sets:
-tests/test_pinning.py says why)."""
+Every test that uses one of these fixtures is marked ``end_to_end`` (``mark_end_to_end``, from
+tests/conftest.py's collection hook), and scripts/test runs those in a pytest of their own,
+beside the other tests. Each run's plan counts the time it has spent, so its budget holds on a
+loaded host: the grid's measurement is timed, so load costs it samples rather than seconds.
+The tests that hold a stream for milliseconds must pass whatever the host's load (the
+busy-stream hazard tries again a trial whose spin the host outlasted; the pinned allocation
+counts assert reuse: tests/test_pinning.py says why)."""
 
 from __future__ import annotations
 
@@ -48,51 +44,53 @@ from venvs import linked_venv
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: What the GPU image holds beside torch (the device tool's page), less what we cannot need
-#: and less pytest-benchmark, which the image has: the bare rehearsal runs without it. pip is
-#: the image's too: scripts/gpu-check installs the carried wheels with it.
+#: What a GPU image usually holds beside torch, less what the check cannot need and less
+#: pytest-benchmark: the minimal interpreter runs without it. pip is there too:
+#: scripts/gpu-check installs the carried wheels with it.
 IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml", "pip"]
 #: Every class of the suite that one device measures (Peer needs a second).
 SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
                  "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
-#: The rehearsal's lease: the smoke sweep's sizes at the default spec, planned as on a GPU
-#: (costs.json); its grid 260 s, to hold the lease parts that `scripts/lease-plan --device
-#: emu --sweep smoke` plans with at least MIN_SPARE to spare for a loaded CI machine (tested
-#: in test_rehearsal_plan.py: the plan grows with the suite), the tests 25 s at least (they
-#: are cut short there, saying so). The whole smoke grid is planned at 225 s, so a grid
-#: budget above it costs a quick machine nothing: the run ends when its grid is done.
-LEASE = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": "300",
-         "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "260"}
-#: The share of the planned lease parts the rehearsal's grid budget holds beyond them. It
-#: was 10% (grid 230 s for 204 s planned, 13% to spare) until CI on 02eed7f, a loaded
-#: machine, ran the README interpreter's rehearsal 268 s of its 270 s and saved no number
-#: of Hazards or UnsyncedTimer; here the same grid took 200 s to reach its last class.
+#: The check's time budget on the emulated device, in seconds.
+CHECK_BUDGET_S = 300
+#: The check's settings: the smoke sweep's sizes at the default spec, planned as on a GPU
+#: (costs.json). The grid gets 260 s, enough for the headline parts that `scripts/budget-plan
+#: --device emu --sweep smoke` plans with MIN_SPARE to spare (test_budget_plan.py checks it
+#: as the suite grows). The tests get 25 s at least; they are cut short there, saying so. A
+#: grid budget above the whole smoke grid's plan costs a fast host nothing: the run ends when
+#: its grid is done.
+CHECK_ENV = {"XFERBENCH_SWEEP": "smoke", "XFERBENCH_GPU_CHECK_BUDGET": str(CHECK_BUDGET_S),
+             "XFERBENCH_GPU_CHECK_TESTS": "25", "XFERBENCH_GPU_CHECK_GRID": "260"}
+#: The share beyond the planned headline parts that the grid budget must hold: room for a
+#: loaded host, whose classes start more slowly than planned. Too little, and the last
+#: classes (Hazards, UnsyncedTimer) are cut before they save a number.
 MIN_SPARE = 0.25
-#: The README rehearsal's machine name; the bare one takes the name ``xferbench run`` gives.
-README_MACHINE = "emu-rehearsal"
-#: The suite commit both rehearsals pass in (a GPU machine's copy of the tree has no git).
+#: The machine name of the run with the README's interpreter; the minimal interpreter's run
+#: takes the name ``xferbench run`` gives.
+README_MACHINE = "emu-readme"
+#: The suite commit both runs pass in (a copy of the tree without .git has no commit).
 SUITE_COMMIT = "b" * 40
 
 
-def rehearsal_fixture(func):
-    """Under ``@pytest.fixture``: a fixture that starts or waits for a rehearsal; every test
-    that uses it, directly or through another fixture, is marked ``rehearsal``."""
-    func.xferbench_rehearsal = True
+def gpu_check_fixture(func):
+    """Under ``@pytest.fixture``: a fixture that starts or waits for a gpu-check run; every
+    test that uses it, directly or through another fixture, is marked ``end_to_end``."""
+    func.xferbench_gpu_check = True
     return func
 
 
-def mark_rehearsals(items: list[pytest.Item]) -> None:
-    """Mark ``rehearsal`` every test that uses a rehearsal (call it before ``-m`` reads the
-    marks), and put them first (stable): scripts/test runs the tests marked ``rehearsal`` in a
-    process of their own, so that each rehearsal runs once, the README one from the start, and
-    no xdist process of the other tests starts one of its own; the other tests marked so by
-    hand (the package installed as users get it) come after them there."""
+def mark_end_to_end(items: list[pytest.Item]) -> None:
+    """Mark ``end_to_end`` every test that uses a gpu-check run (call it before ``-m`` reads
+    the marks), and put them first (stable). scripts/test runs the tests marked
+    ``end_to_end`` in a process of their own, so that each gpu-check run happens once, the
+    README's from the start, and no xdist process of the other tests starts one of its own.
+    The tests marked so by hand (the package installed as users get it) come after them."""
     using = set()
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
-        if info is not None and any(defs and getattr(defs[-1].func, "xferbench_rehearsal", False)
+        if info is not None and any(defs and getattr(defs[-1].func, "xferbench_gpu_check", False)
                                     for defs in info.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.rehearsal)
+            item.add_marker(pytest.mark.end_to_end)
             using.add(item)
     items.sort(key=lambda item: item not in using)
 
@@ -127,7 +125,7 @@ def emu_env() -> dict[str, str]:
     import emu
 
     try:
-        emu.build()  # this interpreter's torch is the rehearsals': one build serves both
+        emu.build()  # this interpreter's torch is both runs': one build serves both
     except emu.BuildUnavailable as exc:
         pytest.skip(f"the emulated device is not available: {exc}")
     from emu._build import cache_root
@@ -136,17 +134,17 @@ def emu_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-@rehearsal_fixture
+@gpu_check_fixture
 @slow_fixture
-def bare(tmp_path_factory):
-    """(interpreter, tree, tmpdir, PATH without git): a venv with torch and the image's
-    packages only (this interpreter's, linked: tests/venvs.py), and a copy of the
-    tree without .git, with .whl/ fetched for that Python."""
+def minimal_machine(tmp_path_factory):
+    """(interpreter, tree, tmpdir, PATH without git): a venv with torch and IMAGE_PACKAGES
+    only (this interpreter's, linked: tests/venvs.py), and a copy of the tree without .git,
+    with .whl/ fetched for that Python."""
     work = tmp_path_factory.mktemp("gpu-machine")
     python = linked_venv(work / "venv", ["torch", *IMAGE_PACKAGES]) / "python"
     for absent in ("asv", "xferbench", "pytest_benchmark"):
         proc = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True)
-        assert proc.returncode != 0, f"the bare interpreter must not hold {absent}"
+        assert proc.returncode != 0, f"the minimal interpreter must not hold {absent}"
     tree = work / "tree"
     copy_tree(tree)
     version = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info"
@@ -167,14 +165,14 @@ def gpu_check_env(python: Path, tmp: Path, **env: str) -> dict[str, str]:
     return {**clean, "PYTHON": str(python), "TMPDIR": str(tmp), **env}
 
 
-def _start_rehearsal(python: Path, tree: Path, tmp: Path, out: Path, **env: str) -> dict:
+def _start_gpu_check(python: Path, tree: Path, tmp: Path, out: Path, **env: str) -> dict:
     """The check started, its output to a file beside OUTDIR (two run at once: no pipes)."""
     log = out.parent / f"{out.name}.log"
     with log.open("w") as fh:
         proc = subprocess.Popen(
             [str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree, stdout=fh,
             stderr=subprocess.STDOUT, text=True, start_new_session=True,  # stopped as a group
-            env=gpu_check_env(python, tmp, **emu_env(), **LEASE,
+            env=gpu_check_env(python, tmp, **emu_env(), **CHECK_ENV,
                               XFERBENCH_SUITE_COMMIT=SUITE_COMMIT, **env))
     return {"proc": proc, "logfile": log, "out": out}
 
@@ -218,7 +216,7 @@ def _finish(started: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
-@rehearsal_fixture
+@gpu_check_fixture
 def readme_started(tmp_path_factory):
     """The check with the README's interpreter (xferbench installed: its pytest11 entry point
     loads the plugin) in a fresh clone of the tree (git there), started: the reason instead
@@ -237,20 +235,21 @@ def readme_started(tmp_path_factory):
         subprocess.run([*git, *args], cwd=tree, check=True, capture_output=True)
     tmp = work / "tmp"
     tmp.mkdir()
-    started = _start_rehearsal(Path(sys.executable), tree, tmp, work / "out",
+    started = _start_gpu_check(Path(sys.executable), tree, tmp, work / "out",
                                XFERBENCH_MACHINE=README_MACHINE)
     yield {**started, "machine": README_MACHINE}
     _stop(started)
 
 
-#: (which rehearsal, its pytest-gpu.log) for each that ran in this session: the run's last
-#: lines count its gpu tests (rehearsed_gpu_tests), the emulated device's run of them.
+#: (which gpu-check run, its pytest-gpu.log) for each that ran in this session: the log's
+#: last lines count its gpu tests (report_emulated_gpu_tests).
 GPU_LOGS: list[tuple[str, Path]] = []
 
 
-def rehearsed_gpu_tests(terminalreporter) -> None:
-    """Each rehearsal's count of the gpu tests it ran on the emulated device (the plugin's
-    line) and pytest's summary of them: scripts/test runs them there and nowhere else."""
+def report_emulated_gpu_tests(terminalreporter) -> None:
+    """Each gpu-check run's count of the gpu tests it ran on the emulated device (the
+    plugin's line) and pytest's summary of them: scripts/test runs them there and nowhere
+    else."""
     for name, log in GPU_LOGS:
         try:
             lines = log.read_text().splitlines()
@@ -265,53 +264,53 @@ def rehearsed_gpu_tests(terminalreporter) -> None:
 
 
 @pytest.fixture(scope="session")
-@rehearsal_fixture
+@gpu_check_fixture
 @slow_fixture
-def rehearsals(readme_started, bare, tmp_path_factory):
-    """Both checks, one after the other: the README one (started by ``readme_started``, the
-    lease at the default spec) to its end, then the bare one, in the tree without .git and
-    git hidden from PATH, its machine unnamed (``xferbench run`` names it). scripts/test runs
-    the other tests beside them on two processes: each check shares the 2-core machine with
-    those as a lease's run would a loaded host, and its budget must hold all the same (each
-    run's plan counts what it has spent). Side by side beside the other tests, the README
-    one's grid took 206 to 241 s of its 260; one after the other, 176 to 187 s."""
-    python, tree, tmp, path = bare
-    # quick where the README one rehearses the lease at the default spec, else the lease
+def gpu_check_runs(readme_started, minimal_machine, tmp_path_factory):
+    """Both gpu-check runs, one after the other: the README's (started by ``readme_started``,
+    at the default spec) to its end, then the minimal interpreter's, in the tree without .git
+    and with git hidden from PATH, its machine unnamed (``xferbench run`` names it).
+    scripts/test runs the other tests beside them, so each run meets a loaded host and its
+    budget must hold all the same (each run's plan counts what it has spent)."""
+    python, tree, tmp, path = minimal_machine
+    # quick where the README's run measures at the default spec; else this one does
     quick = not isinstance(readme_started, str)
     readme = readme_started if isinstance(readme_started, str) else _finish(readme_started)
-    bare_started = _start_rehearsal(python, tree, tmp, tmp_path_factory.mktemp("bare") / "out",
-                                    PATH=path, XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
-    bare_started["quick"] = quick
-    try:  # on ^C (it no longer reaches it) the bare one stops here
-        bare_done = _finish(bare_started)
+    minimal_started = _start_gpu_check(python, tree, tmp,
+                                       tmp_path_factory.mktemp("minimal") / "out", PATH=path,
+                                       XFERBENCH_GPU_CHECK_QUICK=str(int(quick)))
+    minimal_started["quick"] = quick
+    try:  # on ^C (it no longer reaches it) the minimal interpreter's run stops here
+        minimal_done = _finish(minimal_started)
     finally:
-        _stop(bare_started)
+        _stop(minimal_started)
     if not isinstance(readme, str):
-        GPU_LOGS.append(("the README rehearsal of scripts/gpu-check", readme["out"] /
+        GPU_LOGS.append(("scripts/gpu-check with the README's interpreter", readme["out"] /
                          "pytest-gpu.log"))
-    GPU_LOGS.append(("the bare rehearsal of scripts/gpu-check", bare_done["out"] /
+    GPU_LOGS.append(("scripts/gpu-check with a minimal interpreter", minimal_done["out"] /
                      "pytest-gpu.log"))
-    return {"readme": readme, "bare": bare_done}
+    return {"readme": readme, "minimal": minimal_done}
 
 
 @pytest.fixture(scope="session")
-def readme_rehearsal(rehearsals):
-    if isinstance(rehearsals["readme"], str):
-        pytest.skip(rehearsals["readme"])
-    return rehearsals["readme"]
+def readme_gpu_check(gpu_check_runs):
+    if isinstance(gpu_check_runs["readme"], str):
+        pytest.skip(gpu_check_runs["readme"])
+    return gpu_check_runs["readme"]
 
 
 @pytest.fixture(scope="session")
-def bare_rehearsal(rehearsals):
-    """The bare interpreter's check: its ``out`` holds ``run.log`` and ``results/``, its
+def minimal_gpu_check(gpu_check_runs):
+    """The minimal interpreter's check: its ``out`` holds ``run.log`` and ``results/``, its
     machine the one ``xferbench run`` named (the only folder under ``results/``)."""
-    r = rehearsals["bare"]
+    r = gpu_check_runs["minimal"]
     machines = [p.name for p in (r["out"] / "results").glob("*") if p.is_dir()]
     return {**r, "machine": machines[0] if len(machines) == 1 else None}
 
 
 @pytest.fixture(scope="session")
-def lease_rehearsal(rehearsals, bare_rehearsal):
-    """The rehearsal at the default spec: the README one, or the bare one where it ran alone."""
-    readme = rehearsals["readme"]
-    return bare_rehearsal if isinstance(readme, str) else readme
+def default_spec_gpu_check(gpu_check_runs, minimal_gpu_check):
+    """The gpu-check run at the default spec: the README's, or the minimal interpreter's
+    where it ran alone."""
+    readme = gpu_check_runs["readme"]
+    return minimal_gpu_check if isinstance(readme, str) else readme
