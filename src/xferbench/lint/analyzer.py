@@ -17,6 +17,7 @@ from .exprs import Exprs
 from .facts import TIME, Val, dotted
 from .moves import Moves
 from .reads import Reads
+from .returns import Returns
 from .records import D2h, Fac
 from .rules import BY_CODE
 from .steps import SOME_STEPS, Steps, lossy_names
@@ -41,12 +42,12 @@ def purpose(fn: str) -> bool:
     return bool(_PURPOSE.search(fn.lower()))
 
 
-class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
+class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps, Returns):
     def __init__(self, hints: dict[str, set[int | str]] | None = None,
                  intended: tuple[str, ...] = (), source: str | None = None,
-                 returns: frozenset[str] = frozenset()) -> None:
+                 returns: dict[str, Val] | None = None) -> None:
         super().__init__()
-        self.device_returns = returns  # functions of the module that return a device value
+        self.prior_summaries = returns or {}  # what the module's functions returned before
         self.sync_fns: set[str] = set()  # functions seen synchronising (or calling one)
         self.walked: set[str] = set()  # functions walked so far
         self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
@@ -70,19 +71,18 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
 
     def run(self, tree: ast.Module) -> list[Raw]:
         self.walk(tree)
-        hints, returns, passes = self.hints, self.device_returns, 1
+        hints, passes = self.hints, 1
         while passes < PASSES:
             found = {k: hints.get(k, set()) | v for k, v in self.found_hints.items()
                      if k in self.functions_seen}
-            more = frozenset(self.found_returns & self.functions_seen) | returns
             quiet = self.walked - self.sync_fns
             # helpers called before they were walked matter only to the timing rule
             late = self.clock_seen and ((self.forward_calls & quiet) - self.prior_quiet or (
                 self.object_calls & self.sync_fns) - self.prior_sync)
-            if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()) \
-                    and not late:
+            if not self.summaries_changed() and all(
+                    v <= hints.get(k, set()) for k, v in found.items()) and not late:
                 break
-            hints, returns = {**hints, **found}, more
+            hints, returns = {**hints, **found}, {**self.prior_summaries, **self.summaries}
             again = Analyzer(hints, self.intended, self.source, returns)
             again.prior_quiet = frozenset(quiet)
             again.prior_sync = frozenset(self.sync_fns)

@@ -36,6 +36,7 @@ from .facts import (
     VALUE_BUILTINS,
     Val,
     has_star_kwargs,
+    host_result_name,
     is_true,
     kwarg,
     loss_name,
@@ -143,6 +144,8 @@ class Calls(Methods):
         self.frame.fresh_sync = False
         if last[:1].isupper() and not last.isupper():
             return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
+        if host_result_name(node.func):
+            return HOST_OTHER  # get_batch_size(batch), format_loss(loss): a number, a string
         if head not in HOST_PACKAGES and any(v.tensorish for v in values):
             self.device_work()
             return Val(UNKNOWN, ON_DEVICE)  # reduce_dict(loss_dict), training_losses(...)
@@ -284,15 +287,16 @@ class Calls(Methods):
             self.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if key in self.functions_seen or key != name:
                 self.maybe_synced(key)
-                if key in self.device_returns:
-                    return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
-                if key in self.host_returns:
-                    return HOST_OTHER  # what it returns is a host value, whatever it is given
+                found = self.call_result(key, device)
+                if found is not None:
+                    return found  # what its returns give: a loss, a host float, a tuple
         if "synchron" in name.lower():
             self.synced(explicit=True)  # synchronize_func(): a helper that synchronises
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)
+        if host_result_name(func):
+            return HOST_OTHER  # a size, a count, a name or text, whatever it was handed
         if device:
             self.device_work()  # a function handed device values computes with them there
             return Val(UNKNOWN, ON_DEVICE)

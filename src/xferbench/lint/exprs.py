@@ -29,6 +29,7 @@ from .facts import (
     dotted,
 )
 from .records import D2h, DictOf, Fac
+from .returns import is_host
 from .scopes import joined
 
 
@@ -46,7 +47,7 @@ class Exprs:
             ast.SetComp: self.e_comp, ast.GeneratorExp: self.e_comp, ast.DictComp: self.e_comp,
             ast.Lambda: self.e_lambda, ast.NamedExpr: self.e_namedexpr,
             ast.Await: self.e_await, ast.Starred: self.e_starred, ast.Slice: self.e_parts,
-            ast.Yield: self.e_parts, ast.YieldFrom: self.e_parts,
+            ast.Yield: self.e_yield, ast.YieldFrom: self.e_yield,
         }
 
     def ev(self, node: ast.expr) -> Val:
@@ -230,8 +231,10 @@ class Exprs:
         values = tuple(self.ev(v) for v in node.values)
         some = any(v.tensorish for v in values)
         every = bool(values) and all(v.tensorish for v in values)
+        host = bool(values) and all(is_host(v) for v in values)  # {"loss": loss.item()}
         return Val(SEQ, ON_DEVICE if some else NOWHERE, elem=HOST_OTHER,
-                   tag=DictOf(Val(UNKNOWN, ON_DEVICE) if every else NOTHING))
+                   tag=DictOf(Val(UNKNOWN, ON_DEVICE) if every else HOST_OTHER if host
+                              else NOTHING))
 
     def e_comp(self, node: Any) -> Val:
         frame = self.frame
@@ -283,6 +286,10 @@ class Exprs:
                 self.ev(part)
         return NOTHING
 
+    def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Val:
+        self.yielded()
+        return self.e_parts(node)
+
     def e_starred(self, node: ast.Starred) -> Val:
         v = self.ev(node.value)
         return Val(SEQ, ON_DEVICE) if v.tensorish else NOTHING
@@ -331,12 +338,3 @@ class Exprs:
                         "synchronise: the non_blocking copy may not have written it yet (read "
                         "stale or partial data); call torch.cuda.synchronize() (or "
                         "torch.accelerator.synchronize(), or an event's synchronize()) first")
-
-    def returned(self, node: ast.expr, v: Val) -> None:
-        self.d2h_read(node, v, "returned")
-        name = self.function_name()
-        if name is not None and (self.hint_worthy(v) or v.kind == SEQ and v.on_device):
-            self.found_returns.add(name)
-        if name is not None:
-            host = v.kind == OTHER and v.where == ON_HOST  # True, a float it read, None
-            self.returns_seen[name] = self.returns_seen.get(name, True) and host

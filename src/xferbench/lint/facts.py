@@ -142,6 +142,19 @@ _MOVER = re.compile(r"(?:^|_)to_(?:device|cuda|gpu|accelerator)$")
 _TO_HOST = re.compile(r"(?:^|_)to_?(?:numpy|np|cpu)$|^tensors?_?(?:2|to_?)(?:numpy|np)$")
 
 
+#: A function whose result is a host number or string whatever it is handed: a size, a count
+#: of items, a name, a path, formatted text (get_batch_size(batch), format_loss(loss)).
+_HOST_RESULT = re.compile(r"^(?:get_|compute_|calc_)?(?:num|n|len|size|batch_size|shape)(?:_|$)|"
+                          r"(?:^|_)(?:str|string|text|name|names|path|dir|file|len|size|"
+                          r"shape|dtype|lr|learning_rate)$|^_*(?:format|fmt|to_str|describe)"
+                          r"(?:_|$)")
+
+
+def host_result_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_HOST_RESULT.search(name.lower()))  # type: ignore[union-attr]
+
+
 def to_host_name(node: ast.expr) -> bool:
     name = terminal(node)
     return bool(name) and bool(_TO_HOST.search(name.lower()))  # type: ignore[union-attr]

@@ -85,7 +85,8 @@ class Methods:
         self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
         self.maybe_synced(name)
         out = self.module_method(name, [*args, *kws], recv)
-        return Val(UNKNOWN, ON_DEVICE) if name in self.device_returns else out
+        found = self.call_result(name, any(v.tensorish for v in (*args, *kws)))
+        return out if found is None else found
 
     def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
                      kws: list[Val]) -> Val:
@@ -109,8 +110,9 @@ class Methods:
             self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:
                 self.maybe_synced(name)
-                if name in self.device_returns:
-                    return Val(UNKNOWN, ON_DEVICE)  # what this method returns: a loss
+                found = self.call_result(name, any(v.tensorish for v in (*args, *kws)))
+                if found is not None:
+                    return found  # what this method returns: a loss, a host float
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
             self.d2h_read(node, recv, "read")
         out = self.method_result(name, recv)

@@ -75,12 +75,28 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
             for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
     for _ in range(2):
-        more = {n: spans[t] for t, value in assigns if t in spans for n in operands(value)
+        more = {n: spans[t] for t, value in assigns if t in spans for n in factors(t, value)
                 if n not in spans}
         if not more:
             break
         spans.update(more)
     return spans
+
+
+def factors(target: str, value: ast.expr) -> set[str]:
+    """The operands a loss ``target`` is computed from, less its weights: in ``loss = loss *
+    warm_up`` the loss itself, in ``loss = ce * alpha`` the term, not the weight."""
+    names = operands(value)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.MatMult)) and \
+            target in names:
+        return {target}
+    return {n for n in names if not _WEIGHT.search(n.lower())}
+
+
+#: A loss term's weight: a host number the loss is scaled by.
+_WEIGHT = re.compile(r"(?:^|_)(?:w|weight|weights|scale|coef|coeff|lam|lambda|lambd|alpha|"
+                     r"beta|factor|ratio|warm_?up|temperature|temp|mult|multiplier|lr|decay)"
+                     r"(?:$|_|\d)")
 
 
 def operands(expr: ast.expr) -> set[str]:
@@ -187,9 +203,6 @@ class Steps:
         self.facts: dict[str, Facts] = {}
         self.sites: list[LoopCall] = []
         self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
-        self.found_returns: set[str] = set()  # functions seen returning a device value
-        self.returns_seen: dict[str, bool] = {}  # function -> every value it returned is host
-        self.host_returns: set[str] = set()  # walked, and every return a host value (a bool)
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""

@@ -275,8 +275,7 @@ class Walker(Names):
         if name is not None:
             self.record_function(frame, name)
             self.walked.add(name)
-            if self.returns_seen.get(name):
-                self.host_returns.add(name)  # compare_dict_tensors: `return is_allclose`
+            self.record_returns(frame.returns, name)
         self.frame = outer
 
     def s_class(self, node: ast.ClassDef) -> None:
