@@ -9,6 +9,7 @@ import ast
 
 from .facts import COUNTER_TAG, GUARD_TAG, Val, terminal
 from .scopes import joined
+from .syncs import branch_device
 
 
 def ends_the_path(body: list[ast.stmt]) -> bool:
@@ -60,13 +61,17 @@ class Branches:
         once = ends_the_path(node.body)
         self.once += once  # a branch that raises, exits, breaks or returns: not every step
         syncs = self.sync_count
+        on_body, on_else = branch_device(node.test)
+        self.branch_devices.append(on_body)
         body = self.branch(node.body, node.test)
+        self.branch_devices[-1] = on_else
         self.once -= once
         if guard:
             frame.guards.pop()
         after_body, work_body = frame.d2h, frame.work
         frame.d2h, frame.work = dict(pending), work
         orelse = self.branch(node.orelse)
+        self.branch_devices.pop()
         synced_in = self.sync_count != syncs  # a branch synchronised
         self.join(body, orelse)
         # pending after the if only where pending on both paths: a branch may synchronise

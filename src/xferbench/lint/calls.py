@@ -9,6 +9,7 @@ import ast
 from .facts import (
     CLOCKS,
     COUNTER,
+    CURRENT_STREAM,
     DEVICE_VAL,
     FACTORIES,
     FROM_DATA,
@@ -30,6 +31,7 @@ from .facts import (
     PIN_UNKNOWN,
     PINNED,
     SEQ,
+    SYNC_FN,
     TENSOR,
     TIME,
     UNKNOWN,
@@ -47,6 +49,7 @@ from .facts import (
 from .methods import Methods
 from .records import Fac, Pinned
 from .steps import BACKWARD
+from .syncs import sync_name
 
 #: Packages whose functions return host values whatever they are given.
 HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "time", "random",
@@ -136,7 +139,7 @@ class Calls(Methods):
             return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
         if mover_name(node.func) and node.args:
             return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
-        if "synchron" in last.lower():
+        if sync_name(last):
             self.synced(explicit=True)  # a helper of this package's that synchronises
             return NOTHING
         if last in self.functions_seen:
@@ -156,8 +159,10 @@ class Calls(Methods):
         if short == "device":
             return Val(DEVICE_VAL, self.where_of(node))
         if last == "synchronize":
-            self.synced(explicit=True)
+            self.drained(node)  # torch.cuda.synchronize(), torch.accelerator.synchronize()
             return NOTHING
+        if last == "current_stream":
+            return Val(OTHER, tag=CURRENT_STREAM)
         if last == "Variable":  # torch.autograd.Variable(t): t itself
             return values[0] if values else NOTHING
         if last in ("clip_grad_norm_", "clip_grad_norm", "get_total_norm"):
@@ -185,7 +190,7 @@ class Calls(Methods):
     def factory(self, node: ast.Call, short: str) -> Val:
         where = self.where_of(kwarg(node, "device"))
         if where == ON_DEVICE:
-            self.device_work()
+            self.device_work(light=True)
             return Val(TENSOR, ON_DEVICE)
         pinned = is_true(kwarg(node, "pin_memory"))
         if where != ON_HOST:
@@ -290,8 +295,11 @@ class Calls(Methods):
                 found = self.call_result(key, device)
                 if found is not None:
                     return found  # what its returns give: a loss, a host float, a tuple
-        if "synchron" in name.lower():
-            self.synced(explicit=True)  # synchronize_func(): a helper that synchronises
+        if fval.tag is SYNC_FN:
+            self.drained(node)  # sync = torch.cuda.synchronize; sync()
+            return NOTHING
+        if sync_name(name):
+            self.synced(explicit=True)  # synchronize_func(), sync(): a helper that does
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)

@@ -21,6 +21,7 @@ from .facts import (
     PAGEABLE_IF,
     PIN_UNKNOWN,
     SEQ,
+    SYNC_FN,
     TENSOR,
     TEXT,
     TIME,
@@ -86,6 +87,8 @@ class Exprs:
                 if isinstance(v.tag, Fac):
                     v.tag.uses += 1
                 return v
+        if node.attr == "synchronize" and (self.qualname(node) or "").startswith("torch."):
+            return Val(OTHER, tag=SYNC_FN)  # sync = torch.cuda.synchronize
         base = self.ev(node.value)
         attr = node.attr
         if attr in META_ATTRS:

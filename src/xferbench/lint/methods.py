@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from .facts import (
+    CURRENT_STREAM,
     DEVICE_VAL,
     HOST_OTHER,
     HOST_READS,
@@ -35,6 +36,7 @@ from .facts import (
     terminal,
 )
 from .records import DictOf, Fac, Pinned
+from .syncs import sync_name, timing_name
 
 
 class Methods:
@@ -101,9 +103,14 @@ class Methods:
                 if self.frame.devicey:
                     self.device_work()
             return NOTHING
-        if "synchron" in name.lower():
-            self.synced(explicit=True)  # a stream's, an event's, a helper's synchronize
+        if sync_name(name):
+            if name == "synchronize" and self.drains(func.value, recv):
+                self.drained(node)  # the current stream's: the whole queue
+            else:
+                self.synced(explicit=True)  # an event's, a side stream's, a helper's
             return NOTHING
+        if timing_name(func):
+            self.timing_read()  # start.elapsed_time(end), timer.stop()
         if name not in META_METHODS:
             self.frame.fresh_sync = False
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
@@ -116,11 +123,25 @@ class Methods:
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
             self.d2h_read(node, recv, "read")
         out = self.method_result(name, recv)
+        if name in STORES and not recv.on_device and recv.kind != MODULE:
+            return out  # meter.update(loss), losses.append(loss): kept, not computed
         if out is NOTHING and recv.where != ON_HOST and any(
                 v.tensorish for v in (*args, *kws)):
             self.device_work()  # self.criterion(out, y): work queued on the device
             return Val(UNKNOWN, ON_DEVICE)  # diffusion.training_losses(model, x, t)
         return out
+
+    def drains(self, node: ast.expr, recv: Val) -> bool:
+        """Whether ``<node>.synchronize()`` waits for the whole device: the current stream
+        (``torch.cuda.current_stream()``, a name holding it) or a device module
+        (``getattr(torch, device_type)``, ``torch.get_device_module(...)``)."""
+        if recv.tag is CURRENT_STREAM:
+            return True
+        if isinstance(node, ast.Call):
+            name = terminal(node.func) or ""
+            return name in ("current_stream", "get_device_module", "default_stream") or (
+                name == "getattr" and bool(node.args) and terminal(node.args[0]) == "torch")
+        return False
 
     @staticmethod
     def parameters_of(name: str, recv: Val) -> Val:
@@ -150,7 +171,8 @@ class Methods:
         if recv.on_device:
             if name in META_METHODS:
                 return HOST_OTHER
-            self.device_work()
+            if name not in VIEWS:
+                self.device_work()  # a view (detach, view, reshape) launches nothing
             return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE)
         if recv.kind == TENSOR:
             if name in META_METHODS:
@@ -197,6 +219,10 @@ class Methods:
             model_name(node)) and not optim_name(node)  # optimizer_discriminator: an optimiser
 
 
+#: Methods that keep what they are handed (a meter, a list, a logger's buffer): no device work.
+STORES = frozenset({"update", "append", "extend", "add", "put", "push", "record", "insert",
+                    "add_scalar", "add_scalars", "log", "write", "observe", "accumulate",
+                    "setdefault", "__setitem__", "store"})
 #: A module's methods that hand out its parameters.
 PARAMETERS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 #: A module's methods that compute nothing on its device.

@@ -93,7 +93,7 @@ class Moves:
         if kind == "maybe":  # to another tensor's device, which may be the host
             return Val(kind_out, NOWHERE)
         if nb and recv.on_device:
-            self.device_work()  # a copy between devices; from the host it is only queued
+            self.device_work(light=True)  # a copy between devices; from the host, queued
         elif not nb and recv.where == ON_HOST:
             self.synced()  # a blocking host-to-device copy waits for the stream
         tag = recv.tag if isinstance(recv.tag, DictOf) else None

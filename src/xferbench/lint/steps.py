@@ -210,6 +210,7 @@ class Steps:
             kind = "forward"  # gradients no optimiser consumes: no training step
         frame = self.frame
         loop = self.step_loop(frame)
+        frame.heavy = True
         frame.backward_any = frame.backward_any or kind == "backward"
         if loop is not None:
             loop.step = True
