@@ -77,6 +77,8 @@ class Walker(Names):
 
     def block(self, body: list[ast.stmt]) -> None:
         handlers = self.handlers
+        guards = self.frame.guards
+        depth = len(guards)  # `if not should_log: return` guards the rest of this block
         for stmt in body:
             self.line = stmt.lineno
             handler = handlers.get(type(stmt))
@@ -87,6 +89,7 @@ class Walker(Names):
                 for child in ast.iter_child_nodes(stmt):
                     if isinstance(child, ast.expr):
                         self.ev(child)
+        del guards[depth:]
 
     # -- scopes ----------------------------------------------------------------------------------
 
