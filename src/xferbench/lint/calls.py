@@ -96,6 +96,7 @@ class Calls(Methods):
         fval = self.ev(func) if qual is None else NOTHING
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
+        self.helped_step(node, [*args, *kws])
         if qual is not None:
             return self.library_call(node, qual, args, kws)
         if isinstance(func, ast.Name):

@@ -50,6 +50,7 @@ class Methods:
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
         self.acting = outer
+        self.helped_step(node, [*args, *kws])
         if acting:  # env.step(actions): the actions are needed on the host
             names = {a.id for a in node.args if isinstance(a, ast.Name)}
             for loop in self.frame.loops:

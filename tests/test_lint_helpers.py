@@ -1,0 +1,62 @@
+"""lint's training steps run by helpers: a loop whose backward and optimiser step run inside
+another module's helper (timm's `loss_scaler(loss, optimizer)`, a `train_step_fn`) trains; a
+helper that builds an optimiser, schedules it or runs a whole epoch does not make a loop one."""
+
+from __future__ import annotations
+
+import textwrap
+
+from xferbench.lint import lint_text
+
+
+def lint(src: str, **kw) -> list[tuple[int, str, str]]:
+    return [(f.line, f.code, f.severity) for f in
+            lint_text(textwrap.dedent(src), "t.py", **kw).findings]
+
+
+def test_a_loss_scaler_handed_the_loss_and_the_optimiser_runs_the_step():
+    assert lint("""\
+        import torch
+        def train_one_epoch(model, criterion, data_loader, optimizer, device, loss_scaler):
+            for samples, targets in data_loader:
+                samples = samples.to(device, non_blocking=True)
+                targets = targets.to(device, non_blocking=True)
+                with torch.cuda.amp.autocast():
+                    loss = criterion(model(samples), targets)
+                loss_value = loss.item()
+                optimizer.zero_grad()
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+        """) == [(8, "XB101", "warning")]
+
+
+def test_a_step_function_handed_the_optimiser_runs_the_step():
+    assert lint("""\
+        def fit(model, loader, optimizer, device, train_step_fn):
+            for batch in loader:
+                out = train_step_fn(model, batch.to(device), optimizer)
+                print(out.item())
+        """) == [(4, "XB101", "warning")]
+
+
+def test_helpers_that_build_schedule_or_run_an_epoch_are_no_step():
+    assert lint("""\
+        from utils import build_optimizer, adjust_learning_rate, train_epoch, smart_optimizer
+        def main(model, loader, device, args, opt):
+            optimizer = smart_optimizer(model, opt.optimizer, args.lr)
+            w = model.weights.to(device)
+            for epoch in range(10):
+                adjust_learning_rate(optimizer, epoch)
+                train_epoch(model, loader, optimizer, device)
+                print(w.sum().item())
+        """) == []
+
+
+def test_the_options_named_opt_are_no_optimiser():
+    assert lint("""\
+        from utils import train_model
+        def main(model, device, opt):
+            w = model.weights.to(device)
+            for stage in range(3):
+                train_model(model, opt, w)
+                print(w.sum().item())
+        """) == []
