@@ -1,4 +1,4 @@
-"""lint on real code nobody here wrote, scored (issue 34), on both real-code sets apart:
+"""lint on real code nobody here wrote, scored, on both real-code sets apart:
 tests/lint/realcode/corpus.toml (43 training files the analysis was tuned on) and
 tests/lint/realcode/heldout.toml (63 more from 40 other packages, labelled before the linter
 ran on them), fetched from the package index into a cache outside git (pip download; ~50 MB

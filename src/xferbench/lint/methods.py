@@ -51,6 +51,11 @@ class Methods:
         kws = [self.ev(k.value) for k in node.keywords]
         self.acting = outer
         self.helped_step(node, [*args, *kws])
+        if isinstance(func.value, ast.Name) and func.value.id == "self" and \
+                name not in self.functions_seen:
+            held = self.member_call(node, func, any(v.tensorish for v in (*args, *kws)))
+            if held is not None:
+                return held  # self.model(batch): a forward of the model the class holds
         if acting:  # env.step(actions): the actions are needed on the host
             names = {a.id for a in node.args if isinstance(a, ast.Name)}
             for loop in self.frame.loops:

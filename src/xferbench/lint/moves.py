@@ -83,6 +83,9 @@ class Moves:
             return Val(recv.kind, recv.where) if recv.kind in (TENSOR, UNKNOWN) else recv
         if module:
             self.module_move(node, func)
+            key = dotted(func.value)
+            if dropped and kind == "device" and key and not self.frame.loops:
+                self.bind_key(key, Val(MODULE, ON_DEVICE))  # self.model.to(device): moved
             return Val(MODULE, ON_DEVICE if kind == "device" else NOWHERE)
         created = self.create_then_move(node, func, recv, dropped)
         if nb and not created:

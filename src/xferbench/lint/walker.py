@@ -31,12 +31,13 @@ from .facts import (
     Val,
     dotted,
 )
+from .members import Members
 from .names import Names
 from .scopes import Frame, Loop
 from .steps import data_like, lossy_names
 
 
-class Walker(Names):
+class Walker(Names, Members):
     """Statement handlers; the expression side is ``exprs.Exprs`` and ``calls.Calls``."""
 
     def __init__(self) -> None:
@@ -135,15 +136,6 @@ class Walker(Names):
         loops = self.frame.loops
         return loops[-1] if loops else None
 
-    def lookup(self, key: str) -> Val | None:
-        frame: Frame | None = self.frame
-        while frame is not None:
-            v = frame.env.get(key)
-            if v is not None:
-                return v
-            frame = frame.parent
-        return None
-
     def bind_key(self, key: str, v: Val) -> None:
         frame = self.frame
         if key in frame.lossy and v.where == NOWHERE and v.kind in (UNKNOWN, TENSOR) and any(
@@ -153,6 +145,8 @@ class Walker(Names):
             if key not in journal:
                 journal[key] = frame.env.get(key)
         frame.env[key] = v
+        if key.startswith("self."):
+            self.member_bound(key, v)
         head = key.split(".", 1)[0]
         if head != key:
             frame.attrs.setdefault(head, set()).add(key)

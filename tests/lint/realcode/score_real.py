@@ -1,4 +1,4 @@
-"""Precision and recall of ``xferbench lint`` on real code nobody here wrote (issue 34): the
+"""Precision and recall of ``xferbench lint`` on real code nobody here wrote: the
 training files that ``corpus.toml`` (the set the analysis was tuned on) and ``heldout.toml``
 (a second set, labelled before the linter was run on it) beside this file name, each fetched
 from the package index (read from its JSON API, ``$PIP_INDEX_URL`` or PyPI's, else by ``pip
