@@ -60,3 +60,46 @@ def test_the_options_named_opt_are_no_optimiser():
                 train_model(model, opt, w)
                 print(w.sum().item())
         """) == []
+
+
+def test_a_step_function_whose_models_the_caller_moved_trains_on_the_device():
+    assert lint("""\
+        import torch
+
+        def train_step(G, D, x, opt_g, opt_d, criterion):
+            fake = G(torch.randn(x.size(0), 100))
+            d_loss = criterion(D(x), 1) + criterion(D(fake.detach()), 0)
+            d_loss.backward()
+            opt_d.step()
+            g_loss = criterion(D(fake), 1)
+            g_loss.backward()
+            opt_g.step()
+            return d_loss.item(), g_loss.item()
+
+        def main(loader, device):
+            G = Generator().to(device)
+            D = Discriminator().to(device)
+            opt_g = torch.optim.Adam(G.parameters())
+            opt_d = torch.optim.Adam(D.parameters())
+            for x, _ in loader:
+                d, g = train_step(G, D, x, opt_g, opt_d, torch.nn.BCELoss())
+                print(d, g)
+        """) == [(11, "XB101", "warning"), (11, "XB101", "warning")]
+
+
+def test_a_step_function_nothing_moves_for_still_trains_on_the_cpu():
+    assert lint("""\
+        import torch
+
+        def train_step(G, D, x, opt_d, criterion):
+            d_loss = criterion(D(x), 1)
+            d_loss.backward()
+            opt_d.step()
+            return d_loss.item()
+
+        def main(loader):
+            G, D = Generator(), Discriminator()
+            opt_d = torch.optim.Adam(D.parameters())
+            for x, _ in loader:
+                print(train_step(G, D, x, opt_d, torch.nn.BCELoss()))
+        """) == []

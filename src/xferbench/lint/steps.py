@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .facts import OPTIM, TENSOR, UNKNOWN, optim_name, terminal
+from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, optim_name, terminal
 from .scopes import Frame, Loop
 
 #: A function's per-step kind: a call of it runs every step ("step") or on some steps ("info").
@@ -286,8 +286,12 @@ class Steps:
         (loop.calls if loop is not None else frame.calls).add(name)
         self.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
                                tuple(frame.guards)))
-        device = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
+        device: set = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
         device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
+        device |= {("module", i) for i, v in enumerate(args or []) if v.kind == MODULE
+                   and v.on_device}
+        device |= {("module", k) for k, v in keywords or [] if k is not None and
+                   v.kind == MODULE and v.on_device}
         if device:
             self.found_hints.setdefault(name, set()).update(device)
 

@@ -241,7 +241,7 @@ class Walker(Names, Members):
             outer.nested.add(node.name)
             key = f"{outer.name}.{node.name}"
             self.functions_seen.add(key)  # the module's own: its returns, hints, syncs
-        self.hinted(key, positional[1:] if method else positional, param_vals)
+        handed = self.hinted(key, positional[1:] if method else positional, param_vals)
         frame = self.push("function", key)
         frame.env.update(param_vals)
         frame.node = node
@@ -251,21 +251,13 @@ class Walker(Names, Members):
                 lossy = lossy_names(node.body)
                 node.xb_lossy = lossy  # type: ignore[union-attr]
             span = self.class_spans[-1] if self.class_spans else (node.lineno, node.end_lineno)
-            frame.lossy = lossy if lossy and self.device_evidence(*span, named=True) else {}
+            # a caller that hands it device values or models is evidence: the caller moved them
+            frame.lossy = lossy if lossy and (handed or self.device_evidence(
+                *span, named=True)) else {}
         if method and positional[0].arg == "self":
             frame.env["self"] = self_val
         self.block(node.body)
         self.finish_frame(frame, key, outer)
-
-    def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> None:
-        """A previous pass saw ``name`` called with device values for these parameters."""
-        hints = self.hints.get(name)
-        if not hints:
-            return
-        for i, a in enumerate(positional):
-            if (i in hints or a.arg in hints) and vals[a.arg].where == NOWHERE:
-                vals[a.arg] = Val(vals[a.arg].kind if vals[a.arg].kind == TENSOR else UNKNOWN,
-                                  ON_DEVICE)
 
     def finish_frame(self, frame: Frame, name: str | None, outer: Frame) -> None:
         self.finish_defs(frame)
