@@ -103,3 +103,44 @@ def test_a_step_function_nothing_moves_for_still_trains_on_the_cpu():
             for x, _ in loader:
                 print(train_step(G, D, x, opt_d, torch.nn.BCELoss()))
         """) == []
+
+
+def test_a_batch_moved_by_map_of_a_lambda_is_on_the_device():
+    assert lint("""\
+        def train(model, loader, opt, device):
+            for batch in loader:
+                x, y = map(lambda t: t.to(device), batch)
+                loss = model(x, y).mean()
+                loss.backward()
+                opt.step()
+                print(y.float().mean().item())
+        """) == [(7, "XB101", "warning")]
+
+
+def test_a_batch_moved_by_a_project_helper_handed_the_device_is_on_the_device():
+    assert lint("""\
+        from utils import to_torch
+        def train(model, loader, opt, device):
+            for batch in loader:
+                batch = to_torch(batch, device=device)
+                loss = model(batch["x"]).mean()
+                loss.backward()
+                opt.step()
+                print(batch["y"].sum().item())
+        """) == [(8, "XB101", "warning")]
+
+
+def test_helpers_handed_a_device_that_build_or_evaluate_move_no_batch():
+    assert lint("""\
+        from utils import build_model, evaluate, intermediate_name, calculate_fid
+        def train(loader, opt, device, args):
+            model = build_model(args, device)
+            for batch in loader:
+                loss = model(batch).mean()
+                loss.backward()
+                opt.step()
+                name = intermediate_name(args.out, 3, args.dev_eval_scoring)
+                fid = calculate_fid([str(args.real), str(args.fake)], 256, device)
+                acc = evaluate(batch, device)
+                print(name, fid, acc)
+        """) == []

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
-from .facts import TIME, Val, dotted
+from .facts import TIME, Val, dotted, purpose
 from .moves import Moves
 from .reads import Reads
 from .returns import Returns
@@ -30,17 +30,7 @@ Raw = tuple[int, int, str, str, str, "str | None"]
 PASSES = 3
 
 
-#: Functions whose host reads are their purpose, called from a training loop every N steps:
-#: evaluation, prediction, sampling, checkpoints, plots.
-_PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpoint|export|"
-                      r"plot|visual|summar|dump")
-
-
 OPTIMISER = re.compile(r"optim|step\s*\(")
-
-
-def purpose(fn: str) -> bool:
-    return bool(_PURPOSE.search(fn.lower()))
 
 
 class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps, Returns, Syncs):

@@ -5,6 +5,7 @@ read a tensor (``float``, ``print``), clocks, a model's forward, and the methods
 from __future__ import annotations
 
 import ast
+import re
 
 from .facts import (
     CLOCKS,
@@ -37,17 +38,20 @@ from .facts import (
     UNKNOWN,
     VALUE_BUILTINS,
     Val,
+    dotted,
     has_star_kwargs,
     host_result_name,
     is_true,
     kwarg,
     loss_name,
+    model_name,
+    purpose,
     mover_name,
     terminal,
     to_host_name,
 )
 from .methods import Methods
-from .records import Fac, Pinned
+from .records import Fac, FnOf, Pinned
 from .steps import BACKWARD
 from .syncs import sync_name
 
@@ -57,6 +61,10 @@ HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "tim
                            "itertools", "functools", "collections", "re", "pandas", "sklearn",
                            "scipy", "tqdm", "shutil", "pathlib", "typing", "inspect", "io",
                            "datetime", "gc", "operator", "statistics", "matplotlib", "PIL"})
+#: Helpers handed a device that build or set something up rather than move data there.
+_NOT_MOVER = re.compile(r"init|build|create|make|model|load|setup|seed|set_|get_device|"
+                        r"device$|env|optim|sched|train|fit|step|loss|run|main")
+_DEVICE_WORDS = frozenset({"device", "dev", "gpu", "cuda_device", "target_device"})
 #: torch submodules whose functions are tensor ops.
 OP_MODULES = ("nn.functional.", "linalg.", "fft.", "special.", "nn.init.")
 
@@ -138,8 +146,8 @@ class Calls(Methods):
             self.host_read(node, values[0], "`wandb.log()`")  # each value read for the run
         if to_host_name(node.func) and node.args:
             return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
-        if mover_name(node.func) and node.args:
-            return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
+        if mover_name(node.func) and node.args or self.handed_device(node):
+            return Val(UNKNOWN, ON_DEVICE)  # send_to_device(batch, device), to_torch(b, dev)
         if sync_name(last):
             self.synced(explicit=True)  # a helper of this package's that synchronises
             return NOTHING
@@ -228,6 +236,11 @@ class Calls(Methods):
         if name in ("sum", "max", "min"):
             parts = [self.element(args[0])] if len(args) == 1 else args
             return Val(UNKNOWN, ON_DEVICE) if any(p.tensorish for p in parts) else NOTHING
+        if name == "map" and len(args) >= 2:  # map(lambda t: t.to(device), batch)
+            f = args[0]
+            moved = f.tag.value.tensorish if isinstance(f.tag, FnOf) else mover_name(
+                node.args[0])
+            return Val(SEQ, ON_DEVICE, elem=Val(UNKNOWN, ON_DEVICE)) if moved else NOTHING
         if name in ("list", "tuple"):
             return self.sequence_of(args[0]) if args else Val(SEQ)
         if name == "enumerate":
@@ -242,6 +255,28 @@ class Calls(Methods):
         if name in self.module_classes:
             return Val(MODULE)
         return None
+
+    def handed_device(self, node: ast.Call) -> bool:
+        """Whether the call hands data and the device to a helper that moves it there
+        (``to_torch(batch, device)``, ``prepare(batch, device=dev)``): not a model, a loader,
+        a builder, or a function named for evaluating, saving or sampling."""
+        name = (terminal(node.func) or "").lower()
+        if not node.args or name[:1].isupper() or _NOT_MOVER.search(name) or purpose(name):
+            return False
+        first = node.args[0]
+        if not isinstance(first, (ast.Name, ast.Attribute, ast.Subscript)) or model_name(
+                first) or "load" in (terminal(first) or "").lower():
+            return False
+        given = [*node.args[1:], *(k.value for k in node.keywords if k.arg == "device")]
+        return any(self.names_the_device(a) for a in given)
+
+    def names_the_device(self, node: ast.expr) -> bool:
+        """``device``, ``self.device``, ``args.dev``, ``x.device``, a name holding one."""
+        key = dotted(node)
+        v = self.lookup(key) if key else None
+        if v is not None and v.kind == DEVICE_VAL:
+            return v.on_device
+        return terminal(node) in _DEVICE_WORDS and self.device_kind(node) == "device"
 
     def object_method(self, func: ast.Attribute) -> None:
         """``metrics.compute()``: a method of one of the module's classes, called on an object,
@@ -304,6 +339,8 @@ class Calls(Methods):
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)
+        if self.handed_device(node):
+            return Val(UNKNOWN, ON_DEVICE)  # to_torch(batch, device): a project's mover
         if host_result_name(func):
             return HOST_OTHER  # a size, a count, a name or text, whatever it was handed
         if device:

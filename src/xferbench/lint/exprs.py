@@ -29,7 +29,7 @@ from .facts import (
     Val,
     dotted,
 )
-from .records import D2h, DictOf, Fac
+from .records import D2h, DictOf, Fac, FnOf
 from .returns import is_host
 from .scopes import joined
 
@@ -271,9 +271,9 @@ class Exprs:
         frame = self.push("lambda")
         for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             frame.env[a.arg] = NOTHING
-        self.ev(node.body)
+        body = self.ev(node.body)
         self.finish_frame(frame, None, outer)
-        return NOTHING
+        return Val(OTHER, tag=FnOf(body))  # lambda t: t.to(device): what its calls give
 
     def e_namedexpr(self, node: ast.NamedExpr) -> Val:
         v = self.ev(node.value)

@@ -127,6 +127,16 @@ _OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")
 _DEVICE = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda|rank|local_rank|device_id|gpu_id)(?:$|_|\d)")
 
 
+#: Functions whose host reads are their purpose, called from a training loop every N steps:
+#: evaluation, prediction, sampling, checkpoints, plots.
+_PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpoint|export|"
+                      r"plot|visual|summar|dump")
+
+
+def purpose(fn: str) -> bool:
+    return bool(_PURPOSE.search(fn.lower()))
+
+
 def terminal(node: ast.expr) -> str | None:
     """The last name of ``x`` or ``a.b.x``."""
     if isinstance(node, ast.Name):
