@@ -15,6 +15,7 @@ from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
 from .facts import TIME, Val, dotted, purpose
+from .implicit import Implicit
 from .moves import Moves
 from .reads import Reads
 from .returns import Returns
@@ -33,7 +34,8 @@ PASSES = 3
 OPTIMISER = re.compile(r"optim|step\s*\(")
 
 
-class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps, Returns, Syncs):
+class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps, Returns, Syncs,
+               Implicit):
     def __init__(self, hints: dict[str, set[int | str]] | None = None,
                  intended: tuple[str, ...] = (), source: str | None = None,
                  returns: dict[str, Val] | None = None) -> None:

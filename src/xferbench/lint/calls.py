@@ -8,8 +8,10 @@ import ast
 import re
 
 from .facts import (
+    BOOL_TAG,
     CLOCKS,
     COUNTER,
+    CUDA_CTOR,
     CURRENT_STREAM,
     DEVICE_VAL,
     FACTORIES,
@@ -50,6 +52,7 @@ from .facts import (
     terminal,
     to_host_name,
 )
+from .implicit import BOOLEAN, SIZED
 from .methods import Methods
 from .records import Fac, FnOf, Pinned
 from .steps import BACKWARD
@@ -132,7 +135,12 @@ class Calls(Methods):
                 where = ON_DEVICE
             pin = PINNED if is_true(kwarg(node, "pin_memory")) else (
                 PAGEABLE if where == ON_HOST else PIN_UNKNOWN)
-            return Val(TENSOR, where, pin)
+            made = self.noise_source(node) if where == ON_HOST else None  # np.random noise
+            return Val(TENSOR, where, pin, made)
+        if short in LEGACY and self.noise_source(node) is not None:  # FloatTensor(np noise)
+            return Val(TENSOR, ON_HOST, PAGEABLE, self.noise_source(node))
+        if short.startswith("cuda.") and short[5:] in LEGACY:
+            return self.host_noise(node)  # torch.cuda.FloatTensor(np.random.normal(...))
         return self.torch_call(node, short, args + kws)
 
     def foreign_call(self, node: ast.Call, qual: str, values: list[Val]) -> Val:
@@ -165,6 +173,9 @@ class Calls(Methods):
 
     def torch_call(self, node: ast.Call, short: str, values: list[Val]) -> Val:
         last = short.rsplit(".", 1)[-1]
+        if last in SIZED or last == "where" and len(node.args) == 1:
+            self.sized(node, "nonzero" if last == "where" else last,
+                       values[0] if values else NOTHING)
         if short == "device":
             return Val(DEVICE_VAL, self.where_of(node))
         if last == "synchronize":
@@ -191,7 +202,7 @@ class Calls(Methods):
             return NOTHING
         if any(v.tensorish for v in values):
             self.device_work()
-            return Val(TENSOR, ON_DEVICE)
+            return Val(TENSOR, ON_DEVICE, tag=BOOL_TAG if last in BOOLEAN else None)
         if any(v.kind == TENSOR and v.where == ON_HOST for v in values):
             return Val(TENSOR, ON_HOST, PAGEABLE)
         return Val(TENSOR)
@@ -331,6 +342,8 @@ class Calls(Methods):
                 found = self.call_result(key, device)
                 if found is not None:
                     return found  # what its returns give: a loss, a host float, a tuple
+        if fval.tag is CUDA_CTOR:
+            return self.host_noise(node)  # Tensor(np.random.normal(...))
         if fval.tag is SYNC_FN:
             self.drained(node)  # sync = torch.cuda.synchronize; sync()
             return NOTHING

@@ -7,8 +7,11 @@ import ast
 from typing import Any
 
 from .facts import (
+    BOOL_TAG,
+    CUDA_CTOR,
     DEVICE_VAL,
     HOST_OTHER,
+    LEGACY,
     META_ATTRS,
     MODULE,
     NONE,
@@ -89,6 +92,8 @@ class Exprs:
                 return v
         if node.attr == "synchronize" and (self.qualname(node) or "").startswith("torch."):
             return Val(OTHER, tag=SYNC_FN)  # sync = torch.cuda.synchronize
+        if node.attr in LEGACY and (self.qualname(node) or "").startswith("torch.cuda."):
+            return Val(OTHER, tag=CUDA_CTOR)  # Tensor = torch.cuda.FloatTensor
         base = self.ev(node.value)
         attr = node.attr
         if attr in META_ATTRS:
@@ -112,7 +117,11 @@ class Exprs:
 
     def e_subscript(self, node: ast.Subscript) -> Val:
         base = self.ev(node.value)
-        self.ev(node.slice)
+        index = self.ev(node.slice)
+        legacy = self.legacy_read(node, base)
+        if legacy is not None:
+            return legacy  # loss.data[0]
+        self.mask_index(node, index)
         self.d2h_read(node, base, "indexed")
         if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(
                 node.slice.value, int) and -len(base.items) <= node.slice.value < len(base.items):
@@ -142,7 +151,11 @@ class Exprs:
         if isinstance(node.op, ast.Mod) and self.is_text(node.left, left):
             self.format_read(node, right)
             return self.text()
-        return self.combine(left, right)
+        out = self.combine(left, right)
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and out.on_device and (
+                left.tag is BOOL_TAG or right.tag is BOOL_TAG):
+            return Val(out.kind, ON_DEVICE, tag=BOOL_TAG)  # mask & other
+        return out
 
     @staticmethod
     def combine(a: Val, b: Val) -> Val:
@@ -165,6 +178,8 @@ class Exprs:
             self.test(node.operand)
             return HOST_OTHER
         v = self.ev(node.operand)
+        if isinstance(node.op, ast.Invert) and v.tag is BOOL_TAG:
+            return v  # ~mask
         return Val(v.kind, v.where) if v.kind in (TENSOR, UNKNOWN) else v
 
     def e_boolop(self, node: ast.BoolOp) -> Val:
@@ -180,7 +195,7 @@ class Exprs:
         for sub, v in zip([node.left, *node.comparators], values):
             self.d2h_read(sub, v, "compared")
         if any(v.on_device and v.kind != DEVICE_VAL for v in values):
-            return Val(TENSOR, ON_DEVICE)
+            return Val(TENSOR, ON_DEVICE, tag=BOOL_TAG)  # a mask
         if any(v.kind == TENSOR for v in values):
             return Val(TENSOR, ON_HOST, PAGEABLE)
         if all(v.kind == OTHER for v in values):
@@ -195,6 +210,9 @@ class Exprs:
             kinds = {self.device_kind(node.body), self.device_kind(node.orelse)}
             where = ON_DEVICE if "device" in kinds else ON_HOST if kinds == {"host"} else NOWHERE
             return Val(DEVICE_VAL, where)
+        if CUDA_CTOR in (body.tag, orelse.tag):
+            return Val(OTHER, tag=CUDA_CTOR)  # torch.cuda.FloatTensor if cuda else ...: the
+            # CUDA path is the one that copies
         if (body.kind, body.where) == (orelse.kind, orelse.where) and body.kind != UNKNOWN:
             return Val(body.kind, body.where)
         return joined(body, orelse)

@@ -50,6 +50,8 @@ INSTANCE = ("instance",)  # the tag of a class's instance: a model if it moves t
 COUNTER_TAG = ("counter",)  # the tag of a step counter (a range() index, `step += 1`)
 GUARD_TAG = ("guard",)  # the tag of a name holding a step guard (should_log = i % n == 0)
 COUNTER = Val(OTHER, ON_HOST, tag=COUNTER_TAG)
+BOOL_TAG = ("bool",)  # the tag of a boolean tensor (a mask: x > 0, isnan(x), ~mask)
+CUDA_CTOR = ("cuda constructor",)  # torch.cuda.FloatTensor (or a name holding it)
 SYNC_FN = ("synchronize",)  # the tag of torch.cuda.synchronize itself (sync = torch...)
 CURRENT_STREAM = ("current stream",)  # the tag of torch.cuda.current_stream()
 

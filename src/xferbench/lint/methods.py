@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from .facts import (
+    BOOL_TAG,
     CURRENT_STREAM,
     DEVICE_VAL,
     HOST_OTHER,
@@ -35,6 +36,7 @@ from .facts import (
     optim_name,
     terminal,
 )
+from .implicit import BOOLEAN
 from .records import DictOf, Fac, Pinned
 from .syncs import sync_name, timing_name
 
@@ -128,6 +130,7 @@ class Methods:
                     return found  # what this method returns: a loss, a host float
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
             self.d2h_read(node, recv, "read")
+        self.sized(node, name, recv)  # mask.nonzero()
         out = self.method_result(name, recv)
         if name in STORES and not recv.on_device and recv.kind != MODULE:
             return out  # meter.update(loss), losses.append(loss): kept, not computed
@@ -179,7 +182,9 @@ class Methods:
                 return HOST_OTHER
             if name not in VIEWS:
                 self.device_work()  # a view (detach, view, reshape) launches nothing
-            return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE)
+            mask = BOOL_TAG if name in BOOLEAN or name in VIEWS and recv.tag is BOOL_TAG \
+                else None
+            return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE, tag=mask)
         if recv.kind == TENSOR:
             if name in META_METHODS:
                 return HOST_OTHER

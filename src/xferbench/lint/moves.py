@@ -254,8 +254,9 @@ class Moves:
             rec.move = node
         return False
 
-    @staticmethod
-    def created_message(rec: Fac, func: ast.Attribute, fixable: bool) -> str:
+    def created_message(self, rec: Fac, func: ast.Attribute, fixable: bool) -> str:
+        if rec.factory.startswith("numpy."):  # torch.from_numpy(np.random.randn(...)).cuda()
+            return self.noise_message(rec.factory, f".{func.attr}")
         text = (f"`torch.{rec.factory}(...)` fills host memory and `.{func.attr}(...)` then "
                 "copies it to the device: pass `device=` to the factory and skip the copy")
         if rec.factory[:1].isupper():  # torch.Tensor(n, m): no device= in a legacy one
@@ -274,6 +275,7 @@ class Moves:
         factory = rec.node
         blocked = {"requires_grad", "pin_memory", "out", None}
         if (target is None or rec.factory in RANDOM_FACTORIES or rec.factory[:1].isupper()
+                or rec.factory.startswith("numpy.")
                 or any(k.arg in blocked for k in factory.keywords)):
             return None
         fixed = copy.copy(factory)
