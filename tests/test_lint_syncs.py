@@ -199,3 +199,21 @@ def test_a_synchronise_outside_training_is_not_reported():
             model.to(device)
             torch.cuda.synchronize()
         """) == []
+
+
+def test_a_synchronise_inside_a_measurement_is_not_reported():
+    assert lint("""\
+        import torch
+        from utils import timeit
+        def train(model, loader, opt, device, profiling_enabled):
+            for x in loader:
+                with timeit("train/sample"):
+                    x = x.to(device)
+                    if profiling_enabled:
+                        torch.cuda.synchronize()
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+                with torch.profiler.record_function("step"):
+                    torch.cuda.synchronize()
+        """) == []

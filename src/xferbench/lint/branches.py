@@ -10,7 +10,7 @@ import re
 
 from .facts import COUNTER_TAG, GUARD_TAG, Val, terminal
 from .scopes import joined
-from .syncs import branch_device
+from .syncs import branch_device, timing_test
 
 
 def ends_the_path(body: list[ast.stmt]) -> bool:
@@ -86,7 +86,10 @@ class Branches:
         syncs = self.sync_count
         on_body, on_else = branch_device(node.test)
         self.branch_devices.append(on_body)
+        timed = timing_test(node.test)  # if profiling_enabled: a measurement's synchronise
+        self.timing_scopes += timed
         body = self.branch(node.body, node.test)
+        self.timing_scopes -= timed
         self.branch_devices[-1] = on_else
         self.once -= once
         if guard:

@@ -30,6 +30,17 @@ def timing_name(node: ast.expr) -> bool:
     return bool(_TIMING.search((terminal(node) or "").lower()))
 
 
+def timing_test(test: ast.expr) -> bool:
+    """``if profiling_enabled:``, ``if args.benchmark:``, ``if self.timers:``: a branch that
+    measures."""
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and _MEASURE.search(
+        (terminal(n) or "").lower()) for n in ast.walk(test))
+
+
+#: A flag or an object for measuring: profile, timing, timer, benchmark, wall_clock.
+_MEASURE = re.compile(r"profil|timing|timer|bench|wall_clock|measure")
+
+
 def branch_device(test: ast.expr) -> tuple[str | None, str | None]:
     """The device each branch of ``if test:`` runs on, as far as the test names one:
     ``if device == "mps":`` -> ("mps", "other"); ``if dev != "cuda":`` -> ("other", "cuda")."""
@@ -56,6 +67,15 @@ class Syncs:
     def __init__(self) -> None:
         super().__init__()
         self.branch_devices: list[str | None] = []  # per open branch: the device it runs on
+        self.timing_scopes = 0  # measurements open: with timer(...):, if profiling:
+
+    def timing_scope(self, items: list) -> bool:
+        """Whether ``with <items>:`` opens a measurement (``timeit("step")``,
+        ``record_function(...)``, ``Timer()``); counted in ``timing_scopes`` if so."""
+        timed = any(isinstance(i.context_expr, ast.Call) and timing_name(i.context_expr.func)
+                    or "record_function" in ast.dump(i.context_expr)[:200] for i in items)
+        self.timing_scopes += timed
+        return timed
 
     # -- device work and synchronisation --------------------------------------------------------
 
@@ -94,7 +114,7 @@ class Syncs:
         what = ast.unparse(node.func)
         if len(what) > 40:
             what = "the synchronize"
-        record = [False]  # set when a timer reads right after it: the measurement needs it
+        record = [self.timing_scopes > 0]  # set when a timer reads after it: it is needed
         self.candidate("XB109", node, f"`{what}()`", record)
         frame.open_sync = record
 

@@ -307,7 +307,9 @@ class Walker(Names, Members):
             self.ev(item.context_expr)
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, NOTHING)
+        timed = self.timing_scope(node.items)  # with timeit("train"): a measurement
         self.block(node.body)
+        self.timing_scopes -= timed
 
     def s_try(self, node: ast.Try) -> None:
         self.block(node.body)
