@@ -217,3 +217,21 @@ def test_a_synchronise_inside_a_measurement_is_not_reported():
                 with torch.profiler.record_function("step"):
                     torch.cuda.synchronize()
         """) == []
+
+
+def test_a_data_loading_timer_is_no_measurement_of_device_work():
+    assert lint("""\
+        import time
+        import torch
+        def train(model, loader, opt, device, meters, num_classes):
+            start_data_loading = time.time()
+            for x, target in loader:
+                x = x.to(device, non_blocking=True)
+                onehot = torch.zeros(target.size(0), num_classes, device=device)
+                onehot.scatter_(1, target.to(device).unsqueeze(1), 1)
+                meters.data_time.update(time.time() - start_data_loading)
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+                start_data_loading = time.time()
+        """) == []

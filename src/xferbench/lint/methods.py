@@ -38,7 +38,7 @@ from .facts import (
 )
 from .implicit import BOOLEAN
 from .records import DictOf, Fac, Pinned
-from .syncs import sync_name, timing_name
+from .syncs import data_timer_name, sync_name, timing_name
 
 
 class Methods:
@@ -47,11 +47,13 @@ class Methods:
     def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
         recv = self.ev(func.value)
         name = func.attr
+        outer_data, self.data_timer = self.data_timer, self.data_timer or data_timer_name(
+            func.value)  # data_time.update(time.time() - end): a data-loading timer
         acting = name == "step" and "env" in (terminal(func.value) or "").lower()
         outer, self.acting = self.acting, self.acting or acting
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
-        self.acting = outer
+        self.acting, self.data_timer = outer, outer_data
         self.helped_step(node, [*args, *kws])
         if isinstance(func.value, ast.Name) and func.value.id == "self" and \
                 name not in self.functions_seen:

@@ -15,6 +15,9 @@ _SYNC = re.compile(r"synchron|^_*(?:sync|cuda_sync|sync_cuda|device_sync|sync_de
                    r"sync_gpu|torch_sync|maybe_sync|mark_step|wait_device_ops)$")
 #: A call that reads a timer or an event (start.elapsed_time(end), timer.stop()).
 _TIMING = re.compile(r"time|tic$|^toc|elapsed|clock|lap$|stopwatch|profil|bench")
+#: A timer of data loading: data_time, start_data_loading, load_start, data_timer.
+_DATA_TIMER = re.compile(r"data_?(?:load(?:ing)?_?)?(?:time|start|tic)|load(?:ing)?_?(?:time|start)|"
+                         r"start_data|data_?timer")
 #: The devices a branch's test may name, most specific first.
 DEVICES = ("mps", "xpu", "npu", "hpu", "cuda", "cpu")
 #: What a finding of XB107 advises on each: the device's own synchronise.
@@ -24,6 +27,11 @@ ADVICE = {"mps": "torch.mps.synchronize()", "xpu": "torch.xpu.synchronize()"}
 def sync_name(name: str) -> bool:
     """Whether a helper called ``name`` synchronises."""
     return bool(_SYNC.search(name.lower()))
+
+
+def data_timer_name(node: ast.expr) -> bool:
+    """``data_time``, ``epoch_meters.data_time``, ``data_timer``: a meter of data loading."""
+    return bool(_DATA_TIMER.search((terminal(node) or "").lower()))
 
 
 def timing_name(node: ast.expr) -> bool:
@@ -68,6 +76,7 @@ class Syncs:
         super().__init__()
         self.branch_devices: list[str | None] = []  # per open branch: the device it runs on
         self.timing_scopes = 0  # measurements open: with timer(...):, if profiling:
+        self.data_timer = False  # walking the arguments of data_time.update(...)
 
     def timing_scope(self, items: list) -> bool:
         """Whether ``with <items>:`` opens a measurement (``timeit("step")``,
@@ -160,6 +169,9 @@ class Syncs:
 
     def interval_end(self, node: ast.AST, start_key: str | None) -> None:
         frame = self.frame
+        if self.data_timer or start_key and _DATA_TIMER.search(start_key.lower()):
+            return  # data_time.update(time.time() - start_data_loading): the host's wait for
+            # the loader; the copies and fills queued meanwhile are not what it measures
         start = self.lookup(start_key) if start_key else None
         opened = start.tag if start is not None and isinstance(start.tag, tuple) else None
         if opened is not None and len(opened) < len(frame.loops):
