@@ -124,6 +124,8 @@ class Calls(Methods):
             return Val(TIME, ON_HOST, tag=tuple(self.frame.loops))
         if qual in PASS_ITER or qual.endswith(".tqdm"):
             return args[0] if args else NOTHING
+        if qual.endswith(".trange"):
+            return Val(SEQ, elem=COUNTER)  # trange(epochs): counts, no data
         if not qual.startswith("torch."):
             return self.foreign_call(node, qual, [*args, *kws])
         short = qual[6:]

@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, optim_name, terminal
+from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, optim_name, purpose, terminal
 from .scopes import Frame, Loop
 
 #: A function's per-step kind: a call of it runs every step ("step") or on some steps ("info").
@@ -378,6 +378,8 @@ class Steps:
         return out
 
     def site_kind(self, site: LoopCall, trains: set[str], known: dict[str, str]) -> str | None:
+        if site.caller is not None and purpose(site.caller.rsplit(".", 1)[-1]):
+            return None  # what evaluation calls is evaluation's (a reranker, a metric)
         inner = self.batch_loop(site.loops, trains)
         if inner is not None:
             return SOME_STEPS if any(g > inner for g in site.guards) else STEP

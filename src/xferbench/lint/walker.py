@@ -285,7 +285,7 @@ class Walker(Names, Members):
     def s_for(self, node: ast.For | ast.AsyncFor) -> None:
         it = self.ev(node.iter)
         loop = self.enter_loop()
-        loop.data = it.kind == LOADER or data_like(node.iter)
+        loop.data = it.kind == LOADER or data_like(node.iter) and it.elem is not COUNTER
         call = node.iter
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
                 call.func.id == "range" and isinstance(node.target, ast.Name):
