@@ -47,8 +47,8 @@ from .facts import (
     kwarg,
     loss_name,
     model_name,
-    purpose,
     mover_name,
+    purpose,
     terminal,
     to_host_name,
 )
@@ -139,8 +139,9 @@ class Calls(Methods):
                 PAGEABLE if where == ON_HOST else PIN_UNKNOWN)
             made = self.noise_source(node) if where == ON_HOST else None  # np.random noise
             return Val(TENSOR, where, pin, made)
-        if short in LEGACY and self.noise_source(node) is not None:  # FloatTensor(np noise)
-            return Val(TENSOR, ON_HOST, PAGEABLE, self.noise_source(node))
+        noise = self.noise_source(node) if short in LEGACY else None
+        if noise is not None:  # torch.FloatTensor(np.random.normal(...)): host noise
+            return Val(TENSOR, ON_HOST, PAGEABLE, noise)
         if short.startswith("cuda.") and short[5:] in LEGACY:
             return self.host_noise(node)  # torch.cuda.FloatTensor(np.random.normal(...))
         return self.torch_call(node, short, args + kws)

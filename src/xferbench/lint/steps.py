@@ -140,8 +140,7 @@ def helper_step(node: ast.Call, optimiser: list[bool]) -> bool:
     (``loss_scaler(loss, optimizer, ...)``) or named for a step (``train_step_fn(model,
     batch, optimizer)``); not handed a loader (a call of that runs an epoch)."""
     name = (terminal(node.func) or "").lower()
-    if not any(optimiser) or _NOT_STEP.search(name) or name[:1].isupper() or (
-            terminal(node.func) or "")[:1].isupper():
+    if not any(optimiser) or _NOT_STEP.search(name) or (terminal(node.func) or "")[:1].isupper():
         return False
     args = [*node.args, *(k.value for k in node.keywords)]
     if any(data_like(a) for a in args):
