@@ -4,8 +4,8 @@ from xferbench.practices import BENCH_SPEC
 from xferbench.practices.sync import (
     LoopCase,
     loop_widths,
+    read_count_skip_reason,
     run_loop,
-    sync_count_skip_reason,
     syncs_per_step,
 )
 from xferbench.practices.sync_reads import READS
@@ -20,7 +20,7 @@ def _runs(*combo):
 
 
 def _count_reason(read, width):
-    return sync_count_skip_reason(CAPS)
+    return read_count_skip_reason(read, CAPS)
 
 
 class Loop(Grid):

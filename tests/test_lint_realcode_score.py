@@ -1,11 +1,13 @@
-"""lint on real code nobody here wrote, scored, on both real-code sets apart:
-tests/lint/realcode/corpus.toml (43 training files the analysis was tuned on) and
-tests/lint/realcode/heldout.toml (63 more from 40 other packages, labelled before the linter
-ran on them), fetched from the package index into a cache outside git (pip download; ~50 MB
-the first time, then nothing), each checked against its sha256 and its every report
-labelled. On each set: precision at least 0.90 overall and for every rule with 10 reports or
-more; per-step recall at least 0.60 for XB101 and XB107. Skipped, in one line, where the
-package index cannot be reached."""
+"""lint on real code nobody here wrote, scored, on each real-code set apart:
+tests/lint/realcode/corpus.toml (the training files the analysis was tuned on),
+heldout.toml (files labelled before the linter ran on them, whose classes were fixed since)
+and heldout2.toml (a third set, labelled before the linter ran on it and scored without
+changing the analysis for it), fetched from the package index into a cache outside git (pip
+download; ~60 MB the first time, then nothing), each checked against its sha256 and its every
+report labelled. On each set: precision at least 0.90 overall and for every rule with 5
+reports or more. On the tuned and the first held-out set: per-step recall at least 0.70 for
+XB101 and XB107; the third set's recall is reported (docs/lint.md), not tuned for. Skipped,
+in one line, where the package index cannot be reached."""
 
 from __future__ import annotations
 
@@ -19,42 +21,47 @@ import score_real as score  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-#: Each set: its file, how much of it must be there (files, packages), its name in the docs.
-SETS = {"tuned": (score.CORPUS, 40, 30, "tuned"),
-        "heldout": (score.HELDOUT, 60, 38, "held-out")}
+#: Each set: its file, how much of it must be there (files, packages), its name in the docs,
+#: and whether its per-step recall is held to RECALL (a set held out is scored as it is).
+SETS = {"tuned": (score.CORPUS, 40, 30, "tuned", True),
+        "heldout": (score.HELDOUT, 60, 38, "held-out", True),
+        "heldout2": (score.HELDOUT2, 13, 12, "third held-out", False)}
+PRECISION, RECALL, REPORTS = 0.90, 0.70, 5
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "lint.md"
 
 
 @pytest.fixture(scope="module", params=sorted(SETS))
 def scored(request):
-    corpus, files, packages, label = SETS[request.param]
+    corpus, files, packages, label, recall = SETS[request.param]
     result = score.run(corpus)
     if result.files == 0 and result.skipped and all(
             "the package index cannot be reached" in s for s in result.skipped):
         pytest.skip(f"the package index cannot be reached: the real-code set "
                     f"({corpus.name}) could not be fetched")
-    return result, files, packages, label
+    return result, files, packages, label, recall
 
 
 def test_the_set_is_whole_and_every_report_is_labelled(scored):
-    outcome, files, packages, _ = scored
+    outcome, files, packages = scored[:3]
     assert outcome.errors == []
     assert outcome.files >= files and len(outcome.packages) >= packages, outcome.skipped
 
 
 def test_precision_overall_and_per_rule(scored):
     outcome = scored[0]
-    assert outcome.total.precision >= 0.90, "\n".join(score.summary(outcome))
+    assert outcome.total.precision >= PRECISION, "\n".join(score.summary(outcome))
     for code, s in outcome.scores.items():
-        if s.reports >= 10:
-            assert s.precision >= 0.90, f"{code}: " + "\n".join(outcome.false_alarms)
+        if s.reports >= REPORTS:
+            assert s.precision >= PRECISION, f"{code}: " + "\n".join(outcome.false_alarms)
 
 
 def test_per_step_recall_of_reads_and_timers(scored):
-    outcome = scored[0]
+    outcome, held = scored[0], scored[4]
+    if not held:
+        pytest.skip("a set held out is scored as it is, not held to a recall")
     for code in ("XB101", "XB107"):
         s = outcome.scores[code]
-        assert s.expected >= 5 and s.recall >= 0.60, f"{code}: " + "\n".join(outcome.misses)
+        assert s.expected >= 5 and s.recall >= RECALL, f"{code}: " + "\n".join(outcome.misses)
 
 
 def test_the_docs_quote_the_set_s_score_as_it_is(scored):

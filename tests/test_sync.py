@@ -19,11 +19,19 @@ from xferbench.practices.sync import (
     count_sync_warnings,
     count_syncs,
     loop_widths,
+    read_count_skip_reason,
     run_loop,
     sync_count_skip_reason,
     syncs_per_step,
 )
-from xferbench.practices.sync_reads import LOG_EVERY, PER_BATCH, PER_EPOCH, READS, epoch_tolerance
+from xferbench.practices.sync_reads import (
+    LOG_EVERY,
+    PER_BATCH,
+    PER_EPOCH,
+    READS,
+    epoch_tolerance,
+    readers,
+)
 
 STEPS = 12  # two readings for item_every_10 (steps 0 and 10)
 
@@ -174,3 +182,28 @@ def test_every_read_runs_and_verifies_on_the_accelerator(read, gpu_device, small
     result = run_loop(tiny(read), gpu_device, small_budget)
     assert result.measurement.device == gpu_device.name
     assert 0 < result.step_s and len(result.step_samples) >= 3
+
+
+def test_the_synchronize_variant_drains_once_per_step_and_reads_nothing():
+    readings: list = []
+    drains: list = []
+    read, start, end = readers("synchronize", readings, torch.device("cpu"),
+                               lambda: drains.append(1))
+    start()
+    for i in range(STEPS):
+        read(i, torch.ones(()), torch.ones(3))
+    end()
+    assert len(drains) == STEPS and readings == list(range(STEPS))
+    work = build_loop(tiny("synchronize"), "cpu")
+    work.run()
+    work.verify()
+    work.readings.pop()
+    with pytest.raises(VerificationError, match="readings in the epoch"):
+        work.verify()
+
+
+def test_the_synchronize_variant_is_never_counted(gpu_caps):
+    # torch's sync debug mode does not report an explicit synchronise: a count would read 0
+    assert "does not report an explicit synchronise" in read_count_skip_reason(
+        "synchronize", gpu_caps)
+    assert read_count_skip_reason("item_every_batch", gpu_caps) is None

@@ -86,6 +86,11 @@ PRICES: tuple[PriceSpec, ...] = (
               {"cache": "warm", "layout": "one", "size": H},
               baseline_benchmark="bench_copies.PinThenCopy.track_completion_s",
               nbytes=parse_size(H)),
+    # an explicit synchronise every step (lint's XB109) against the loop that reads once
+    PriceSpec("sync_per_step", "`torch.cuda.synchronize()` every step",
+              "no synchronise in the step", "steps/s", "bench_sync.Loop.track_step_s",
+              {"read": "device_accumulate", "width": "256"},
+              {"read": "synchronize", "width": "256"}),
 )
 PRICE_KEYS = tuple(p.key for p in PRICES)
 

@@ -14,12 +14,15 @@ from fnmatch import fnmatchcase
 from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
-from .facts import TIME, Val, dotted
+from .facts import TIME, Val, dotted, purpose
+from .implicit import Implicit
 from .moves import Moves
 from .reads import Reads
+from .returns import Returns
 from .records import D2h, Fac
 from .rules import BY_CODE
 from .steps import SOME_STEPS, Steps, lossy_names
+from .syncs import Syncs
 from .walker import Frame, Loop, Walker
 
 #: (line, col, code, message, severity, fix)
@@ -28,25 +31,16 @@ Raw = tuple[int, int, str, str, str, "str | None"]
 PASSES = 3
 
 
-#: Functions whose host reads are their purpose, called from a training loop every N steps:
-#: evaluation, prediction, sampling, checkpoints, plots.
-_PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpoint|export|"
-                      r"plot|visual|summar|dump")
-
-
 OPTIMISER = re.compile(r"optim|step\s*\(")
 
 
-def purpose(fn: str) -> bool:
-    return bool(_PURPOSE.search(fn.lower()))
-
-
-class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
+class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps, Returns, Syncs,
+               Implicit):
     def __init__(self, hints: dict[str, set[int | str]] | None = None,
                  intended: tuple[str, ...] = (), source: str | None = None,
-                 returns: frozenset[str] = frozenset()) -> None:
+                 returns: dict[str, Val] | None = None) -> None:
         super().__init__()
-        self.device_returns = returns  # functions of the module that return a device value
+        self.prior_summaries = returns or {}  # what the module's functions returned before
         self.sync_fns: set[str] = set()  # functions seen synchronising (or calling one)
         self.walked: set[str] = set()  # functions walked so far
         self.prior_quiet: frozenset[str] = frozenset()  # walked in the pass before, no sync
@@ -70,19 +64,18 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
 
     def run(self, tree: ast.Module) -> list[Raw]:
         self.walk(tree)
-        hints, returns, passes = self.hints, self.device_returns, 1
+        hints, passes = self.hints, 1
         while passes < PASSES:
             found = {k: hints.get(k, set()) | v for k, v in self.found_hints.items()
                      if k in self.functions_seen}
-            more = frozenset(self.found_returns & self.functions_seen) | returns
             quiet = self.walked - self.sync_fns
             # helpers called before they were walked matter only to the timing rule
             late = self.clock_seen and ((self.forward_calls & quiet) - self.prior_quiet or (
                 self.object_calls & self.sync_fns) - self.prior_sync)
-            if more == returns and all(v <= hints.get(k, set()) for k, v in found.items()) \
-                    and not late:
+            if not self.summaries_changed() and all(
+                    v <= hints.get(k, set()) for k, v in found.items()) and not late:
                 break
-            hints, returns = {**hints, **found}, more
+            hints, returns = {**hints, **found}, {**self.prior_summaries, **self.summaries}
             again = Analyzer(hints, self.intended, self.source, returns)
             again.prior_quiet = frozenset(quiet)
             again.prior_sync = frozenset(self.sync_fns)
@@ -153,78 +146,6 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
                 return loop
         return None
 
-    def device_work(self) -> None:
-        frame = self.frame
-        frame.work = frame.devicey = True
-        frame.fresh_sync = False
-
-    def synced(self, explicit: bool = False) -> None:
-        frame = self.frame
-        self.sync_count += 1
-        fn = self.function_name()
-        if fn is not None:
-            self.sync_fns.add(fn)
-        frame.work = False
-        frame.fresh_sync = explicit
-        for loop in frame.loops:
-            loop.synced = True
-        for rec in frame.d2h.values():
-            rec.live = False
-        frame.d2h.clear()
-
-    def maybe_synced(self, name: str) -> None:
-        """A call of this module's own function ``name``: it may synchronise, so stay quiet,
-        unless it was walked already (or in the pass before) and synchronised nothing."""
-        if name == self.function_name():
-            return  # a recursive call: what it does is being walked
-        known = name in self.walked or name in self.prior_quiet
-        if known and name not in self.sync_fns:
-            return
-        if not known:
-            self.forward_calls.add(name)
-        self.synced()
-        self.frame.fresh_sync = False
-
-    def clock_read(self, node: ast.AST) -> None:
-        """A clock read with device work queued since the last synchronise: it ends an
-        interval around that work, unless it starts one. Read into a name (``t1 = clock()``)
-        it is decided where the name is used: ``t1 - t0`` ends an interval, ``t - t1``
-        starts one."""
-        frame = self.frame
-        self.clock_seen = True
-        if not (frame.clock and frame.work):
-            return
-        frame.work = False
-        if self.clock_target is not None:
-            frame.pending_clocks[self.clock_target] = node
-            return
-        self.interval_end(node, self.interval_from)
-
-    def interval_end(self, node: ast.AST, start_key: str | None) -> None:
-        frame = self.frame
-        start = self.lookup(start_key) if start_key else None
-        opened = start.tag if start is not None and isinstance(start.tag, tuple) else None
-        if opened is not None and len(opened) < len(frame.loops):
-            # the interval spans iterations of the loops opened since its start: decided when
-            # the outermost of them ends (rebound in it: per iteration; else a sync bounds it)
-            frame.loops[len(opened)].clocks.append((node, start_key))
-            return
-        self.report_clock(node)
-
-    def interval(self, node: ast.BinOp) -> None:
-        """``end - start`` of two names: a clock read into ``end`` ended an interval."""
-        pending = self.frame.pending_clocks
-        if isinstance(node.right, ast.Name):
-            pending.pop(node.right.id, None)  # the start of an interval, not its end
-        if isinstance(node.left, ast.Name) and node.left.id in pending:
-            self.interval_end(pending.pop(node.left.id), dotted(node.right))
-
-    def report_clock(self, node: ast.AST) -> None:
-        self.report(node, "XB107", f"`{ast.unparse(node)}` ends an interval around device "
-                    "work that nothing synchronised: it times the launch, not the work; "
-                    "call torch.cuda.synchronize() (or torch.accelerator.synchronize()) "
-                    "before reading the clock, or time with device events")
-
     def bound(self, name: str, v: Val) -> None:
         """``name`` now holds ``v``."""
         frame = self.frame
@@ -266,14 +187,17 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
                         extra in loop.assigned for loop in loops[inner:]):
                     self.report(node, code, message)
                 continue
+            if code == "XB109" and extra[0]:  # type: ignore[index]
+                continue  # a timer reads right after it: the measurement needs it
             inner = self.batch_loop(loops, trains)
             if inner is not None:
-                if extra is not None and extra in loops[inner].env_args:
+                if code == "XB101" and extra is not None and extra in loops[inner].env_args:
                     continue  # the action an environment's step needs on the host
-                self.report_read(node, message, any(g > inner for g in guards), None, whole)
-            elif fn in steps and not any(loop.train for loop in loops) and not purpose(fn):
-                self.report_read(node, message, bool(guards) or steps[fn] == SOME_STEPS, fn,
+                self.report_step(code, node, message, any(g > inner for g in guards), None,
                                  whole)
+            elif fn in steps and not any(loop.train for loop in loops) and not purpose(fn):
+                self.report_step(code, node, message,
+                                 bool(guards) or steps[fn] == SOME_STEPS, fn, whole)
 
     def any_step_loop(self, loops: tuple[Loop, ...], trains: set[str]) -> int | None:
         """The innermost loop running a forward or a training step (the model moves)."""
@@ -285,20 +209,29 @@ class Analyzer(Walker, Branches, Exprs, Reads, Calls, Moves, Steps):
                 return i
         return None
 
-    def report_read(self, node: ast.AST, what: str, guarded: bool, fn: str | None,
-                    whole: set[str]) -> None:
+    def report_step(self, code: str, node: ast.AST, what: str, guarded: bool,
+                    fn: str | None, whole: set[str]) -> None:
+        """XB101 or XB109 where ``node`` runs every training step (``guarded``: on some)."""
         where = "inside the training loop"
         if fn is not None:
             where = (f"in `{fn}()`, which runs a whole training step (a backward and an "
                      "optimiser step)" if fn in whole else
                      f"in `{fn}()`, which the training loop calls")
-        if guarded:
-            self.report(node, "XB101", f"{what} reads a device tensor on the host {where}, "
-                        "on some steps only (under a step guard: `if step % N == 0` or `if "
-                        "step == K`): a synchronisation on those steps; fine for logging, "
+        some = ("on some steps only (under a step guard: `if step % N == 0` or `if step == "
+                "K`)")
+        if code == "XB109":
+            self.report(node, code, f"{what} drains the device {where}" + (
+                f", {some}: fine for a measurement on those steps" if guarded else
+                ": the host waits for every queued kernel, so the next step cannot be "
+                "queued while this one runs; drop it (the reads and copies that need "
+                "results already wait for them), or keep it only where a timer reads "
+                "the clock"), severity="info" if guarded else None)
+        elif guarded:
+            self.report(node, code, f"{what} reads a device tensor on the host {where}, "
+                        f"{some}: a synchronisation on those steps; fine for logging, "
                         "cheaper still accumulated on the device", severity="info")
         else:
-            self.report(node, "XB101", f"{what} reads a device tensor on the host {where}: "
+            self.report(node, code, f"{what} reads a device tensor on the host {where}: "
                         "each read waits for the device to finish (a synchronisation every "
                         "step); keep it on the device (accumulate with +=) and read it once "
                         "per epoch, or every N steps")

@@ -6,9 +6,11 @@ step counter (``step % N``, ``step == K``) guards the reads in its body."""
 from __future__ import annotations
 
 import ast
+import re
 
 from .facts import COUNTER_TAG, GUARD_TAG, Val, terminal
 from .scopes import joined
+from .syncs import branch_device, timing_test
 
 
 def ends_the_path(body: list[ast.stmt]) -> bool:
@@ -35,6 +37,27 @@ def not_tensors(test: ast.expr | None) -> list[str]:
     return out
 
 
+#: A flag that says "log on this step": should_log, do_print, log_now, is_log_step.
+_LOG_FLAG = re.compile(r"^_*(?:should|do|need|time_to|is|will)_(?:log|print|report|display|"
+                       r"record|summar)|^_*log_(?:now|step|this_step|iter|it)$|_log_step$")
+#: A period: log_interval, print_every, summary_freq, eval_period.
+_PERIOD = re.compile(r"interval|every|freq|period|_log_t$|last_log|log_step|next_log")
+
+
+def periodic(test: ast.expr) -> bool:
+    """``t - last_log_t >= log_interval``, ``step >= next_log``: a comparison with a period
+    or with the time of the last log."""
+    if not isinstance(test, ast.Compare) or not all(
+            isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) for op in test.ops):
+        return False
+    for side in (test.left, *test.comparators):
+        for node in ast.walk(side):
+            name = terminal(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if name and _PERIOD.search(name.lower()):
+                return True
+    return False
+
+
 def device_test(test: ast.expr) -> bool:
     """A test of whether there is an accelerator: torch.cuda.is_available(), use_cuda,
     device.type == "cuda"."""
@@ -54,19 +77,27 @@ class Branches:
         self.test(node.test)
         frame = self.frame
         pending, work = dict(frame.d2h), frame.work
-        guard = bool(frame.loops) and self.step_guard(node.test)  # only loops have guards
+        guard = (bool(frame.loops) or self.function_name() is not None) and \
+            self.step_guard(node.test)
         if guard:
             frame.guards.append(len(frame.loops))
         once = ends_the_path(node.body)
         self.once += once  # a branch that raises, exits, breaks or returns: not every step
         syncs = self.sync_count
+        on_body, on_else = branch_device(node.test)
+        self.branch_devices.append(on_body)
+        timed = timing_test(node.test)  # if profiling_enabled: a measurement's synchronise
+        self.timing_scopes += timed
         body = self.branch(node.body, node.test)
+        self.timing_scopes -= timed
+        self.branch_devices[-1] = on_else
         self.once -= once
         if guard:
             frame.guards.pop()
         after_body, work_body = frame.d2h, frame.work
         frame.d2h, frame.work = dict(pending), work
         orelse = self.branch(node.orelse)
+        self.branch_devices.pop()
         synced_in = self.sync_count != syncs  # a branch synchronised
         self.join(body, orelse)
         # pending after the if only where pending on both paths: a branch may synchronise
@@ -81,9 +112,25 @@ class Branches:
         if not node.orelse and not work_body and work and device_test(node.test):
             frame.work = False  # if torch.cuda.is_available(): synchronize(): the other path
             # has no device to wait for
+        if once and not node.orelse and self.skips_unless_guarded(node.test):
+            frame.guards.append(len(frame.loops))  # if not should_log: return; the rest is
+            # guarded (the block that holds it pops it when it ends)
+
+    def skips_unless_guarded(self, test: ast.expr) -> bool:
+        """Whether ``if test: return`` (or continue) leaves every step but the guarded ones:
+        ``not should_log``, ``step % N != 0``, ``step % N``."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.step_guard(test.operand)
+        if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
+            return True
+        return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+            test.ops[0], ast.NotEq) and self.step_guard(test)
 
     def step_guard(self, test: ast.expr) -> bool:
-        """``if step % N == 0`` or ``if step == K`` with a step counter: some steps only."""
+        """``if step % N == 0``, ``if step == K`` with a step counter, ``if should_log:``, ``if
+        t - last_log >= log_interval:``: some steps only."""
+        if periodic(test):
+            return True
         for node in ast.walk(test):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and not (
                     isinstance(node.left, (ast.Constant, ast.JoinedStr))):
@@ -97,6 +144,9 @@ class Branches:
                 v = self.lookup(node.id)
                 if v is not None and v.tag is GUARD_TAG:
                     return True
+            if isinstance(node, (ast.Name, ast.Attribute)) and _LOG_FLAG.search(
+                    (terminal(node) or "").lower()):
+                return True  # a flag named for logging: should_log, self.log_now
         return False
 
     def branch(self, body: list[ast.stmt], test: ast.expr | None = None

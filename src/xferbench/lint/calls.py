@@ -5,10 +5,14 @@ read a tensor (``float``, ``print``), clocks, a model's forward, and the methods
 from __future__ import annotations
 
 import ast
+import re
 
 from .facts import (
+    BOOL_TAG,
     CLOCKS,
     COUNTER,
+    CUDA_CTOR,
+    CURRENT_STREAM,
     DEVICE_VAL,
     FACTORIES,
     FROM_DATA,
@@ -30,22 +34,29 @@ from .facts import (
     PIN_UNKNOWN,
     PINNED,
     SEQ,
+    SYNC_FN,
     TENSOR,
     TIME,
     UNKNOWN,
     VALUE_BUILTINS,
     Val,
+    dotted,
     has_star_kwargs,
+    host_result_name,
     is_true,
     kwarg,
     loss_name,
+    model_name,
     mover_name,
+    purpose,
     terminal,
     to_host_name,
 )
+from .implicit import BOOLEAN, SIZED
 from .methods import Methods
-from .records import Fac, Pinned
+from .records import Fac, FnOf, Pinned
 from .steps import BACKWARD
+from .syncs import sync_name
 
 #: Packages whose functions return host values whatever they are given.
 HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "time", "random",
@@ -53,6 +64,10 @@ HOST_PACKAGES = frozenset({"numpy", "math", "logging", "os", "sys", "json", "tim
                            "itertools", "functools", "collections", "re", "pandas", "sklearn",
                            "scipy", "tqdm", "shutil", "pathlib", "typing", "inspect", "io",
                            "datetime", "gc", "operator", "statistics", "matplotlib", "PIL"})
+#: Helpers handed a device that build or set something up rather than move data there.
+_NOT_MOVER = re.compile(r"init|build|create|make|model|load|setup|seed|set_|get_device|"
+                        r"device$|env|optim|sched|train|fit|step|loss|run|main")
+_DEVICE_WORDS = frozenset({"device", "dev", "gpu", "cuda_device", "target_device"})
 #: torch submodules whose functions are tensor ops.
 OP_MODULES = ("nn.functional.", "linalg.", "fft.", "special.", "nn.init.")
 
@@ -92,6 +107,7 @@ class Calls(Methods):
         fval = self.ev(func) if qual is None else NOTHING
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
+        self.helped_step(node, [*args, *kws])
         if qual is not None:
             return self.library_call(node, qual, args, kws)
         if isinstance(func, ast.Name):
@@ -108,6 +124,8 @@ class Calls(Methods):
             return Val(TIME, ON_HOST, tag=tuple(self.frame.loops))
         if qual in PASS_ITER or qual.endswith(".tqdm"):
             return args[0] if args else NOTHING
+        if qual.endswith(".trange"):
+            return Val(SEQ, elem=COUNTER)  # trange(epochs): counts, no data
         if not qual.startswith("torch."):
             return self.foreign_call(node, qual, [*args, *kws])
         short = qual[6:]
@@ -119,7 +137,13 @@ class Calls(Methods):
                 where = ON_DEVICE
             pin = PINNED if is_true(kwarg(node, "pin_memory")) else (
                 PAGEABLE if where == ON_HOST else PIN_UNKNOWN)
-            return Val(TENSOR, where, pin)
+            made = self.noise_source(node) if where == ON_HOST else None  # np.random noise
+            return Val(TENSOR, where, pin, made)
+        noise = self.noise_source(node) if short in LEGACY else None
+        if noise is not None:  # torch.FloatTensor(np.random.normal(...)): host noise
+            return Val(TENSOR, ON_HOST, PAGEABLE, noise)
+        if short.startswith("cuda.") and short[5:] in LEGACY:
+            return self.host_noise(node)  # torch.cuda.FloatTensor(np.random.normal(...))
         return self.torch_call(node, short, args + kws)
 
     def foreign_call(self, node: ast.Call, qual: str, values: list[Val]) -> Val:
@@ -133,9 +157,9 @@ class Calls(Methods):
             self.host_read(node, values[0], "`wandb.log()`")  # each value read for the run
         if to_host_name(node.func) and node.args:
             return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
-        if mover_name(node.func) and node.args:
-            return Val(UNKNOWN, ON_DEVICE)  # accelerate's send_to_device(batch, device)
-        if "synchron" in last.lower():
+        if mover_name(node.func) and node.args or self.handed_device(node):
+            return Val(UNKNOWN, ON_DEVICE)  # send_to_device(batch, device), to_torch(b, dev)
+        if sync_name(last):
             self.synced(explicit=True)  # a helper of this package's that synchronises
             return NOTHING
         if last in self.functions_seen:
@@ -143,6 +167,8 @@ class Calls(Methods):
         self.frame.fresh_sync = False
         if last[:1].isupper() and not last.isupper():
             return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
+        if host_result_name(node.func):
+            return HOST_OTHER  # get_batch_size(batch), format_loss(loss): a number, a string
         if head not in HOST_PACKAGES and any(v.tensorish for v in values):
             self.device_work()
             return Val(UNKNOWN, ON_DEVICE)  # reduce_dict(loss_dict), training_losses(...)
@@ -150,11 +176,16 @@ class Calls(Methods):
 
     def torch_call(self, node: ast.Call, short: str, values: list[Val]) -> Val:
         last = short.rsplit(".", 1)[-1]
+        if last in SIZED or last == "where" and len(node.args) == 1:
+            self.sized(node, "nonzero" if last == "where" else last,
+                       values[0] if values else NOTHING)
         if short == "device":
             return Val(DEVICE_VAL, self.where_of(node))
         if last == "synchronize":
-            self.synced(explicit=True)
+            self.drained(node)  # torch.cuda.synchronize(), torch.accelerator.synchronize()
             return NOTHING
+        if last == "current_stream":
+            return Val(OTHER, tag=CURRENT_STREAM)
         if last == "Variable":  # torch.autograd.Variable(t): t itself
             return values[0] if values else NOTHING
         if last in ("clip_grad_norm_", "clip_grad_norm", "get_total_norm"):
@@ -174,7 +205,7 @@ class Calls(Methods):
             return NOTHING
         if any(v.tensorish for v in values):
             self.device_work()
-            return Val(TENSOR, ON_DEVICE)
+            return Val(TENSOR, ON_DEVICE, tag=BOOL_TAG if last in BOOLEAN else None)
         if any(v.kind == TENSOR and v.where == ON_HOST for v in values):
             return Val(TENSOR, ON_HOST, PAGEABLE)
         return Val(TENSOR)
@@ -182,7 +213,7 @@ class Calls(Methods):
     def factory(self, node: ast.Call, short: str) -> Val:
         where = self.where_of(kwarg(node, "device"))
         if where == ON_DEVICE:
-            self.device_work()
+            self.device_work(light=True)
             return Val(TENSOR, ON_DEVICE)
         pinned = is_true(kwarg(node, "pin_memory"))
         if where != ON_HOST:
@@ -219,6 +250,11 @@ class Calls(Methods):
         if name in ("sum", "max", "min"):
             parts = [self.element(args[0])] if len(args) == 1 else args
             return Val(UNKNOWN, ON_DEVICE) if any(p.tensorish for p in parts) else NOTHING
+        if name == "map" and len(args) >= 2:  # map(lambda t: t.to(device), batch)
+            f = args[0]
+            moved = f.tag.value.tensorish if isinstance(f.tag, FnOf) else mover_name(
+                node.args[0])
+            return Val(SEQ, ON_DEVICE, elem=Val(UNKNOWN, ON_DEVICE)) if moved else NOTHING
         if name in ("list", "tuple"):
             return self.sequence_of(args[0]) if args else Val(SEQ)
         if name == "enumerate":
@@ -233,6 +269,28 @@ class Calls(Methods):
         if name in self.module_classes:
             return Val(MODULE)
         return None
+
+    def handed_device(self, node: ast.Call) -> bool:
+        """Whether the call hands data and the device to a helper that moves it there
+        (``to_torch(batch, device)``, ``prepare(batch, device=dev)``): not a model, a loader,
+        a builder, or a function named for evaluating, saving or sampling."""
+        name = (terminal(node.func) or "").lower()
+        if not node.args or name[:1].isupper() or _NOT_MOVER.search(name) or purpose(name):
+            return False
+        first = node.args[0]
+        if not isinstance(first, (ast.Name, ast.Attribute, ast.Subscript)) or model_name(
+                first) or "load" in (terminal(first) or "").lower():
+            return False
+        given = [*node.args[1:], *(k.value for k in node.keywords if k.arg == "device")]
+        return any(self.names_the_device(a) for a in given)
+
+    def names_the_device(self, node: ast.expr) -> bool:
+        """``device``, ``self.device``, ``args.dev``, ``x.device``, a name holding one."""
+        key = dotted(node)
+        v = self.lookup(key) if key else None
+        if v is not None and v.kind == DEVICE_VAL:
+            return v.on_device
+        return terminal(node) in _DEVICE_WORDS and self.device_kind(node) == "device"
 
     def object_method(self, func: ast.Attribute) -> None:
         """``metrics.compute()``: a method of one of the module's classes, called on an object,
@@ -284,15 +342,23 @@ class Calls(Methods):
             self.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if key in self.functions_seen or key != name:
                 self.maybe_synced(key)
-                if key in self.device_returns:
-                    return Val(UNKNOWN, ON_DEVICE)  # what this function returns: a loss
-                if key in self.host_returns:
-                    return HOST_OTHER  # what it returns is a host value, whatever it is given
-        if "synchron" in name.lower():
-            self.synced(explicit=True)  # synchronize_func(): a helper that synchronises
+                found = self.call_result(key, device)
+                if found is not None:
+                    return found  # what its returns give: a loss, a host float, a tuple
+        if fval.tag is CUDA_CTOR:
+            return self.host_noise(node)  # Tensor(np.random.normal(...))
+        if fval.tag is SYNC_FN:
+            self.drained(node)  # sync = torch.cuda.synchronize; sync()
+            return NOTHING
+        if sync_name(name):
+            self.synced(explicit=True)  # synchronize_func(), sync(): a helper that does
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)
+        if self.handed_device(node):
+            return Val(UNKNOWN, ON_DEVICE)  # to_torch(batch, device): a project's mover
+        if host_result_name(func):
+            return HOST_OTHER  # a size, a count, a name or text, whatever it was handed
         if device:
             self.device_work()  # a function handed device values computes with them there
             return Val(UNKNOWN, ON_DEVICE)

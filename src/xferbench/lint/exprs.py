@@ -7,8 +7,11 @@ import ast
 from typing import Any
 
 from .facts import (
+    BOOL_TAG,
+    CUDA_CTOR,
     DEVICE_VAL,
     HOST_OTHER,
+    LEGACY,
     META_ATTRS,
     MODULE,
     NONE,
@@ -21,6 +24,7 @@ from .facts import (
     PAGEABLE_IF,
     PIN_UNKNOWN,
     SEQ,
+    SYNC_FN,
     TENSOR,
     TEXT,
     TIME,
@@ -28,7 +32,8 @@ from .facts import (
     Val,
     dotted,
 )
-from .records import D2h, DictOf, Fac
+from .records import D2h, DictOf, Fac, FnOf
+from .returns import is_host
 from .scopes import joined
 
 
@@ -46,7 +51,7 @@ class Exprs:
             ast.SetComp: self.e_comp, ast.GeneratorExp: self.e_comp, ast.DictComp: self.e_comp,
             ast.Lambda: self.e_lambda, ast.NamedExpr: self.e_namedexpr,
             ast.Await: self.e_await, ast.Starred: self.e_starred, ast.Slice: self.e_parts,
-            ast.Yield: self.e_parts, ast.YieldFrom: self.e_parts,
+            ast.Yield: self.e_yield, ast.YieldFrom: self.e_yield,
         }
 
     def ev(self, node: ast.expr) -> Val:
@@ -85,6 +90,10 @@ class Exprs:
                 if isinstance(v.tag, Fac):
                     v.tag.uses += 1
                 return v
+        if node.attr == "synchronize" and (self.qualname(node) or "").startswith("torch."):
+            return Val(OTHER, tag=SYNC_FN)  # sync = torch.cuda.synchronize
+        if node.attr in LEGACY and (self.qualname(node) or "").startswith("torch.cuda."):
+            return Val(OTHER, tag=CUDA_CTOR)  # Tensor = torch.cuda.FloatTensor
         base = self.ev(node.value)
         attr = node.attr
         if attr in META_ATTRS:
@@ -108,7 +117,11 @@ class Exprs:
 
     def e_subscript(self, node: ast.Subscript) -> Val:
         base = self.ev(node.value)
-        self.ev(node.slice)
+        index = self.ev(node.slice)
+        legacy = self.legacy_read(node, base)
+        if legacy is not None:
+            return legacy  # loss.data[0]
+        self.mask_index(node, index)
         self.d2h_read(node, base, "indexed")
         if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(
                 node.slice.value, int) and -len(base.items) <= node.slice.value < len(base.items):
@@ -138,7 +151,11 @@ class Exprs:
         if isinstance(node.op, ast.Mod) and self.is_text(node.left, left):
             self.format_read(node, right)
             return self.text()
-        return self.combine(left, right)
+        out = self.combine(left, right)
+        if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and out.on_device and (
+                left.tag is BOOL_TAG or right.tag is BOOL_TAG):
+            return Val(out.kind, ON_DEVICE, tag=BOOL_TAG)  # mask & other
+        return out
 
     @staticmethod
     def combine(a: Val, b: Val) -> Val:
@@ -161,6 +178,8 @@ class Exprs:
             self.test(node.operand)
             return HOST_OTHER
         v = self.ev(node.operand)
+        if isinstance(node.op, ast.Invert) and v.tag is BOOL_TAG:
+            return v  # ~mask
         return Val(v.kind, v.where) if v.kind in (TENSOR, UNKNOWN) else v
 
     def e_boolop(self, node: ast.BoolOp) -> Val:
@@ -176,7 +195,7 @@ class Exprs:
         for sub, v in zip([node.left, *node.comparators], values):
             self.d2h_read(sub, v, "compared")
         if any(v.on_device and v.kind != DEVICE_VAL for v in values):
-            return Val(TENSOR, ON_DEVICE)
+            return Val(TENSOR, ON_DEVICE, tag=BOOL_TAG)  # a mask
         if any(v.kind == TENSOR for v in values):
             return Val(TENSOR, ON_HOST, PAGEABLE)
         if all(v.kind == OTHER for v in values):
@@ -191,6 +210,9 @@ class Exprs:
             kinds = {self.device_kind(node.body), self.device_kind(node.orelse)}
             where = ON_DEVICE if "device" in kinds else ON_HOST if kinds == {"host"} else NOWHERE
             return Val(DEVICE_VAL, where)
+        if CUDA_CTOR in (body.tag, orelse.tag):
+            return Val(OTHER, tag=CUDA_CTOR)  # torch.cuda.FloatTensor if cuda else ...: the
+            # CUDA path is the one that copies
         if (body.kind, body.where) == (orelse.kind, orelse.where) and body.kind != UNKNOWN:
             return Val(body.kind, body.where)
         return joined(body, orelse)
@@ -230,8 +252,10 @@ class Exprs:
         values = tuple(self.ev(v) for v in node.values)
         some = any(v.tensorish for v in values)
         every = bool(values) and all(v.tensorish for v in values)
+        host = bool(values) and all(is_host(v) for v in values)  # {"loss": loss.item()}
         return Val(SEQ, ON_DEVICE if some else NOWHERE, elem=HOST_OTHER,
-                   tag=DictOf(Val(UNKNOWN, ON_DEVICE) if every else NOTHING))
+                   tag=DictOf(Val(UNKNOWN, ON_DEVICE) if every else HOST_OTHER if host
+                              else NOTHING))
 
     def e_comp(self, node: Any) -> Val:
         frame = self.frame
@@ -265,9 +289,9 @@ class Exprs:
         frame = self.push("lambda")
         for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             frame.env[a.arg] = NOTHING
-        self.ev(node.body)
+        body = self.ev(node.body)
         self.finish_frame(frame, None, outer)
-        return NOTHING
+        return Val(OTHER, tag=FnOf(body))  # lambda t: t.to(device): what its calls give
 
     def e_namedexpr(self, node: ast.NamedExpr) -> Val:
         v = self.ev(node.value)
@@ -282,6 +306,10 @@ class Exprs:
             if part is not None:
                 self.ev(part)
         return NOTHING
+
+    def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Val:
+        self.yielded()
+        return self.e_parts(node)
 
     def e_starred(self, node: ast.Starred) -> Val:
         v = self.ev(node.value)
@@ -331,12 +359,3 @@ class Exprs:
                         "synchronise: the non_blocking copy may not have written it yet (read "
                         "stale or partial data); call torch.cuda.synchronize() (or "
                         "torch.accelerator.synchronize(), or an event's synchronize()) first")
-
-    def returned(self, node: ast.expr, v: Val) -> None:
-        self.d2h_read(node, v, "returned")
-        name = self.function_name()
-        if name is not None and (self.hint_worthy(v) or v.kind == SEQ and v.on_device):
-            self.found_returns.add(name)
-        if name is not None:
-            host = v.kind == OTHER and v.where == ON_HOST  # True, a float it read, None
-            self.returns_seen[name] = self.returns_seen.get(name, True) and host

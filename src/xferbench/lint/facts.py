@@ -50,6 +50,10 @@ INSTANCE = ("instance",)  # the tag of a class's instance: a model if it moves t
 COUNTER_TAG = ("counter",)  # the tag of a step counter (a range() index, `step += 1`)
 GUARD_TAG = ("guard",)  # the tag of a name holding a step guard (should_log = i % n == 0)
 COUNTER = Val(OTHER, ON_HOST, tag=COUNTER_TAG)
+BOOL_TAG = ("bool",)  # the tag of a boolean tensor (a mask: x > 0, isnan(x), ~mask)
+CUDA_CTOR = ("cuda constructor",)  # torch.cuda.FloatTensor (or a name holding it)
+SYNC_FN = ("synchronize",)  # the tag of torch.cuda.synchronize itself (sync = torch...)
+CURRENT_STREAM = ("current stream",)  # the tag of torch.cuda.current_stream()
 
 
 def device_tensor(kind: int = TENSOR) -> Val:
@@ -125,6 +129,16 @@ _OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")
 _DEVICE = re.compile(r"(?:^|_)(?:device|dev|gpu|cuda|rank|local_rank|device_id|gpu_id)(?:$|_|\d)")
 
 
+#: Functions whose host reads are their purpose, called from a training loop every N steps:
+#: evaluation, prediction, sampling, checkpoints, plots.
+_PURPOSE = re.compile(r"eval|valid|test|predict|infer|sampl|generat|save|checkpoint|export|"
+                      r"plot|visual|summar|dump")
+
+
+def purpose(fn: str) -> bool:
+    return bool(_PURPOSE.search(fn.lower()))
+
+
 def terminal(node: ast.expr) -> str | None:
     """The last name of ``x`` or ``a.b.x``."""
     if isinstance(node, ast.Name):
@@ -140,6 +154,19 @@ _MOVER = re.compile(r"(?:^|_)to_(?:device|cuda|gpu|accelerator)$")
 
 #: A helper that copies its argument to the host: to_numpy, tensor2numpy, to_cpu.
 _TO_HOST = re.compile(r"(?:^|_)to_?(?:numpy|np|cpu)$|^tensors?_?(?:2|to_?)(?:numpy|np)$")
+
+
+#: A function whose result is a host number or string whatever it is handed: a size, a count
+#: of items, a name, a path, formatted text (get_batch_size(batch), format_loss(loss)).
+_HOST_RESULT = re.compile(r"^(?:get_|compute_|calc_)?(?:num|n|len|size|batch_size|shape)(?:_|$)|"
+                          r"(?:^|_)(?:str|string|text|name|names|path|dir|file|len|size|"
+                          r"shape|dtype|lr|learning_rate)$|^_*(?:format|fmt|to_str|describe)"
+                          r"(?:_|$)")
+
+
+def host_result_name(node: ast.expr) -> bool:
+    name = terminal(node)
+    return bool(name) and bool(_HOST_RESULT.search(name.lower()))  # type: ignore[union-attr]
 
 
 def to_host_name(node: ast.expr) -> bool:

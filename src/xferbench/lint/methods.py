@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 
 from .facts import (
+    BOOL_TAG,
+    CURRENT_STREAM,
     DEVICE_VAL,
     HOST_OTHER,
     HOST_READS,
@@ -34,7 +36,9 @@ from .facts import (
     optim_name,
     terminal,
 )
+from .implicit import BOOLEAN
 from .records import DictOf, Fac, Pinned
+from .syncs import data_timer_name, sync_name, timing_name
 
 
 class Methods:
@@ -43,11 +47,19 @@ class Methods:
     def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
         recv = self.ev(func.value)
         name = func.attr
+        outer_data, self.data_timer = self.data_timer, self.data_timer or data_timer_name(
+            func.value)  # data_time.update(time.time() - end): a data-loading timer
         acting = name == "step" and "env" in (terminal(func.value) or "").lower()
         outer, self.acting = self.acting, self.acting or acting
         args = [self.ev(a) for a in node.args]
         kws = [self.ev(k.value) for k in node.keywords]
-        self.acting = outer
+        self.acting, self.data_timer = outer, outer_data
+        self.helped_step(node, [*args, *kws])
+        if isinstance(func.value, ast.Name) and func.value.id == "self" and \
+                name not in self.functions_seen:
+            held = self.member_call(node, func, any(v.tensorish for v in (*args, *kws)))
+            if held is not None:
+                return held  # self.model(batch): a forward of the model the class holds
         if acting:  # env.step(actions): the actions are needed on the host
             names = {a.id for a in node.args if isinstance(a, ast.Name)}
             for loop in self.frame.loops:
@@ -85,7 +97,8 @@ class Methods:
         self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
         self.maybe_synced(name)
         out = self.module_method(name, [*args, *kws], recv)
-        return Val(UNKNOWN, ON_DEVICE) if name in self.device_returns else out
+        found = self.call_result(name, any(v.tensorish for v in (*args, *kws)))
+        return out if found is None else found
 
     def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
                      kws: list[Val]) -> Val:
@@ -100,25 +113,46 @@ class Methods:
                 if self.frame.devicey:
                     self.device_work()
             return NOTHING
-        if "synchron" in name.lower():
-            self.synced(explicit=True)  # a stream's, an event's, a helper's synchronize
+        if sync_name(name):
+            if name == "synchronize" and self.drains(func.value, recv):
+                self.drained(node)  # the current stream's: the whole queue
+            else:
+                self.synced(explicit=True)  # an event's, a side stream's, a helper's
             return NOTHING
+        if timing_name(func):
+            self.timing_read()  # start.elapsed_time(end), timer.stop()
         if name not in META_METHODS:
             self.frame.fresh_sync = False
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             if name in self.functions_seen:
                 self.maybe_synced(name)
-                if name in self.device_returns:
-                    return Val(UNKNOWN, ON_DEVICE)  # what this method returns: a loss
+                found = self.call_result(name, any(v.tensorish for v in (*args, *kws)))
+                if found is not None:
+                    return found  # what this method returns: a loss, a host float
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
             self.d2h_read(node, recv, "read")
+        self.sized(node, name, recv)  # mask.nonzero()
         out = self.method_result(name, recv)
+        if name in STORES and not recv.on_device and recv.kind != MODULE:
+            return out  # meter.update(loss), losses.append(loss): kept, not computed
         if out is NOTHING and recv.where != ON_HOST and any(
                 v.tensorish for v in (*args, *kws)):
             self.device_work()  # self.criterion(out, y): work queued on the device
             return Val(UNKNOWN, ON_DEVICE)  # diffusion.training_losses(model, x, t)
         return out
+
+    def drains(self, node: ast.expr, recv: Val) -> bool:
+        """Whether ``<node>.synchronize()`` waits for the whole device: the current stream
+        (``torch.cuda.current_stream()``, a name holding it) or a device module
+        (``getattr(torch, device_type)``, ``torch.get_device_module(...)``)."""
+        if recv.tag is CURRENT_STREAM:
+            return True
+        if isinstance(node, ast.Call):
+            name = terminal(node.func) or ""
+            return name in ("current_stream", "get_device_module", "default_stream") or (
+                name == "getattr" and bool(node.args) and terminal(node.args[0]) == "torch")
+        return False
 
     @staticmethod
     def parameters_of(name: str, recv: Val) -> Val:
@@ -148,8 +182,11 @@ class Methods:
         if recv.on_device:
             if name in META_METHODS:
                 return HOST_OTHER
-            self.device_work()
-            return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE)
+            if name not in VIEWS:
+                self.device_work()  # a view (detach, view, reshape) launches nothing
+            mask = BOOL_TAG if name in BOOLEAN or name in VIEWS and recv.tag is BOOL_TAG \
+                else None
+            return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE, tag=mask)
         if recv.kind == TENSOR:
             if name in META_METHODS:
                 return HOST_OTHER
@@ -195,6 +232,10 @@ class Methods:
             model_name(node)) and not optim_name(node)  # optimizer_discriminator: an optimiser
 
 
+#: Methods that keep what they are handed (a meter, a list, a logger's buffer): no device work.
+STORES = frozenset({"update", "append", "extend", "add", "put", "push", "record", "insert",
+                    "add_scalar", "add_scalars", "log", "write", "observe", "accumulate",
+                    "setdefault", "__setitem__", "store"})
 #: A module's methods that hand out its parameters.
 PARAMETERS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 #: A module's methods that compute nothing on its device.

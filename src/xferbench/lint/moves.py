@@ -83,6 +83,9 @@ class Moves:
             return Val(recv.kind, recv.where) if recv.kind in (TENSOR, UNKNOWN) else recv
         if module:
             self.module_move(node, func)
+            key = dotted(func.value)
+            if dropped and kind == "device" and key and not self.frame.loops:
+                self.bind_key(key, Val(MODULE, ON_DEVICE))  # self.model.to(device): moved
             return Val(MODULE, ON_DEVICE if kind == "device" else NOWHERE)
         created = self.create_then_move(node, func, recv, dropped)
         if nb and not created:
@@ -93,7 +96,7 @@ class Moves:
         if kind == "maybe":  # to another tensor's device, which may be the host
             return Val(kind_out, NOWHERE)
         if nb and recv.on_device:
-            self.device_work()  # a copy between devices; from the host it is only queued
+            self.device_work(light=True)  # a copy between devices; from the host, queued
         elif not nb and recv.where == ON_HOST:
             self.synced()  # a blocking host-to-device copy waits for the stream
         tag = recv.tag if isinstance(recv.tag, DictOf) else None
@@ -251,8 +254,9 @@ class Moves:
             rec.move = node
         return False
 
-    @staticmethod
-    def created_message(rec: Fac, func: ast.Attribute, fixable: bool) -> str:
+    def created_message(self, rec: Fac, func: ast.Attribute, fixable: bool) -> str:
+        if rec.factory.startswith("numpy."):  # torch.from_numpy(np.random.randn(...)).cuda()
+            return self.noise_message(rec.factory, f".{func.attr}")
         text = (f"`torch.{rec.factory}(...)` fills host memory and `.{func.attr}(...)` then "
                 "copies it to the device: pass `device=` to the factory and skip the copy")
         if rec.factory[:1].isupper():  # torch.Tensor(n, m): no device= in a legacy one
@@ -271,6 +275,7 @@ class Moves:
         factory = rec.node
         blocked = {"requires_grad", "pin_memory", "out", None}
         if (target is None or rec.factory in RANDOM_FACTORIES or rec.factory[:1].isupper()
+                or rec.factory.startswith("numpy.")
                 or any(k.arg in blocked for k in factory.keywords)):
             return None
         fixed = copy.copy(factory)

@@ -16,6 +16,7 @@ from .facts import (
     NOWHERE,
     ON_DEVICE,
     TENSOR,
+    UNKNOWN,
     Val,
     dotted,
 )
@@ -91,6 +92,22 @@ class Names:
             if kind in ("host", "maybe"):
                 return Val(DEVICE_VAL, NOWHERE)
         return v
+
+    def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> bool:
+        """A previous pass saw ``name`` called with device values (or models on the device)
+        for these parameters: they hold them now; whether any did."""
+        hints = self.hints.get(name)
+        if not hints:
+            return False
+        for i, a in enumerate(positional):
+            if vals[a.arg].where != NOWHERE:
+                continue
+            if ("module", i) in hints or ("module", a.arg) in hints:
+                vals[a.arg] = Val(MODULE, ON_DEVICE)  # train_step(G, D, x): G moved there
+            elif i in hints or a.arg in hints:
+                vals[a.arg] = Val(vals[a.arg].kind if vals[a.arg].kind == TENSOR else UNKNOWN,
+                                  ON_DEVICE)
+        return True
 
     def annotation(self, node: ast.expr | None) -> Val:
         if node is None:

@@ -46,6 +46,15 @@ class DictOf:
         self.value = value
 
 
+class FnOf:
+    """A function (a lambda) whose calls give ``value``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 class Fix(str):
     """A rewrite's text, with the span of source it replaces (ast's 1-based lines and
     0-based UTF-8 byte columns, the end exclusive): SARIF's fixes[] need the region."""

@@ -49,6 +49,10 @@ RULES: tuple[Rule, ...] = (
     Rule("XB108", "pin-then-copy", "info",
          "t.pin_memory().to(dev, non_blocking=True) per batch on the main thread",
          "pin_then_copy"),
+    Rule("XB109", "sync-every-step", "warning",
+         "an explicit synchronise (torch.cuda.synchronize(), torch.accelerator.synchronize(), "
+         "the current stream's) every training step that no timer reads the clock after: a "
+         "full drain of the device", "sync_per_step"),
 )
 BY_CODE = {r.code: r for r in RULES}
 CODES = tuple(BY_CODE)

@@ -38,7 +38,7 @@ class Frame:
     __slots__ = ("env", "parent", "kind", "loops", "guards", "step", "calls", "d2h", "clock",
                  "work", "devicey", "defs", "module_class", "journals", "attrs", "name",
                  "backward", "optimise", "fresh_sync", "lossy", "node", "backward_any",
-                 "pending_clocks", "epoch_calls", "nested")
+                 "pending_clocks", "epoch_calls", "nested", "returns", "heavy", "open_sync")
 
     def __init__(self, kind: str, parent: Frame | None, name: str | None = None) -> None:
         self.name = name  # the function's name (methods by their bare name)
@@ -67,6 +67,10 @@ class Frame:
         # on, with the lines where binding them binds that loss
         self.node: ast.AST | None = None  # the function's def
         self.nested: set[str] = set()  # the functions defined in it (keyed outer.inner)
+        self.returns: list[Val] | None = []  # what its returns gave (None: a generator)
+        self.heavy = False  # computation queued since the last synchronise (not a setup's)
+        self.open_sync: list[bool] | None = None  # XB109's record of the last synchronise,
+        # while nothing was queued since it
 
 
 def joined(a: Val, b: Val) -> Val:

@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .facts import TENSOR, UNKNOWN, terminal
+from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, optim_name, purpose, terminal
 from .scopes import Frame, Loop
 
 #: A function's per-step kind: a call of it runs every step ("step") or on some steps ("info").
@@ -66,6 +66,12 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                 first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
                 if isinstance(first, ast.Name):
                     assigns.append((first.id, node.value))
+        helped = helper_losses(node) if isinstance(node, ast.Call) else ()
+        if helped:  # loss_scaler(loss, optimizer): the backward runs inside
+            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
+                else (0, node.lineno)
+            for root in helped:
+                spans.setdefault(root, []).append(span)
         if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
             # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
             target = node.args[0] if node.args else (
@@ -75,12 +81,28 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
             for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
     for _ in range(2):
-        more = {n: spans[t] for t, value in assigns if t in spans for n in operands(value)
+        more = {n: spans[t] for t, value in assigns if t in spans for n in factors(t, value)
                 if n not in spans}
         if not more:
             break
         spans.update(more)
     return spans
+
+
+def factors(target: str, value: ast.expr) -> set[str]:
+    """The operands a loss ``target`` is computed from, less its weights: in ``loss = loss *
+    warm_up`` the loss itself, in ``loss = ce * alpha`` the term, not the weight."""
+    names = operands(value)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.MatMult)) and \
+            target in names:
+        return {target}
+    return {n for n in names if not _WEIGHT.search(n.lower())}
+
+
+#: A loss term's weight: a host number the loss is scaled by.
+_WEIGHT = re.compile(r"(?:^|_)(?:w|weight|weights|scale|coef|coeff|lam|lambda|lambd|alpha|"
+                     r"beta|factor|ratio|warm_?up|temperature|temp|mult|multiplier|lr|decay)"
+                     r"(?:$|_|\d)")
 
 
 def operands(expr: ast.expr) -> set[str]:
@@ -102,6 +124,41 @@ def operands(expr: ast.expr) -> set[str]:
             n for k in expr.keywords for n in operands(k.value)}
     return set()
 
+
+#: Helpers handed an optimiser that do no step: schedules, checkpoints, setup, clipping.
+_NOT_STEP = re.compile(r"sched|lr|learning_rate|warmup|epoch|save|checkpoint|load|eval|valid|"
+                       r"test|log|zero_grad|state_dict|build|create|make|init|setup|wrap|"
+                       r"prepare|clip|param|group|unscale|register|hook|optimi[sz]ers?$|"
+                       r"instantiate|smart")
+#: ... and names of a helper that runs a training step with it.
+_STEP_NAME = re.compile(r"step|update|train|backward|optimi[sz]e(?:$|_)|learn|fit_batch")
+
+
+def helper_step(node: ast.Call, optimiser: list[bool]) -> bool:
+    """Whether the call runs a backward and an optimiser step inside another module's helper:
+    handed an optimiser (``optimiser``: per argument, positional then keyword) and a loss
+    (``loss_scaler(loss, optimizer, ...)``) or named for a step (``train_step_fn(model,
+    batch, optimizer)``); not handed a loader (a call of that runs an epoch)."""
+    name = (terminal(node.func) or "").lower()
+    if not any(optimiser) or _NOT_STEP.search(name) or (terminal(node.func) or "")[:1].isupper():
+        return False
+    args = [*node.args, *(k.value for k in node.keywords)]
+    if any(data_like(a) for a in args):
+        return False
+    return bool(_STEP_NAME.search(name)) or any(
+        "loss" in r.lower() for a in args for r in _roots(a))
+
+
+def helper_losses(node: ast.Call) -> set[str]:
+    """The losses a helper step is handed (``loss_scaler(loss, optimizer)``: loss)."""
+    args = [*node.args, *(k.value for k in node.keywords)]
+    if not any(_OPTIM_ARG.search((terminal(a) or "").lower()) for a in args) or \
+            not helper_step(node, [True]):
+        return set()
+    return {r for a in args for r in _roots(a) if "loss" in r.lower()}
+
+
+_OPTIM_ARG = re.compile(r"(?:^|_)(?:optim|optimizer|optimiser)s?(?:$|_|\d)|^opt_|_opt$")
 
 #: backward(), backwards(), _backward(): the calls that run a backward on their argument.
 BACKWARD = re.compile(r"^_*(?:backward|backwards|do_backward|run_backward)$")
@@ -187,9 +244,6 @@ class Steps:
         self.facts: dict[str, Facts] = {}
         self.sites: list[LoopCall] = []
         self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
-        self.found_returns: set[str] = set()  # functions seen returning a device value
-        self.returns_seen: dict[str, bool] = {}  # function -> every value it returned is host
-        self.host_returns: set[str] = set()  # walked, and every return a host value (a bool)
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""
@@ -197,6 +251,7 @@ class Steps:
             kind = "forward"  # gradients no optimiser consumes: no training step
         frame = self.frame
         loop = self.step_loop(frame)
+        frame.heavy = True
         frame.backward_any = frame.backward_any or kind == "backward"
         if loop is not None:
             loop.step = True
@@ -209,6 +264,18 @@ class Steps:
         elif kind == "optimise":
             frame.optimise = True
 
+    def helped_step(self, node: ast.Call, values: list) -> None:
+        """A call that runs a training step inside a helper (``loss_scaler(loss, opt)``)."""
+        args = [*node.args, *(k.value for k in node.keywords)]
+        # `opt` alone is as often the options (argparse's) as an optimiser
+        optimiser = [v.kind == OPTIM or optim_name(a) and terminal(a) not in ("opt", "opts")
+                     for a, v in zip(args, values)]
+        callee = terminal(node.func) or ""
+        if any(optimiser) and callee not in self.functions_seen and \
+                helper_step(node, optimiser):  # the module's own functions are walked
+            self.step_op("backward")
+            self.step_op("optimise")
+
     def note_call(self, name: str, args: list | None = None,
                   keywords: list[tuple[str | None, object]] | None = None) -> None:
         """A call of ``name``, which may be a function of this module; ``args`` and
@@ -218,8 +285,12 @@ class Steps:
         (loop.calls if loop is not None else frame.calls).add(name)
         self.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
                                tuple(frame.guards)))
-        device = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
+        device: set = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
         device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
+        device |= {("module", i) for i, v in enumerate(args or []) if v.kind == MODULE
+                   and v.on_device}
+        device |= {("module", k) for k, v in keywords or [] if k is not None and
+                   v.kind == MODULE and v.on_device}
         if device:
             self.found_hints.setdefault(name, set()).update(device)
 
@@ -306,6 +377,8 @@ class Steps:
         return out
 
     def site_kind(self, site: LoopCall, trains: set[str], known: dict[str, str]) -> str | None:
+        if site.caller is not None and purpose(site.caller.rsplit(".", 1)[-1]):
+            return None  # what evaluation calls is evaluation's (a reranker, a metric)
         inner = self.batch_loop(site.loops, trains)
         if inner is not None:
             return SOME_STEPS if any(g > inner for g in site.guards) else STEP

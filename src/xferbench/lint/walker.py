@@ -31,12 +31,13 @@ from .facts import (
     Val,
     dotted,
 )
+from .members import Members
 from .names import Names
 from .scopes import Frame, Loop
 from .steps import data_like, lossy_names
 
 
-class Walker(Names):
+class Walker(Names, Members):
     """Statement handlers; the expression side is ``exprs.Exprs`` and ``calls.Calls``."""
 
     def __init__(self) -> None:
@@ -77,6 +78,8 @@ class Walker(Names):
 
     def block(self, body: list[ast.stmt]) -> None:
         handlers = self.handlers
+        guards = self.frame.guards
+        depth = len(guards)  # `if not should_log: return` guards the rest of this block
         for stmt in body:
             self.line = stmt.lineno
             handler = handlers.get(type(stmt))
@@ -87,6 +90,7 @@ class Walker(Names):
                 for child in ast.iter_child_nodes(stmt):
                     if isinstance(child, ast.expr):
                         self.ev(child)
+        del guards[depth:]
 
     # -- scopes ----------------------------------------------------------------------------------
 
@@ -132,15 +136,6 @@ class Walker(Names):
         loops = self.frame.loops
         return loops[-1] if loops else None
 
-    def lookup(self, key: str) -> Val | None:
-        frame: Frame | None = self.frame
-        while frame is not None:
-            v = frame.env.get(key)
-            if v is not None:
-                return v
-            frame = frame.parent
-        return None
-
     def bind_key(self, key: str, v: Val) -> None:
         frame = self.frame
         if key in frame.lossy and v.where == NOWHERE and v.kind in (UNKNOWN, TENSOR) and any(
@@ -150,6 +145,8 @@ class Walker(Names):
             if key not in journal:
                 journal[key] = frame.env.get(key)
         frame.env[key] = v
+        if key.startswith("self."):
+            self.member_bound(key, v)
         head = key.split(".", 1)[0]
         if head != key:
             frame.attrs.setdefault(head, set()).add(key)
@@ -244,7 +241,7 @@ class Walker(Names):
             outer.nested.add(node.name)
             key = f"{outer.name}.{node.name}"
             self.functions_seen.add(key)  # the module's own: its returns, hints, syncs
-        self.hinted(key, positional[1:] if method else positional, param_vals)
+        handed = self.hinted(key, positional[1:] if method else positional, param_vals)
         frame = self.push("function", key)
         frame.env.update(param_vals)
         frame.node = node
@@ -254,29 +251,20 @@ class Walker(Names):
                 lossy = lossy_names(node.body)
                 node.xb_lossy = lossy  # type: ignore[union-attr]
             span = self.class_spans[-1] if self.class_spans else (node.lineno, node.end_lineno)
-            frame.lossy = lossy if lossy and self.device_evidence(*span, named=True) else {}
+            # a caller that hands it device values or models is evidence: the caller moved them
+            frame.lossy = lossy if lossy and (handed or self.device_evidence(
+                *span, named=True)) else {}
         if method and positional[0].arg == "self":
             frame.env["self"] = self_val
         self.block(node.body)
         self.finish_frame(frame, key, outer)
-
-    def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> None:
-        """A previous pass saw ``name`` called with device values for these parameters."""
-        hints = self.hints.get(name)
-        if not hints:
-            return
-        for i, a in enumerate(positional):
-            if (i in hints or a.arg in hints) and vals[a.arg].where == NOWHERE:
-                vals[a.arg] = Val(vals[a.arg].kind if vals[a.arg].kind == TENSOR else UNKNOWN,
-                                  ON_DEVICE)
 
     def finish_frame(self, frame: Frame, name: str | None, outer: Frame) -> None:
         self.finish_defs(frame)
         if name is not None:
             self.record_function(frame, name)
             self.walked.add(name)
-            if self.returns_seen.get(name):
-                self.host_returns.add(name)  # compare_dict_tensors: `return is_allclose`
+            self.record_returns(frame.returns, name)
         self.frame = outer
 
     def s_class(self, node: ast.ClassDef) -> None:
@@ -297,7 +285,7 @@ class Walker(Names):
     def s_for(self, node: ast.For | ast.AsyncFor) -> None:
         it = self.ev(node.iter)
         loop = self.enter_loop()
-        loop.data = it.kind == LOADER or data_like(node.iter)
+        loop.data = it.kind == LOADER or data_like(node.iter) and it.elem is not COUNTER
         call = node.iter
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
                 call.func.id == "range" and isinstance(node.target, ast.Name):
@@ -319,7 +307,9 @@ class Walker(Names):
             self.ev(item.context_expr)
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, NOTHING)
+        timed = self.timing_scope(node.items)  # with timeit("train"): a measurement
         self.block(node.body)
+        self.timing_scopes -= timed
 
     def s_try(self, node: ast.Try) -> None:
         self.block(node.body)

@@ -1,8 +1,9 @@
 """Hidden synchronisation in a training loop: reading the loss every batch vs once per epoch.
 
 Compared: the loss read with ``.item()`` every batch, every 10th batch, or accumulated on the
-device and read once per epoch; and the other reads that stall the host (``.cpu()``,
-``.tolist()``, ``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero``, boolean masks).
+device and read once per epoch; the other reads that stall the host (``.cpu()``,
+``.tolist()``, ``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero``, boolean masks);
+and an explicit synchronise every step (``synchronize``: a drain with nothing read).
 
 The loop is a fixed-seed MLP trained with SGD (momentum) on synthetic batches that already sit
 on the device. One call of ``LoopWorkload.run`` is one epoch of ``steps`` steps; every epoch
@@ -83,6 +84,16 @@ class LoopCase:
 def loop_skip_reason(case: LoopCase, caps: Capabilities) -> str | None:
     """Every read runs everywhere: on the CPU it measures the read's own cost, no stall."""
     return None
+
+
+def read_count_skip_reason(read: str, caps: Capabilities) -> str | None:
+    """Why the synchronisations of ``read`` cannot be counted on ``caps.device``, or None:
+    torch's sync debug mode does not report an explicit synchronise, so a count of the
+    ``synchronize`` variant would read 0 for a drain every step."""
+    if read == "synchronize":
+        return ("torch's sync debug mode does not report an explicit synchronise: its count "
+                "would read 0")
+    return sync_count_skip_reason(caps)
 
 
 def sync_count_skip_reason(caps: Capabilities) -> str | None:
@@ -207,7 +218,7 @@ def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
     restart()
     reference = _reference(case.steps, step, params, dev)
     readings: list[Any] = []
-    read, start, end = readers(case.read, readings, tdev)
+    read, start, end = readers(case.read, readings, tdev, lambda: synchronize(dev))
     steps = case.steps
 
     def run() -> None:

@@ -2,7 +2,8 @@
 
 Each read is what users write to look at a value the device computed: ``.item()`` every batch
 or every 10th, a sum kept on the device and read once per epoch, ``.cpu()``, ``.tolist()``,
-``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero`` and boolean-mask indexing.
+``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero`` and boolean-mask indexing; and an
+explicit synchronise every step, which reads nothing but drains the device as a read does.
 ``readers`` turns a read into the three hooks the loop calls; ``check_readings`` checks what
 an epoch read against the reference epoch, which kept every value on the device.
 """
@@ -31,6 +32,7 @@ READS = (
     "if_tensor",  # `if loss > 0:` on the device tensor every step
     "nonzero",  # torch.nonzero(per_sample_loss > HARD_LOSS) every step
     "mask_index",  # per_sample_loss[per_sample_loss > HARD_LOSS] every step
+    "synchronize",  # the whole device drained every step (an explicit synchronise), no read
 )
 #: The headline pair: a read every batch vs one read per epoch.
 PER_BATCH = "item_every_batch"
@@ -93,6 +95,8 @@ def check_readings(read: str, steps: int, label: str, readings: list[Any],
         return
     if r == "item_every_10":
         expected = ref.losses[::LOG_EVERY]
+    elif r == "synchronize":
+        expected = list(range(k))  # one drain per step, in order
     elif r == "if_tensor":
         expected = [loss > 0 for loss in ref.losses]
     elif r == "nonzero":
@@ -119,15 +123,26 @@ def check_readings(read: str, steps: int, label: str, readings: list[Any],
             fail(f"reading {i} is {got!r}, expected {want!r}")
 
 
-def readers(read: str, readings: list[Any], tdev: Any) -> tuple[
+def readers(read: str, readings: list[Any], tdev: Any,
+            drain: Callable[[], None] | None = None) -> tuple[
         Callable[[int, Any, Any], None], Callable[[], None], Callable[[], None]]:
     """(read(step, loss, per_sample), start_of_epoch(), end_of_epoch()) for ``read``; what
-    is read is appended to ``readings``."""
+    is read is appended to ``readings``.
+
+    Args:
+        drain: waits for all work queued on the device (``synchronize`` calls it every step).
+    """
     import torch
 
     def nothing() -> None:
         pass
 
+    if read == "synchronize":
+        def synchronise(i: int, loss: Any, ps: Any) -> None:
+            (drain or nothing)()  # the loss stays on the device: nothing is read
+            readings.append(i)
+
+        return synchronise, nothing, nothing
     if read != "device_accumulate":
         return _step_reader(read, readings), nothing, nothing
     total: list[Any] = []

@@ -4,10 +4,10 @@ training files that ``corpus.toml`` (the set the analysis was tuned on) and ``he
 from the package index (read from its JSON API, ``$PIP_INDEX_URL`` or PyPI's, else by ``pip
 download``; the archive kept in a cache outside git:
 ``$XFERBENCH_REALCODE_CACHE`` or ``~/.cache/xferbench-lint-realcode``), taken out of its
-archive, checked against its sha256, linted, and scored against its labels. The two sets are
+archive, checked against its sha256, linted, and scored against its labels. The sets are
 scored separately, never pooled.
 
-  python tests/lint/realcode/score_real.py [--set tuned|heldout|both] [--cache DIR]
+  python tests/lint/realcode/score_real.py [--set tuned|heldout|heldout2|all] [--cache DIR]
                                            [--only PACKAGE] [--show]
 
 A label is ``"LINE CODE VERDICT note"``: ``yes`` (a finding the rule must report: for XB101 a
@@ -50,7 +50,8 @@ from xferbench.lint.rules import BY_CODE
 
 CORPUS = Path(__file__).resolve().parent / "corpus.toml"
 HELDOUT = CORPUS.with_name("heldout.toml")
-SETS = {"tuned": CORPUS, "heldout": HELDOUT}
+HELDOUT2 = CORPUS.with_name("heldout2.toml")
+SETS = {"tuned": CORPUS, "heldout": HELDOUT, "heldout2": HELDOUT2}
 ELSEWHERE = "[read in another module]"
 VERDICTS = ("yes", "info", "no")
 #: pip's words for an index it could not reach (as opposed to a release it does not have)
@@ -403,13 +404,14 @@ def summary(outcome: Outcome) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--set", choices=("tuned", "heldout", "both"), default="both",
-                   help="corpus.toml (tuned on), heldout.toml, or both, each scored alone")
+    p.add_argument("--set", choices=(*SETS, "all"), default="all",
+                   help="corpus.toml (tuned on), heldout.toml, heldout2.toml, or all, each "
+                   "scored alone")
     p.add_argument("--cache", default=None, help="the archives' folder")
     p.add_argument("--only", default=None, metavar="PACKAGE")
     p.add_argument("--show", action="store_true", help="print each report, for labelling")
     args = p.parse_args(argv)
-    names = ("tuned", "heldout") if args.set == "both" else (args.set,)
+    names = tuple(SETS) if args.set == "all" else (args.set,)
     errors = False
     for name in names:
         outcome = run(SETS[name], cache=args.cache, only=args.only, show=args.show)

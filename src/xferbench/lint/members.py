@@ -1,0 +1,75 @@
+"""A class's members: what ``self.<name>`` holds in any of its methods (a model moved to the
+device in ``__init__``, a device buffer), joined over the methods that bind it, and the calls
+of a member that is a model (``self.model(batch)``, ``self.generator(z)``): a forward, whose
+outputs are on the device where the model is, or where the class moves anything to one."""
+
+from __future__ import annotations
+
+import ast
+
+from .facts import (
+    INSTANCE,
+    LOADER,
+    MODULE,
+    NOTHING,
+    NOWHERE,
+    ON_DEVICE,
+    OPTIM,
+    UNKNOWN,
+    Val,
+    model_name,
+    optim_name,
+)
+from .scopes import Frame, joined
+
+
+class Members:
+    """Class members, mixed into the analyser."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.members: dict[tuple[str, str], Val] = {}  # (class, "self.x") -> what it holds
+
+    def lookup(self, key: str) -> Val | None:
+        """What ``key`` holds here: in this scope or an enclosing one, else, for
+        ``self.<name>`` in a method, what the class's methods bound it to."""
+        frame: Frame | None = self.frame
+        while frame is not None:
+            v = frame.env.get(key)
+            if v is not None:
+                return v
+            frame = frame.parent
+        if self.classes and key.startswith("self."):
+            return self.members.get((self.classes[-1], key))
+        return None
+
+    def member_bound(self, key: str, v: Val) -> None:
+        """``self.<name> = v`` in a method of the class being walked."""
+        if not self.classes or key.count(".") != 1 or v.where == NOWHERE and not (
+                v.kind in (MODULE, LOADER, OPTIM) or v.tag is INSTANCE):
+            return  # what says nothing (a CPU-default device parameter) is not kept
+        if optim_name(ast.Name(id=key[5:])):
+            v = Val(OPTIM)  # self.opt = optimizers.get(params, ...): an optimiser, no tensor
+        at = (self.classes[-1], key)
+        old = self.members.get(at)
+        self.members[at] = v if old is None else joined(old, v)
+
+    def member_call(self, node: ast.Call, func: ast.Attribute, device: bool) -> Val | None:
+        """``self.model(x)``: a forward of a member that is a model (held as one, moved to a
+        device, or named as one); None where the member is no model."""
+        held = self.lookup(f"self.{func.attr}")
+        model = held is not None and (held.kind == MODULE or held.tag is INSTANCE or (
+            held.kind == UNKNOWN and held.on_device and model_name(func)))
+        if not model and not (held is None and model_name(func)):
+            return None
+        self.step_op()
+        if device or held is not None and held.on_device or held is None and \
+                self.class_moves():
+            self.device_work()
+            return Val(UNKNOWN, ON_DEVICE)
+        return NOTHING
+
+    def class_moves(self) -> bool:
+        """Whether the class being walked moves anything to a device."""
+        span = self.class_spans[-1] if self.class_spans else None
+        return span is not None and self.device_evidence(*span)

@@ -1,0 +1,119 @@
+"""lint's trainer classes: what `self.<name>` holds across the class's methods (a model moved
+in `__init__`, a device buffer), the outputs of a model the class holds, and the optimiser a
+class keeps (never a tensor)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from xferbench.lint import lint_text
+
+
+def lint(src: str, **kw) -> list[tuple[int, str, str]]:
+    return [(f.line, f.code, f.severity) for f in
+            lint_text(textwrap.dedent(src), "t.py", **kw).findings]
+
+
+def test_the_outputs_of_a_model_held_in_self_and_moved_in_init_are_on_the_device():
+    assert lint("""\
+        import torch
+        from models import Net
+
+        class Trainer:
+            def __init__(self, args, device):
+                self.model = Net(args).to(device)
+                self.optimizer = torch.optim.Adam(self.model.parameters())
+
+            def train_epoch(self, loader):
+                for images, labels in loader:
+                    logits = self.model(images)
+                    loss = torch.nn.functional.cross_entropy(logits, labels)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                    print((logits.argmax(1) == labels).float().mean().item())
+        """) == [(16, "XB101", "warning")]
+
+
+def test_a_model_moved_by_a_statement_in_another_method_gives_device_outputs():
+    assert lint("""\
+        class Trainer:
+            def __init__(self, model, device):
+                self.model = model
+                self.device = device
+                self._to_device()
+
+            def _to_device(self):
+                self.model.to(self.device)
+
+            def step(self, batch, optimizer):
+                out = self.model(batch)
+                loss = out.mean()
+                loss.backward()
+                optimizer.step()
+                return out.max().item()
+        """) == [(15, "XB101", "warning")]
+
+
+def test_a_device_buffer_of_the_class_read_every_step_is_reported():
+    assert lint("""\
+        import torch
+        from torch import nn
+
+        class Trainer(nn.Module):
+            def __init__(self, model, device):
+                super().__init__()
+                self.model = model
+                self.steps = torch.zeros(1, device=device)
+
+            def train_step(self, batch, optimizer):
+                steps = int(self.steps.item())
+                loss = self.model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                self.steps.add_(1)
+
+            def train(self, loader, optimizer):
+                for batch in loader:
+                    self.train_step(batch, optimizer)
+        """) == [(11, "XB101", "warning")]
+
+
+def test_an_optimiser_the_class_keeps_is_no_tensor():
+    assert lint("""\
+        import optimizers
+
+        class Model:
+            def compile(self, params, device):
+                self.params = [p.to(device) for p in params]
+                self.opt = optimizers.get(self.params, "lbfgs")
+
+            def train(self, loader):
+                prev = 0
+                for x in loader:
+                    loss = self.net(x).mean()
+                    loss.backward()
+                    self.opt.step()
+                    n_iter = self.opt.state_dict()["state"][0]["n_iter"]
+                    if prev == n_iter - 1:
+                        break
+                    prev = n_iter
+        """) == []
+
+
+def test_a_cpu_default_device_kept_by_the_class_still_names_the_device():
+    assert lint("""\
+        class Epoch:
+            def __init__(self, model, loss, device="cpu"):
+                self.model = model
+                self.loss = loss
+                self.device = device
+
+            def run(self, loader, optimizer):
+                for x, y in loader:
+                    x, y = x.to(self.device), y.to(self.device)
+                    loss = self.loss(self.model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(loss.cpu().detach().numpy())
+        """) == [(13, "XB101", "warning")]
