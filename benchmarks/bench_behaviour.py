@@ -18,7 +18,6 @@ class Behaviour(Grid):
 
     params = (list(CHECKS),)
     param_names = ["check"]
-    seconds_per_combination = 0.1  # on an H200: an estimate (Grid)
     unit = "holds"
 
     def setup_cache(self):

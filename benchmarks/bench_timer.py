@@ -28,7 +28,6 @@ class UnsyncedTimer(Grid):
 
     params = (SIZES,)
     param_names = ["n"]
-    seconds_per_combination = 1.0  # on an H200: an estimate (Grid)
     unit = "seconds"
 
     def setup_cache(self):
