@@ -375,3 +375,22 @@ def test_the_results_file_is_named_as_asv_names_it_even_for_a_long_environment()
     name = os.path.basename(results_file("/r", "box", "a" * 40, long_wrapper))
     assert name.startswith("aaaaaaaa-env-") and len(name) < 60  # asv hashes a long name
 
+
+def test_every_class_of_the_suite_has_a_measured_cost():
+    """benchmarks/costs.json holds what scripts/grid-time costs measured for every class of
+    the suite: a class without one would be planned at a default typed in the code."""
+    from xferbench.commands.run.suite import describe_suite
+
+    probe = json.dumps({"device": "cpu", "capabilities": {
+        "device": "cpu", "pinned_memory": False, "timing_events": False,
+        "side_streams": False, "reason": "the CPU has none"}})
+    names = {c.name for c in describe_suite(str(REPO), {**os.environ, "XFERBENCH_PROBE": probe})}
+    costs = json.loads((REPO / "benchmarks" / "costs.json").read_text())["classes"]
+    again = ("measure them again with `DEVICE=emu SWEEP=smoke "
+             "COSTS_OUT=benchmarks/costs.json scripts/grid-time costs`")
+    for name in sorted(names):
+        cost = costs.get(name, {})
+        assert all(isinstance(cost.get(k), (int, float)) for k in ("start_s", "combination_s")), \
+            f"benchmarks/costs.json has no cost for the class {name}: {again}"
+    assert set(costs) <= names, \
+        f"benchmarks/costs.json names {sorted(set(costs) - names)}, not in the suite: {again}"
