@@ -32,9 +32,12 @@ tests/test_pinning.py says why)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
+import json
 import os
 import re
+import runpy
 import signal
 import shutil
 import subprocess
@@ -52,9 +55,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: and less pytest-benchmark, which the image has: the bare rehearsal runs without it. pip is
 #: the image's too: scripts/gpu-check installs the carried wheels with it.
 IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml", "pip"]
-#: Every class of the suite that one device measures (Peer needs a second).
-SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
-                 "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
 #: The rehearsal's lease: the smoke sweep's sizes at the default spec, planned as on a GPU
 #: (costs.json); its grid 260 s, to hold the lease parts that `scripts/lease-plan --device
 #: emu --sweep smoke` plans with at least MIN_SPARE to spare for a loaded CI machine (tested
@@ -72,6 +72,24 @@ MIN_SPARE = 0.25
 README_MACHINE = "emu-rehearsal"
 #: The suite commit both rehearsals pass in (a GPU machine's copy of the tree has no git).
 SUITE_COMMIT = "b" * 40
+
+
+def emu_plan_env() -> dict[str, str]:
+    """The environment the suite is described in for the emulated device, as scripts/lease-plan
+    plans it: its probe (one device), the smoke sweep, the default spec."""
+    # the probe is read from the script (a copy here could drift)
+    caps = runpy.run_path(str(REPO / "scripts" / "lease-plan"))["PROBES"]["emu"]
+    return {**os.environ, "XFERBENCH_SWEEP": LEASE["XFERBENCH_SWEEP"], "XFERBENCH_QUICK": "0",
+            "XFERBENCH_PROBE": json.dumps({"device": "emu:0", "capabilities": caps})}
+
+
+@functools.cache
+def suite_classes() -> frozenset[str]:
+    """Every class of the suite that one emulated device measures (Peer needs a second), as
+    the suite's own discovery finds them: a class added to benchmarks/ is expected at once."""
+    from xferbench.commands.run.suite import describe_suite
+
+    return frozenset(c.name for c in describe_suite(str(REPO), emu_plan_env()) if c.measured)
 
 
 def rehearsal_fixture(func):

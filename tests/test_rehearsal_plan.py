@@ -3,12 +3,9 @@ second: the plan grows with the suite, the rehearsal's budget is typed there."""
 
 from __future__ import annotations
 
-import json
-import os
-import runpy
 from pathlib import Path
 
-from rehearsals import LEASE, MIN_SPARE, SUITE_CLASSES
+from rehearsals import LEASE, MIN_SPARE, emu_plan_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,12 +19,9 @@ def test_the_rehearsal_grid_holds_the_planned_lease_parts_with_room_to_spare():
     from xferbench.commands.run.budget import REPORT_S, class_plan
     from xferbench.commands.run.suite import describe_suite
 
-    # the probe scripts/lease-plan plans emu with, read from it (a copy here could drift)
-    caps = runpy.run_path(str(REPO / "scripts" / "lease-plan"))["PROBES"]["emu"]
-    env = {**os.environ, "XFERBENCH_SWEEP": LEASE["XFERBENCH_SWEEP"], "XFERBENCH_QUICK": "0",
-           "XFERBENCH_PROBE": json.dumps({"device": "emu:0", "capabilities": caps})}
-    plans = {c.name: class_plan(c) for c in describe_suite(str(REPO), env) if c.measured}
-    assert set(plans) == SUITE_CLASSES
+    plans = {c.name: class_plan(c) for c in describe_suite(str(REPO), emu_plan_env())
+             if c.measured}
+    assert set(plans) >= {"Copy", "Creation", "Loop", "Pipeline"}
     need = sum(p.lease_s for p in plans.values()) + REPORT_S
     grid = int(LEASE["XFERBENCH_GPU_CHECK_GRID"])
     per_class = ", ".join(f"{k} {p.lease_s:.0f} s" for k, p in plans.items())
