@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, committed_results
+from conftest import REPO_ROOT, all_committed_results, committed_results
 
 from xferbench.analysis import claims as claims_mod
 from xferbench.analysis.claims import (
@@ -401,7 +401,7 @@ def test_the_readme_claims_block_is_that_of_the_committed_results():
     readme = (REPO_ROOT / "README.md").read_text()
     begin, end = "<!-- claims:begin -->\n", "\n<!-- claims:end -->"
     quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
-    out = _cli("claims", "--results", str(RESULTS), "--format", "markdown")
+    out = _cli("claims", "--results", str(all_committed_results()), "--format", "markdown")
     assert out.returncode == 0, out.stderr
     assert quoted == out.stdout.rstrip(), (
         "README claims differ from results/: paste the output of "

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import committed_results, slow_fixture
+from conftest import all_committed_results, committed_results, slow_fixture
 
 from xferbench.cli import main
 from xferbench.metadata import MachineMetadata
@@ -180,7 +180,7 @@ def test_readme_figures_are_those_of_the_committed_results():
     quoted = readme[readme.index(begin) + len(begin): readme.index(end)]
     # the committed results only: a user's own run adds results/<host>/ beside them
     proc = subprocess.run([sys.executable, "-m", "xferbench", "table",
-                           "--results", str(committed_results())],
+                           "--results", str(all_committed_results())],
                           capture_output=True, text=True, check=True)
     assert quoted == proc.stdout.rstrip(), (
         "README figures differ from results/: paste the output of "
@@ -190,7 +190,7 @@ def test_readme_figures_are_those_of_the_committed_results():
 def test_relabel_gives_snapshot_results_the_real_commit(tmp_path):
     import shutil
 
-    shutil.copytree(REPO / "results", tmp_path / "r")
+    shutil.copytree(committed_results(), tmp_path / "r")
     real = "f" * 40
     moved = asvfiles.relabel(str(tmp_path / "r"), real)
     assert moved and all(Path(p).name.startswith("ffffffff-") for p in moved)
