@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import committed_results
 from venvs import linked_venv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,7 +139,7 @@ def test_pip_install_then_run_publish_list_cite_export_in_an_empty_folder(dist, 
     bmf = json.loads(proc.stdout)
     assert len(bmf) == 3 and all(name.endswith(" [quick]") for name in bmf)
     # the clone's committed results and this run's, read together by the package's compare
-    theirs = sorted((REPO / "results" / "cpu-2core-vm").glob("*torch2.13.0*.json"))[0]
+    theirs = sorted((committed_results() / "cpu-2core-vm").glob("*torch2.13.0*.json"))[0]
     compared = _run([xb, "compare", str(theirs), str(results_file), "--bench",
                      "CreatedInForward"], work)
     assert compared.returncode in (0, 1), compared.stderr[-2000:]  # 1: a regression found
