@@ -14,7 +14,7 @@ from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_re
 from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from ..results import Result, ResultSet, version_key
 from ..units import format_seconds, gbps, parse_size, size_label
-from .comparisons import H, ComparisonSpec, comparison
+from .comparisons import ComparisonSpec, H, comparison
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
 
 

@@ -3,10 +3,10 @@ read from measured results (the ratio, both medians, the machine, GPU and PyTorc
 ``xferbench cite`` command that prints the provenance).
 
 ``PRICES`` names, per practice key, the comparison it reads (``comparisons.py``) and the words
-a finding quotes. ``build_table`` turns a
-``ResultSet`` into a compact JSON table; ``scripts/make-prices`` writes it from the committed
-``results/`` into the package (``data/prices.json``), and ``PriceBook.load`` reads it (or
-builds it from ``--results DIR``), so both paths compute the same way.
+a finding quotes. ``build_table`` turns a ``ResultSet`` into a compact JSON table;
+``scripts/make-prices`` writes it from the committed ``results/`` into the package
+(``data/prices.json``), and ``PriceBook.load`` reads it (or builds it from ``--results DIR``),
+so both paths compute the same way.
 
 A price from a CPU-only, emulated or quick run is never quoted as a GPU figure: ``get`` returns
 GPU prices only, and ``reason`` says why there is none ("no GPU price yet (...)"). The GPU is
