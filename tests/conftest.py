@@ -231,16 +231,13 @@ TEST_SERIES = {"cpu-2core-vm": "d61e069d", "cpu-2core-vm-rerun": "d61e069d",
 def series_files(results: Path, series: dict[str, str] = TEST_SERIES) -> list[Path]:
     """The files of ``series`` ({machine: commit prefix}) in the folder ``results``: its
     benchmarks.json, and per machine its machine.json and the results files (with their
-    sidecars) whose names start with the commit prefix."""
+    sidecars) whose names start with the commit prefix; those that exist (a copy of the tree
+    made for a GPU machine has no results/)."""
     found = [results / "benchmarks.json"]
     for machine, commit in series.items():
-        files = sorted((results / machine).glob(f"{commit}-*"))
-        if not files:
-            raise RuntimeError(f"{results / machine} holds no results of commit {commit}: "
-                               "TEST_SERIES in tests/conftest.py names the series the tests "
-                               "were written against")
-        found += [results / machine / "machine.json", *files]
-    return found
+        found += [results / machine / "machine.json",
+                  *sorted((results / machine).glob(f"{commit}-*"))]
+    return [p for p in found if p.is_file()]
 
 
 @functools.cache

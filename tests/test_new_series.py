@@ -33,6 +33,14 @@ def grown(tmp_path_factory) -> Path:
     return dest
 
 
+def test_the_repository_holds_the_series_the_tests_were_written_against():
+    found = {p.parent.name for p in series_files(committed_results()) if p.suffix == ".json"
+             and p.name not in ("machine.json", "benchmarks.json")}
+    assert found == set(TEST_SERIES), (
+        f"results/ holds no results of {sorted(set(TEST_SERIES) - found)} at the commit "
+        "TEST_SERIES in tests/conftest.py names: the series the tests were written against")
+
+
 def test_the_tests_read_the_same_files_from_a_folder_that_holds_more(grown):
     def names(root: Path) -> list[str]:
         return [p.relative_to(root).as_posix() for p in series_files(root)]
