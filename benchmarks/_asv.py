@@ -20,6 +20,7 @@ a child process that imports torch once and fills that cache.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import hashlib
 import importlib.util
 import itertools
@@ -459,5 +460,11 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-if __name__ == "__main__":
-    print(json.dumps(describe(sys.argv[1:])))
+def bench_files() -> list[str]:
+    """The suite's files, by name: every ``bench_*.py`` beside this module."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(here, "bench_*.py")))
+
+
+if __name__ == "__main__":  # python -m benchmarks._asv [FILE...]: every file by default
+    print(json.dumps(describe(sys.argv[1:] or bench_files())))

@@ -220,14 +220,48 @@ def run_python():
     return _run_python
 
 
+#: The committed series the tests' figures come from: per machine folder of results/, the
+#: suite commit its results files were measured at (six PyTorch releases each).
+#: committed_results() copies these alone, so that results committed later (a GPU's first
+#: series, another release, another machine) change no test.
+TEST_SERIES = {"cpu-2core-vm": "d61e069d", "cpu-2core-vm-rerun": "d61e069d",
+               "cpu-2core-vm-intel": "2c8287b0"}
+
+
+def series_files(results: Path, series: dict[str, str] = TEST_SERIES) -> list[Path]:
+    """The files of ``series`` ({machine: commit prefix}) in the folder ``results``: its
+    benchmarks.json, and per machine its machine.json and the results files (with their
+    sidecars) whose names start with the commit prefix; those that exist (a copy of the tree
+    made for a GPU machine has no results/)."""
+    found = [results / "benchmarks.json"]
+    for machine, commit in series.items():
+        found += [results / machine / "machine.json",
+                  *sorted((results / machine).glob(f"{commit}-*"))]
+    return [p for p in found if p.is_file()]
+
+
 @functools.cache
 def committed_results() -> Path:
-    """The results folder as committed: a copy of the files git tracks under results/, so
-    that what a user's own runs added there (the README's first command adds
-    results/<host>/) changes no test. XFERBENCH_TEST_RESULTS points the tests elsewhere."""
+    """A copy of the committed series the tests were written against (TEST_SERIES), so that
+    neither what a user's own runs add to results/ (the README's first command adds
+    results/<host>/) nor results committed later change a test. XFERBENCH_TEST_RESULTS
+    points the tests elsewhere."""
     chosen = os.environ.get("XFERBENCH_TEST_RESULTS")
     if chosen:
         return Path(chosen)
+    source = REPO_ROOT / "results"
+    dest = Path(tempfile.mkdtemp(prefix="xferbench-committed-")) / "results"
+    for path in series_files(source):
+        target = dest / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return dest
+
+
+@functools.cache
+def all_committed_results() -> Path:
+    """Every file git tracks under results/, copied: what the README's generated blocks and
+    the shipped price table are made from (a user's own runs left out)."""
     source = REPO_ROOT / "results"
     try:
         proc = subprocess.run(["git", "ls-files", "-z", "results"], cwd=REPO_ROOT,

@@ -28,9 +28,12 @@ counts assert reuse: tests/test_pinning.py says why)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
+import json
 import os
 import re
+import runpy
 import signal
 import shutil
 import subprocess
@@ -48,9 +51,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: pytest-benchmark: the minimal interpreter runs without it. pip is there too:
 #: scripts/gpu-check installs the carried wheels with it.
 IMAGE_PACKAGES = ["numpy", "pytest", "nvidia-ml-py", "packaging", "filelock", "pyyaml", "pip"]
-#: Every class of the suite that one device measures (Peer needs a second).
-SUITE_CLASSES = {"Copy", "PinMemory", "PinThenCopy", "Overlap", "Creation", "CreatedInForward",
-                 "Loop", "Pipeline", "Hazards", "Contention", "UnsyncedTimer", "Behaviour"}
 #: The check's time budget on the emulated device, in seconds.
 CHECK_BUDGET_S = 300
 #: The check's settings: the smoke sweep's sizes at the default spec, planned as on a GPU
@@ -70,6 +70,24 @@ MIN_SPARE = 0.25
 README_MACHINE = "emu-readme"
 #: The suite commit both runs pass in (a copy of the tree without .git has no commit).
 SUITE_COMMIT = "b" * 40
+
+
+def emu_plan_env() -> dict[str, str]:
+    """The environment the suite is described in for the emulated device, as scripts/budget-plan
+    plans it: its probe (one device), the smoke sweep, the default spec."""
+    # the probe is read from the script (a copy here could drift)
+    caps = runpy.run_path(str(REPO / "scripts" / "budget-plan"))["PROBES"]["emu"]
+    return {**os.environ, "XFERBENCH_SWEEP": CHECK_ENV["XFERBENCH_SWEEP"], "XFERBENCH_QUICK": "0",
+            "XFERBENCH_PROBE": json.dumps({"device": "emu:0", "capabilities": caps})}
+
+
+@functools.cache
+def suite_classes() -> frozenset[str]:
+    """Every class of the suite that one emulated device measures (Peer needs a second), as
+    the suite's own discovery finds them: a class added to benchmarks/ is expected at once."""
+    from xferbench.commands.run.suite import describe_suite
+
+    return frozenset(c.name for c in describe_suite(str(REPO), emu_plan_env()) if c.measured)
 
 
 def gpu_check_fixture(func):

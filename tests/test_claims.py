@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, committed_results
+from conftest import REPO_ROOT, all_committed_results, committed_results
 
 from xferbench.analysis import claims as claims_mod
 from xferbench.analysis.claims import (
@@ -29,6 +30,7 @@ from xferbench.analysis.claims import (
     evaluate,
 )
 from xferbench.analysis.claimtable import ClaimTable, check_figures, load_table, shipped_path
+from xferbench.analysis.comparisons import Figure, comparison
 from xferbench.analysis.stats import verdict
 from xferbench.cli import main
 from xferbench.devices import Capabilities
@@ -268,8 +270,31 @@ def test_an_emulated_device_decides_no_claim_about_time():
 
 # -- bad input ---------------------------------------------------------------------------------
 
+def _figure_toml(f: Figure) -> str:
+    params = ", ".join(f'{k} = "{v}"' for k, v in f.params)
+    return f'{{ name = "{f.name}", benchmark = "{f.benchmark}", params = {{ {params} }} }}'
+
+
+def _written_out(text: str) -> str:
+    """The shipped table as a user's own table may give it: each comparison written out as
+    its practice and its baseline (the form a table of version 1 has)."""
+    def figures(m: re.Match) -> str:
+        c = comparison(m.group(1))
+        practice, baseline = (c.baseline, c.practice) if m.group(2) else (c.practice, c.baseline)
+        return f"practice = {_figure_toml(practice)}\nbaseline = {_figure_toml(baseline)}"
+
+    return re.sub(r'comparison = "(\w+)"(\nswap = true)?', figures, text)
+
+
+def test_a_table_that_writes_out_its_figures_reads_as_the_one_that_names_comparisons(tmp_path):
+    path = tmp_path / "claims.toml"
+    path.write_text(_written_out(Path(shipped_path()).read_text()).replace(
+        "version = 2", "version = 1"))
+    assert load_table(str(path)).claims == load_table().claims
+
+
 def _table_with(tmp_path: Path, old: str, new: str) -> str:
-    text = Path(shipped_path()).read_text()
+    text = _written_out(Path(shipped_path()).read_text())
     assert old in text, old
     path = tmp_path / "claims.toml"
     path.write_text(text.replace(old, new, 1))
@@ -305,6 +330,7 @@ def _table_with(tmp_path: Path, old: str, new: str) -> str:
      'rule = { kind = "value", op = "most", bound = 1 }',
      "a value rule cannot be evaluated with op 'most'"),
     ('id = "model-once"', 'id = "Model Once"', "needs an id of lower-case words"),
+    ("version = 2", "version = 3", "has version 3: this xferbench reads versions 1 and 2"),
     ('id = "create-on-device"', 'id = "model-once"', "names claim 'model-once' twice"),
 ])
 def test_a_bad_table_is_one_sentence_and_exit_2(tmp_path, capsys, old, new, says):
@@ -313,6 +339,23 @@ def test_a_bad_table_is_one_sentence_and_exit_2(tmp_path, capsys, old, new, says
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("xferbench: claims table ")
     assert says in err, err
+
+
+@pytest.mark.parametrize("new, says", [
+    ('comparison = "pinned_vs_pageable_typo"',
+     "'pinned_vs_pageable_typo' is not a comparison xferbench declares: it has "),
+    ('comparison = "pinned_vs_pageable"\nswap = "yes"', "swap must be true or false"),
+    ('comparison = "pinned_vs_pageable"\npractice = { name = "x", benchmark = "y" }',
+     "names a comparison or gives a practice and a baseline, not both"),
+])
+def test_a_bad_comparison_entry_is_one_sentence_and_exit_2(tmp_path, capsys, new, says):
+    path = tmp_path / "claims.toml"
+    path.write_text(Path(shipped_path()).read_text().replace(
+        'comparison = "pinned_vs_pageable"', new, 1))
+    assert main(["claims", "--results", str(RESULTS), "--table", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("xferbench: claims table ")
+    assert "claim 'pinned-faster': " in err and says in err, err
 
 
 def test_an_unknown_claim_and_a_broken_table_are_one_sentence_and_exit_2(tmp_path, capsys):
@@ -358,7 +401,7 @@ def test_the_results_page_claims_block_is_that_of_the_committed_results():
     page = (REPO_ROOT / "docs" / "results.md").read_text()
     begin, end = "<!-- claims:begin -->\n", "\n<!-- claims:end -->"
     quoted = page[page.index(begin) + len(begin): page.index(end)]
-    out = _cli("claims", "--results", str(RESULTS), "--format", "markdown")
+    out = _cli("claims", "--results", str(all_committed_results()), "--format", "markdown")
     assert out.returncode == 0, out.stderr
     assert quoted == out.stdout.rstrip(), (
         "docs/results.md's claims differ from results/: paste the output of "

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from xferbench.analysis.prices import PriceBook
+from xferbench.lint.report import price_of
 from xferbench.lint.runner import lint_file
 
 pytest.importorskip("flake8", reason="the flake8 plugin needs flake8 (the test extra)")
@@ -40,9 +42,11 @@ def test_flake8_messages_carry_the_price_and_noqa_applies(tmp_path):
         b = torch.ones(3).cuda()  # noqa: XB102
         """))
     proc = flake8("--select", "XB", "m.py", cwd=tmp_path)
+    # the shipped table's price: "no GPU price yet" until it holds a GPU's figure
+    price = price_of(PriceBook.load(), "create_on_device")["short"]
     assert proc.stdout.splitlines() == [
         "m.py:2:5: XB102 `torch.zeros(...)` fills host memory and `.cuda(...)` then copies it to "
-        "the device: pass `device=` to the factory and skip the copy [no GPU price yet]"]
+        f"the device: pass `device=` to the factory and skip the copy [{price}]"]
 
 
 def test_flake8_lists_the_plugin():

@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import committed_results
 from venvs import linked_venv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,12 +97,11 @@ def test_the_wheel_and_sdist_carry_the_suite_the_licence_and_the_commit(dist):
 
 def _clone_benchmarks() -> set[str]:
     """Every benchmark the clone's benchmarks/ declares, as asv names them."""
-    from xferbench.commands.run.suite import BENCH_FILES
     from xferbench.devices import Capabilities
 
     probe = {"device": "cpu", "capabilities": Capabilities("cpu", False, False, False,
                                                            "the CPU has none").to_dict()}
-    proc = _run([sys.executable, "-m", "benchmarks._asv", *BENCH_FILES], REPO,
+    proc = _run([sys.executable, "-m", "benchmarks._asv"], REPO,
                 XFERBENCH_PROBE=json.dumps(probe))
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {f"{c['file']}.{c['class']}.{m}" for c in json.loads(proc.stdout) for m in c["methods"]}
@@ -139,7 +139,7 @@ def test_pip_install_then_run_publish_list_cite_export_in_an_empty_folder(dist, 
     bmf = json.loads(proc.stdout)
     assert len(bmf) == 3 and all(name.endswith(" [quick]") for name in bmf)
     # the clone's committed results and this run's, read together by the package's compare
-    theirs = sorted((REPO / "results" / "cpu-2core-vm").glob("*torch2.13.0*.json"))[0]
+    theirs = sorted((committed_results() / "cpu-2core-vm").glob("*torch2.13.0*.json"))[0]
     compared = _run([xb, "compare", str(theirs), str(results_file), "--bench",
                      "CreatedInForward"], work)
     assert compared.returncode in (0, 1), compared.stderr[-2000:]  # 1: a regression found

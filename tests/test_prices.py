@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, committed_results
+from conftest import REPO_ROOT, all_committed_results, committed_results
 from manyversions import write_many_versions
 
 from xferbench.analysis.prices import PRICE_KEYS, PRICES, PriceBook, build_table, table_text
@@ -83,33 +83,10 @@ def gpu_results(tmp_path_factory) -> Path:
     return dest
 
 
-def test_every_spec_reads_benchmarks_and_values_the_suite_declares(run_python):
-    """Against the suite itself (its classes as a GPU would run them), not the committed
-    results: a benchmark renamed in the suite fails here before any results exist."""
-    from xferbench.devices import Capabilities
-
-    caps = Capabilities("cuda:0", True, True, True, stream_hold=True)
-    probe = json.dumps({"device": "cuda:0", "capabilities": caps.to_dict()})
-    files = ("bench_copies", "bench_creation", "bench_sync", "bench_pipeline")
-    proc = run_python("-m", "benchmarks._asv", *files,
-                      env={"XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": "default"})
-    assert proc.returncode == 0, proc.stderr
-    declared = {f"{c['file']}.{c['class']}.{m}": c for c in json.loads(proc.stdout)
-                for m in c["methods"]}
-    for spec in PRICES:
-        for name, params in ((spec.benchmark, spec.practice),
-                             (spec.flagged_benchmark, spec.baseline)):
-            assert name in declared, f"{spec.key}: {name} is not a benchmark"
-            names = declared[name]["param_names"]
-            assert set(params) <= set(names), f"{spec.key}: {name} takes {names}"
-    assert set(PRICE_KEYS) >= {"item_per_epoch", "create_on_device", "model_move_in_loop",
-                               "pinned_vs_pageable", "pin_then_copy"}
-
-
 @pytest.mark.skipif(bool(os.environ.get("XFERBENCH_TEST_RESULTS")),
                     reason="XFERBENCH_TEST_RESULTS points the tests at other results")
 def test_shipped_table_is_the_committed_results_table():
-    assert table_text(load(str(committed_results()))) == SHIPPED.read_text(), \
+    assert table_text(load(str(all_committed_results()))) == SHIPPED.read_text(), \
         "src/xferbench/data/prices.json is stale: run scripts/make-prices"
 
 
@@ -128,9 +105,9 @@ def test_make_prices_check_finds_a_stale_table(tmp_path):
     assert stale.read_text() == SHIPPED.read_text()
 
 
-def test_shipped_book_is_cpu_only_and_says_so():
-    book = PriceBook.load()
-    assert book.source == "the shipped price table"
+def test_a_book_of_cpu_runs_only_has_no_gpu_price_and_says_so():
+    assert PriceBook.load().source == "the shipped price table"
+    book = PriceBook.load(str(committed_results()))
     for key in PRICE_KEYS:
         assert book.get(key) is None
         reason = book.reason(key)
@@ -145,16 +122,16 @@ def test_shipped_book_is_cpu_only_and_says_so():
 
 def test_shipped_book_equals_one_built_from_the_results():
     shipped = PriceBook.load()
-    built = PriceBook.load(str(committed_results()))
+    built = PriceBook.load(str(all_committed_results()))
     assert shipped.prices == built.prices and shipped.rates == built.rates
 
 
 def test_gpu_price_is_the_ratio_of_the_raw_medians(gpu_results):
     book = PriceBook.load(str(gpu_results))
     rs = load(str(gpu_results)).filter(torch="2.5.0+cu128")
-    spec = next(s for s in PRICES if s.key == "item_per_epoch")
-    practice = rs.latest(spec.benchmark, **spec.practice).value
-    baseline = rs.latest(spec.benchmark, **spec.baseline).value
+    c = next(s for s in PRICES if s.key == "item_per_epoch").comparison
+    practice = rs.latest(c.practice.benchmark, **c.practice.param_dict).value
+    baseline = rs.latest(c.baseline.benchmark, **c.baseline.param_dict).value
     price = book.get("item_per_epoch")
     assert price is not None and price.is_gpu
     assert price.series.torch == "2.5.0+cu128"  # the newest release wins

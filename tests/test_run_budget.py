@@ -24,7 +24,7 @@ from xferbench.commands.run.budget import (
     check_headline,
     plan_text,
 )
-from xferbench.commands.run.suite import PRIORITY, SuiteClass
+from xferbench.commands.run.suite import HEADLINE_CLASSES, PRIORITY, SuiteClass
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
 from xferbench.results import load
@@ -125,18 +125,24 @@ def test_a_budget_too_short_for_the_headline_classes_is_one_sentence():
         check_headline(10, classes)
 
 
-def test_headline_classes_run_first():
-    assert PRIORITY[:4] == ("Copy", "Creation", "Loop", "Pipeline")
+def test_headline_classes_run_first_then_the_tables_then_every_other_class_by_file():
+    """The order is derived: the headlines' classes (analysis/headline.py), the copy table's
+    and the hazards', then every other class of every benchmarks/bench_*.py in file order."""
+    assert HEADLINE_CLASSES == ("Copy", "Creation", "Loop", "Pipeline")
+    assert PRIORITY == (*HEADLINE_CLASSES, "Hazards")
     probe = json.dumps({"device": "cpu", "capabilities": {
         "device": "cpu", "pinned_memory": False, "timing_events": False,
         "side_streams": False, "reason": "the CPU has none"}})
-    from xferbench.commands.run.suite import BENCH_FILES, describe_suite
+    from xferbench.commands.run.suite import describe_suite
 
     classes = describe_suite(str(REPO), {**os.environ, "XFERBENCH_PROBE": probe,
                                          "XFERBENCH_SWEEP": "default"})
     names = [c.name for c in classes]
-    assert names == sorted(names, key=lambda n: PRIORITY.index(n) if n in PRIORITY else 99)
-    assert len(classes) >= len(BENCH_FILES)
+    assert names[:len(PRIORITY)] == list(PRIORITY)
+    files = sorted(p.stem for p in (REPO / "benchmarks").glob("bench_*.py"))
+    rest = [c.file for c in classes[len(PRIORITY):]]
+    assert rest == sorted(rest, key=files.index) and {c.file for c in classes} == set(files)
+    assert "Behaviour" in names and "Peer" in names  # every class, measured here or not
     assert all(c.estimate_s > 0 for c in classes if c.measured)
 
 
@@ -376,3 +382,23 @@ def test_the_results_file_is_named_as_asv_names_it_even_for_a_long_environment()
     long_wrapper = "/tmp/" + "deep/" * 30 + "python-sweepsmoke-quick"
     name = os.path.basename(results_file("/r", "box", "a" * 40, long_wrapper))
     assert name.startswith("aaaaaaaa-env-") and len(name) < 60  # asv hashes a long name
+
+
+def test_every_class_of_the_suite_has_a_measured_cost():
+    """benchmarks/costs.json holds what scripts/grid-time costs measured for every class of
+    the suite: a class without one would be planned at a default typed in the code."""
+    from xferbench.commands.run.suite import describe_suite
+
+    probe = json.dumps({"device": "cpu", "capabilities": {
+        "device": "cpu", "pinned_memory": False, "timing_events": False,
+        "side_streams": False, "reason": "the CPU has none"}})
+    names = {c.name for c in describe_suite(str(REPO), {**os.environ, "XFERBENCH_PROBE": probe})}
+    costs = json.loads((REPO / "benchmarks" / "costs.json").read_text())["classes"]
+    again = ("measure them again with `DEVICE=emu SWEEP=smoke "
+             "COSTS_OUT=benchmarks/costs.json scripts/grid-time costs`")
+    for name in sorted(names):
+        cost = costs.get(name, {})
+        assert all(isinstance(cost.get(k), (int, float)) for k in ("start_s", "combination_s")), \
+            f"benchmarks/costs.json has no cost for the class {name}: {again}"
+    assert set(costs) <= names, \
+        f"benchmarks/costs.json names {sorted(set(costs) - names)}, not in the suite: {again}"

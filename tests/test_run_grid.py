@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import slow_fixture
 
-from xferbench.commands.run.suite import BENCH_FILES
 from xferbench.results import load
 from xferbench.results.sidecar import metadata_path
 
@@ -65,7 +64,7 @@ def _describe() -> list[dict]:
     probe = json.dumps({"device": "cpu", "capabilities": {
         "device": "cpu", "pinned_memory": False, "timing_events": False,
         "side_streams": False, "reason": "the CPU has none"}})
-    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", *BENCH_FILES],
+    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv"],
                           cwd=REPO, capture_output=True, text=True, check=True,
                           env={**os.environ, "XFERBENCH_PROBE": probe,
                                "XFERBENCH_SWEEP": "default"})

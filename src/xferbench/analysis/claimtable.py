@@ -20,12 +20,16 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..results.discovery import Declared
+from .comparisons import Figure, comparison
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+#: The table's format. Changelog: 1: first version; 2: a ratio's evidence may name a
+#: comparison (``comparisons.py``) instead of giving its two figures. Both are read.
+TABLE_VERSIONS = (1, 2)
 RATIO = "ratio"
 VALUE = "value"
 #: The words a ratio rule may expect of the practice, by the kind of unit (stats.verdict's).
@@ -57,20 +61,8 @@ class ClaimSource:
     section: str
 
 
-@dataclass(frozen=True)
-class ClaimFigure:
-    """One benchmark at one full parameter combination, as ``xferbench list`` shows it."""
-
-    name: str  # what it is, in words ("pinned")
-    benchmark: str
-    params: tuple[tuple[str, str], ...]
-
-    @property
-    def param_dict(self) -> dict[str, str]:
-        return dict(self.params)
-
-    def label(self) -> str:
-        return f"{self.benchmark} ({', '.join(f'{k}={v}' for k, v in self.params)})"
+#: A figure a claim reads: one benchmark at one full parameter combination.
+ClaimFigure = Figure
 
 
 @dataclass(frozen=True)
@@ -144,6 +136,10 @@ def load_table(path: str | None = None) -> ClaimTable:
         raise XferbenchError(f"claims table {path} does not exist") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise XferbenchError(f"claims table {path} is not TOML: {exc}") from None
+    version = data.get("version", 1)
+    if version not in TABLE_VERSIONS:
+        raise XferbenchError(f"claims table {shown} has version {version!r}: this xferbench "
+                             f"reads versions {' and '.join(map(str, TABLE_VERSIONS))}")
     sources = data.get("sources")
     claims = data.get("claims")
     if not isinstance(sources, dict) or not isinstance(claims, list) or not claims:
@@ -248,6 +244,8 @@ def _evidence(where: str, rule: ClaimRule, data: Any) -> Evidence:
         if "figure" in data:
             raise XferbenchError(f"{where}: a ratio rule compares a practice with a baseline, "
                                  "not one figure")
+        if "comparison" in data:
+            return _compared(where, data)
         return Evidence(_figure(where, data.get("practice"), "practice"),
                         _figure(where, data.get("baseline"), "baseline"))
     if "practice" in data or "baseline" in data:
@@ -256,13 +254,29 @@ def _evidence(where: str, rule: ClaimRule, data: Any) -> Evidence:
     return Evidence(_figure(where, data.get("figure"), "figure"))
 
 
+def _compared(where: str, data: Mapping[str, Any]) -> Evidence:
+    """A ratio's evidence named by a comparison's id, its sides swapped with ``swap = true``
+    (a claim that the practice is slower than its baseline)."""
+    if "practice" in data or "baseline" in data:
+        raise XferbenchError(f"{where}: an evidence entry names a comparison or gives a "
+                             "practice and a baseline, not both")
+    swap = data.get("swap", False)
+    if not isinstance(swap, bool):
+        raise XferbenchError(f"{where}: swap must be true or false (given {swap!r})")
+    try:
+        c = comparison(str(data["comparison"]))
+    except XferbenchError as exc:
+        raise XferbenchError(f"{where}: {exc}") from None
+    return Evidence(c.baseline, c.practice) if swap else Evidence(c.practice, c.baseline)
+
+
 def check_figures(table: ClaimTable, declared: Mapping[str, Declared]) -> None:
     """Every figure of ``table`` is one ``declared`` has (benchmark, every parameter, each
     value), and each ratio compares figures of one unit with a word that unit has."""
     for claim in table.claims:
         where = f"claims table {table.path}: claim {claim.id!r}"
         for figure in claim.figures:
-            _check_figure(where, figure, declared)
+            check_figure(where, figure, declared)
         if claim.rule.kind != RATIO:
             continue
         for e in claim.evidence:
@@ -278,7 +292,9 @@ def check_figures(table: ClaimTable, declared: Mapping[str, Declared]) -> None:
                                      f"{claim.rule.expect}")
 
 
-def _check_figure(where: str, figure: ClaimFigure, declared: Mapping[str, Declared]) -> None:
+def check_figure(where: str, figure: Figure, declared: Mapping[str, Declared]) -> None:
+    """One sentence (XferbenchError) where the suite does not declare ``figure``: its
+    benchmark, every parameter, each value."""
     d = declared.get(figure.benchmark)
     if d is None:
         near = sorted(n for n in declared if n.rsplit(".", 1)[0] == figure.benchmark.rsplit(

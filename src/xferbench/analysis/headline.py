@@ -14,26 +14,48 @@ from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_re
 from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from ..results import Result, ResultSet, version_key
 from ..units import format_seconds, gbps, parse_size, size_label
+from .comparisons import ComparisonSpec, H, comparison
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
-
-H = size_label(HEADLINE_NBYTES)
 
 
 @dataclass(frozen=True)
 class Headline:
-    """``baseline`` / ``practice`` of one benchmark: above 1 means the practice is faster."""
+    """The comparison ``key`` (``comparisons.py``) as a headline: its title and its two sides'
+    short names; baseline / practice above 1 means the practice is faster."""
 
-    key: str
+    key: str  # a comparison's id
     title: str
-    benchmark: str
-    practice: dict[str, str]
-    baseline: dict[str, str]
     practice_name: str
     baseline_name: str
-    nbytes: int | None = None  # set where GB/s means something
     reason: Callable[[Capabilities], str | None] | None = None
-    counts: str | None = None  # a benchmark with the same params counting events per call
-    counts_unit: str = ""
+
+    @property
+    def comparison(self) -> ComparisonSpec:
+        return comparison(self.key)
+
+    @property
+    def benchmark(self) -> str:
+        return self.comparison.practice.benchmark
+
+    @property
+    def practice(self) -> dict[str, str]:
+        return self.comparison.practice.param_dict
+
+    @property
+    def baseline(self) -> dict[str, str]:
+        return self.comparison.baseline.param_dict
+
+    @property
+    def nbytes(self) -> int | None:
+        return self.comparison.nbytes
+
+    @property
+    def counts(self) -> str | None:
+        return self.comparison.counts
+
+    @property
+    def counts_unit(self) -> str:
+        return self.comparison.counts_unit
 
 
 def _copy_reason(host_memory: str, sync: str, layout: str) -> Callable[[Capabilities], str | None]:
@@ -47,53 +69,19 @@ def _pipeline_reason(caps: Capabilities) -> str | None:
     return pipeline_skip_reason(PipelineCase(INPUT_BOUND, "pinned", 2, "prefetch"), caps)
 
 
-#: The pipeline headline's configuration: the input-bound size, two workers, autocast.
-PIPELINE = {"size": INPUT_BOUND, "workers": "2", "precision": "amp", "compile": "eager"}
-
 HEADLINES: tuple[Headline, ...] = (
-    Headline(
-        "pinned_vs_pageable", f"pinned vs pageable H2D, one {H} tensor",
-        "bench_copies.Copy.track_completion_s",
-        {"direction": "h2d", "host_memory": "pinned", "sync": "blocking", "layout": "one",
-         "size": H},
-        {"direction": "h2d", "host_memory": "pageable", "sync": "blocking", "layout": "one",
-         "size": H},
-        "pinned", "pageable", nbytes=HEADLINE_NBYTES,
-        reason=_copy_reason("pinned", "blocking", "one"),
-    ),
-    Headline(
-        "non_blocking_many", f"non_blocking vs blocking H2D, 1,000 pinned tensors, {H} in all",
-        "bench_copies.Copy.track_completion_s",
-        {"direction": "h2d", "host_memory": "pinned", "sync": "non_blocking", "layout": "many",
-         "size": H},
-        {"direction": "h2d", "host_memory": "pinned", "sync": "blocking", "layout": "many",
-         "size": H},
-        "non_blocking", "blocking", nbytes=HEADLINE_NBYTES,
-        reason=_copy_reason("pinned", "non_blocking", "many"),
-    ),
-    Headline(
-        "create_on_device", f"torch.zeros(n, device=dev) vs torch.zeros(n).to(dev), {H}",
-        "bench_creation.Creation.track_ready_s",
-        {"factory": "zeros", "variant": "on_device", "size": H},
-        {"factory": "zeros", "variant": "to", "size": H},
-        "on device", "copied",
-    ),
-    Headline(
-        "item_per_epoch", "loss read once per epoch vs .item() every batch, per step",
-        "bench_sync.Loop.track_step_s",
-        {"read": "device_accumulate", "width": "256"},
-        {"read": "item_every_batch", "width": "256"},
-        "per epoch", "per batch",
-        counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step",
-    ),
-    Headline(
-        "pinned_prefetch", "pinned + prefetch vs pageable + blocking, DataLoader with 2 "
-        "workers, small model, per step",
-        "bench_pipeline.Pipeline.track_step_s",
-        {**PIPELINE, "host_memory": "pinned", "move": "prefetch"},
-        {**PIPELINE, "host_memory": "pageable", "move": "blocking"},
-        "pinned + prefetch", "pageable + blocking", reason=_pipeline_reason,
-    ),
+    Headline("pinned_vs_pageable", f"pinned vs pageable H2D, one {H} tensor",
+             "pinned", "pageable", reason=_copy_reason("pinned", "blocking", "one")),
+    Headline("non_blocking_many",
+             f"non_blocking vs blocking H2D, 1,000 pinned tensors, {H} in all",
+             "non_blocking", "blocking", reason=_copy_reason("pinned", "non_blocking", "many")),
+    Headline("create_on_device", f"torch.zeros(n, device=dev) vs torch.zeros(n).to(dev), {H}",
+             "on device", "copied"),
+    Headline("item_per_epoch", "loss read once per epoch vs .item() every batch, per step",
+             "per epoch", "per batch"),
+    Headline("pinned_prefetch", "pinned + prefetch vs pageable + blocking, DataLoader with 2 "
+             "workers, small model, per step", "pinned + prefetch", "pageable + blocking",
+             reason=_pipeline_reason),
 )
 
 
@@ -142,8 +130,9 @@ def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[
     """The latest value of each headline in ``rs`` (filter ``rs`` to one series first)."""
     out = []
     for h in which or HEADLINES:
-        practice = rs.latest(h.benchmark, **h.practice)
-        baseline = rs.latest(h.benchmark, **h.baseline)
+        c = h.comparison
+        practice = rs.latest(c.practice.benchmark, **c.practice.param_dict)
+        baseline = rs.latest(c.baseline.benchmark, **c.baseline.param_dict)
         note = ""
         if practice is None or baseline is None:
             caps = recorded_capabilities(rs)

@@ -2,11 +2,11 @@
 read from measured results (the ratio, both medians, the machine, GPU and PyTorch, and the
 ``xferbench cite`` command that prints the provenance).
 
-``PRICES`` declares, per practice key, the benchmark and the (practice, baseline) parameters it
-reads: a benchmark renamed later is a one-line change here. ``build_table`` turns a
-``ResultSet`` into a compact JSON table; ``scripts/make-prices`` writes it from the committed
-``results/`` into the package (``data/prices.json``), and ``PriceBook.load`` reads it (or
-builds it from ``--results DIR``), so both paths compute the same way.
+``PRICES`` names, per practice key, the comparison it reads (``comparisons.py``) and the words
+a finding quotes. ``build_table`` turns a ``ResultSet`` into a compact JSON table;
+``scripts/make-prices`` writes it from the committed ``results/`` into the package
+(``data/prices.json``), and ``PriceBook.load`` reads it (or builds it from ``--results DIR``),
+so both paths compute the same way.
 
 A price from a CPU-only, emulated or quick run is never quoted as a GPU figure: ``get`` returns
 GPU prices only, and ``reason`` says why there is none ("no GPU price yet (...)"). The GPU is
@@ -25,9 +25,9 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..results import Result, ResultSet, load, version_key
-from ..units import format_seconds, gbps, parse_size, size_label
+from ..units import format_seconds, gbps, size_label
 from .citation import citation, command
-from .headline import HEADLINES, H, Headline
+from .comparisons import ComparisonSpec, comparison
 
 #: The shipped table's format. Changelog: 1: first version (series, prices, rates).
 TABLE_VERSION = 1
@@ -37,60 +37,31 @@ COPY_BENCHMARK = "bench_copies.Copy.track_completion_s"  # what a caller waits f
 
 @dataclass(frozen=True)
 class PriceSpec:
-    """One priced practice: ``baseline`` is the pattern lint flags, ``practice`` what it
-    recommends; the ratio is baseline time / practice time (above 1: the practice is faster)."""
+    """One priced practice, the comparison ``key`` (``comparisons.py``) in lint's words: its
+    baseline is the pattern lint flags, its practice what lint recommends; the ratio is
+    baseline time / practice time (above 1: the practice is faster)."""
 
-    key: str
+    key: str  # a comparison's id
     flagged: str  # the flagged pattern, as a finding names it
     fixed: str  # the recommended practice
     measure: str  # what the ratio compares ("steps/s", "speed", "H2D GB/s")
-    benchmark: str  # the practice's benchmark
-    practice: dict[str, str]
-    baseline: dict[str, str]
-    baseline_benchmark: str | None = None  # where the flagged pattern is another benchmark
-    counts: str | None = None  # a benchmark counting events per call at the same params
-    counts_unit: str = ""
-    nbytes: int | None = None  # bytes moved per call, where GB/s means something
 
     @property
-    def flagged_benchmark(self) -> str:
-        return self.baseline_benchmark or self.benchmark
+    def comparison(self) -> ComparisonSpec:
+        return comparison(self.key)
 
-
-def _from_headline(key: str, flagged: str, fixed: str, measure: str) -> PriceSpec:
-    """A price that reads the same figures as the headline ``key``."""
-    h: Headline = next(h for h in HEADLINES if h.key == key)
-    return PriceSpec(key, flagged, fixed, measure, h.benchmark, h.practice, h.baseline,
-                     counts=h.counts, counts_unit=h.counts_unit, nbytes=h.nbytes)
-
-
-#: The pipeline's plain loop, where model.to(device) every step is measured
-#: (benchmarks/bench_pipeline.py MODEL_TO), at the headline's input-bound size and autocast.
-MODEL_TO = {"size": "small", "host_memory": "pageable", "workers": "0", "move": "blocking",
-            "precision": "amp", "compile": "eager"}
-#: One 64 MiB H2D copy on the completion clock (what the caller waits for, pinning included).
-_ONE_H2D = {"direction": "h2d", "layout": "one", "size": H}
 
 PRICES: tuple[PriceSpec, ...] = (
-    _from_headline("item_per_epoch", "per-batch `.item()`", "one read per epoch", "steps/s"),
-    _from_headline("create_on_device", "created on the host, then moved",
-                   "`device=` in the factory", "speed"),
+    PriceSpec("item_per_epoch", "per-batch `.item()`", "one read per epoch", "steps/s"),
+    PriceSpec("create_on_device", "created on the host, then moved",
+              "`device=` in the factory", "speed"),
     PriceSpec("model_move_in_loop", "`model.to(device)` every step", "the model moved once",
-              "steps/s", "bench_pipeline.Pipeline.track_step_s", MODEL_TO, MODEL_TO,
-              baseline_benchmark="bench_pipeline.Pipeline.track_step_model_to_s"),
-    _from_headline("pinned_vs_pageable", "a pageable source", "a pinned one", "H2D GB/s"),
-    # per batch the caching host allocator is warm: each pin reuses a cached block
+              "steps/s"),
+    PriceSpec("pinned_vs_pageable", "a pageable source", "a pinned one", "H2D GB/s"),
     PriceSpec("pin_then_copy", "`.pin_memory().to(dev, non_blocking=True)`",
-              "a plain `.to(dev)`", "speed", "bench_copies.Copy.track_completion_s",
-              {**_ONE_H2D, "host_memory": "pageable", "sync": "blocking"},
-              {"cache": "warm", "layout": "one", "size": H},
-              baseline_benchmark="bench_copies.PinThenCopy.track_completion_s",
-              nbytes=parse_size(H)),
-    # an explicit synchronise every step (lint's XB109) against the loop that reads once
+              "a plain `.to(dev)`", "speed"),
     PriceSpec("sync_per_step", "`torch.cuda.synchronize()` every step",
-              "no synchronise in the step", "steps/s", "bench_sync.Loop.track_step_s",
-              {"read": "device_accumulate", "width": "256"},
-              {"read": "synchronize", "width": "256"}),
+              "no synchronise in the step", "steps/s"),
 )
 PRICE_KEYS = tuple(p.key for p in PRICES)
 
@@ -221,22 +192,23 @@ def _spread(*results: Result) -> float | None:
 
 
 def _price(rs: ResultSet, spec: PriceSpec) -> Price | None:
-    practice = rs.latest(spec.benchmark, **spec.practice)
-    baseline = rs.latest(spec.flagged_benchmark, **spec.baseline)
+    c = spec.comparison
+    practice = rs.latest(c.practice.benchmark, **c.practice.param_dict)
+    baseline = rs.latest(c.baseline.benchmark, **c.baseline.param_dict)
     if practice is None or baseline is None or not practice.value or not baseline.value:
         return None
     counts: list[float | None] = [None, None]
-    if spec.counts:
-        for i, params in enumerate((spec.practice, spec.baseline)):
-            r = rs.latest(spec.counts, **params)
+    if c.counts:
+        for i, figure in enumerate((c.practice, c.baseline)):
+            r = rs.latest(c.counts, **figure.param_dict)
             counts[i] = r.value if r else None
     return Price(
         key=spec.key, flagged=spec.flagged, fixed=spec.fixed, measure=spec.measure,
         ratio=baseline.value / practice.value, practice_s=practice.value,
         baseline_s=baseline.value, noise=_spread(practice, baseline),
         series=_series(rs, baseline), command=_cite(rs, baseline),
-        practice_count=counts[0], baseline_count=counts[1], counts_unit=spec.counts_unit,
-        nbytes=spec.nbytes, unit=practice.unit)
+        practice_count=counts[0], baseline_count=counts[1], counts_unit=c.counts_unit,
+        nbytes=c.nbytes, unit=practice.unit)
 
 
 def _each_series(rs: ResultSet) -> list[ResultSet]:

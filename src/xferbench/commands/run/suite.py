@@ -4,27 +4,33 @@ combinations each measures on this device, and why each skipped one is skipped."
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...analysis.headline import HAZARD_BENCHMARK, HEADLINES
+from ...analysis.sitemap import BANDWIDTH_BENCHMARKS
 from ...errors import XferbenchError
 from ...results.runrecords import SKIPPED, Outcome
 
-#: The suite's files.
-BENCH_FILES = ("bench_copies", "bench_sync", "bench_pipeline", "bench_hazards", "bench_creation",
-               "bench_peer", "bench_contention", "bench_timer", "bench_behaviour")
+
+def _class_of(benchmark: str) -> str:
+    return benchmark.split(".")[1]  # "bench_copies.Copy.track_completion_s": "Copy"
+
+
+#: The classes behind the headlines (``analysis/headline.py``), in the headlines' order: a
+#: budget that cannot hold their headline combinations is refused before anything runs.
+HEADLINE_CLASSES = tuple(dict.fromkeys(
+    _class_of(b) for h in HEADLINES
+    for b in (h.comparison.practice.benchmark, h.comparison.baseline.benchmark, h.counts) if b))
 #: The order the classes run in: a run cut short (an interrupt, the end of --budget) keeps the
-#: classes it finished, so the classes behind the README's headlines come first. A class not
-#: named here runs after these, in file order.
-PRIORITY = ("Copy", "Creation", "Loop", "Pipeline", "Hazards", "PinMemory", "PinThenCopy",
-            "Overlap", "CreatedInForward")
-#: The classes behind the README's headlines: a budget that cannot hold their headline
-#: combinations is refused before anything runs.
-HEADLINE_CLASSES = PRIORITY[:4]
+#: classes it finished, so the classes whose figures the run prints at its end come first
+#: (the headlines', then the copy table's and the hazards'). Every other class runs after
+#: them, in file order.
+PRIORITY = tuple(dict.fromkeys((*HEADLINE_CLASSES, *map(_class_of, (
+    *BANDWIDTH_BENCHMARKS.values(), HAZARD_BENCHMARK)))))
 
 
 @dataclass(frozen=True)
@@ -70,15 +76,10 @@ class SuiteClass:
             + r")\)$" for method in self.methods)
 
 
-def suite_files(repo: str) -> list[str]:
-    return [f for f in BENCH_FILES if os.path.exists(os.path.join(repo, "benchmarks", f + ".py"))]
-
-
 def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
     """Import the suite in a child process with the run's environment (its probe, sweep and
-    quick settings: no torch) and describe every class."""
-    files = suite_files(repo)
-    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", *files], cwd=repo, env=env,
+    quick settings: no torch) and describe every class of its files (benchmarks/bench_*.py)."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks._asv"], cwd=repo, env=env,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
