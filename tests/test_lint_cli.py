@@ -26,7 +26,7 @@ TRAIN = textwrap.dedent("""\
             opt.step()
             print(loss.item())
     """)
-CREATE = "import torch\n\ndef f(n, device):\n    return torch.zeros(n).to(device)\n"
+CREATE = "import torch\n\ndef f(n, device: torch.device):\n    return torch.zeros(n).to(device)\n"
 DISCARD = "import torch\n\ndef f(device):\n    t = torch.ones(2)\n    t.cuda()\n    return t\n"
 
 

@@ -7,8 +7,10 @@ import ast
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from .analyzer import Analyzer
+from .proof import Proof
 from .rules import CODES, Finding
 
 #: A file without any of these cannot hold a finding of any rule: every rule needs a move
@@ -101,6 +103,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
     silenced = noqa_lines(text, path, result)
     lines = None if text.isascii() else text.splitlines()
     seen = set()
+    proof = Proofs(tree)
     for line, col, code, message, severity, fix in sorted(raws, key=lambda r: r[:3]):
         if code not in codes or (line, col, code) in seen:
             continue
@@ -109,6 +112,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
         if quiet is None or code in quiet:
             continue
         col = characters(lines, line, col)
+        fix, message = proof.settle(fix, message)
         region = None
         if fix is not None and hasattr(fix, "span"):
             first, start, last, end = fix.span
@@ -123,3 +127,22 @@ def characters(lines: list[str] | None, line: int, col: int) -> int:
     if lines is not None and 0 < line <= len(lines):
         return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
     return col
+
+
+class Proofs:
+    """Offers a finding's rewrite only where ``proof`` proves what it relies on; the
+    message says the rewrite, or why none is offered."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.proof: Proof | None = None  # built at the first rewrite: most files have none
+
+    def settle(self, fix: Any, message: str) -> tuple[Any, str]:
+        if fix is None:
+            return None, message
+        if self.proof is None:
+            self.proof = Proof(self.tree)
+        reason = self.proof.why_not(getattr(fix, "needs", ()))
+        if reason is not None:
+            return None, f"{message} (no --fix: {reason})"
+        return fix, f"{message} (--fix: `{fix}`)"
