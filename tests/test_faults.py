@@ -287,7 +287,7 @@ def test_a_dangling_link_as_results_folder_is_one_sentence(tmp_path):
     link = tmp_path / "results"
     link.symlink_to(tmp_path / "gone")
     proc = xferbench("run", "--quick", "--device", "cpu", "--results", str(link))
-    assert "is a link to nothing" in one_sentence(proc)
+    assert "is a symbolic link to nothing (it names " in one_sentence(proc)
 
 
 @pytest.mark.parametrize("damage, words", [

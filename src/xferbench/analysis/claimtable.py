@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..results.discovery import Declared
+from ..results.safefiles import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -138,11 +139,8 @@ def load_table(path: str | None = None) -> ClaimTable:
     path = path or shipped_path()
     shown = path if path != shipped_path() else "xferbench's claims table"
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise XferbenchError(f"claims table {path} does not exist") from None
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(read_regular(path, "claims table").decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise XferbenchError(f"claims table {path} is not TOML: {exc}") from None
     sources = data.get("sources")
     claims = data.get("claims")

@@ -32,8 +32,15 @@ from ..auditing.auditor import Audit
 from ..auditing.report import format_report
 from ..devices import resolve_device, set_current_device
 from ..errors import XferbenchError
-from ..lint.files import path_kind
-from ..results.safefiles import check_writable, target_of, write_text_safely
+from ..lint.files import Unreadable, decode_source
+from ..results.safefiles import (
+    NotReadable,
+    check_writable,
+    path_kind,
+    read_regular,
+    target_of,
+    write_text_safely,
+)
 
 #: The audit's own options, recognised after the script's arguments too (the issue's
 #: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the
@@ -173,13 +180,27 @@ def check_out(out: str | None, script: str) -> str | None:
     return path
 
 
+def check_script(path: str) -> None:
+    """One sentence where ``path`` is no Python script ``python`` could run: not a file (a
+    folder, a FIFO, a link to nothing...), JSON, or bytes Python cannot read as
+    source (binary, UTF-16, an unknown coding cookie)."""
+    kind = path_kind(path)
+    if not kind.is_file:
+        raise XferbenchError(kind.refusal(f"the script {path}", "a Python script"))
+    if path.endswith(".json"):
+        raise XferbenchError(f"the script {path} is a JSON file, not a Python script")
+    try:
+        decode_source(read_regular(path, "the script"), path)
+    except NotReadable as exc:
+        raise XferbenchError(str(exc)) from None
+    except Unreadable as exc:
+        why = str(exc).removeprefix(f"{path}: ").removesuffix("; skipped")
+        raise XferbenchError(f"the script {path} cannot be run as Python: {why}") from None
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     args = _merge(args)
-    if not os.path.isfile(args.script):
-        why = ("it is a directory" if os.path.isdir(args.script) else
-               f"it is {path_kind(args.script)}, not a file" if os.path.exists(args.script) else
-               "no such file")
-        raise XferbenchError(f"can't open the script {args.script!r}: {why}")
+    check_script(args.script)
     out = check_out(args.out, args.script)
     device = resolve_device(args.device or "auto")
     # a broken --results folder is bad input: said before the script runs, not after

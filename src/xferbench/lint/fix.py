@@ -15,6 +15,7 @@ import tempfile
 from typing import Any
 
 from ..errors import XferbenchError
+from ..results.filesystem import read_regular
 from .rules import Finding
 
 MOVES = ("to", "cuda", "xpu", "mps")
@@ -141,8 +142,7 @@ def write_fixed(path: str, expected: bytes, seen: tuple[int, int, int], data: by
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    return read_regular(path, "file")
 
 
 def write_atomically(path: str, data: bytes) -> None:
