@@ -182,11 +182,15 @@ def check_out(out: str | None, script: str) -> str | None:
 
 def check_script(path: str) -> None:
     """One sentence where ``path`` is no Python script ``python`` could run: not a file (a
-    folder, a FIFO, a link to nothing...), JSON, or bytes Python cannot read as
+    folder, a FIFO, a link to nothing...), a notebook, JSON, or bytes Python cannot read as
     source (binary, UTF-16, an unknown coding cookie)."""
     kind = path_kind(path)
     if not kind.is_file:
         raise XferbenchError(kind.refusal(f"the script {path}", "a Python script"))
+    if path.endswith(".ipynb"):
+        raise XferbenchError(
+            f"the script {path} is a Jupyter notebook, which audit does not run: export its "
+            f"code with `jupyter nbconvert --to script {path}` and audit the .py it writes")
     if path.endswith(".json"):
         raise XferbenchError(f"the script {path} is a JSON file, not a Python script")
     try:

@@ -72,10 +72,12 @@ def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[
 
 
 def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
-              raw: bytes | None = None, intended: tuple[str, ...] = ()) -> FileResult:
+              raw: bytes | None = None, intended: tuple[str, ...] = (),
+              editable: bool = True) -> FileResult:
     """Lint one file's text; ``raw`` (its bytes), when given, lets a file that cannot match
     any rule skip the analysis after it parsed; ``intended``: the functions (names or
-    ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them)."""
+    ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them);
+    ``editable``: False where --fix cannot write the file (a notebook's cells)."""
     result = FileResult(path, lines=text.count("\n") + (not text.endswith("\n") and bool(text)))
     try:
         tree = ast.parse(text, filename=path)
@@ -103,7 +105,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
     silenced = noqa_lines(text, path, result)
     lines = None if text.isascii() else text.splitlines()
     seen = set()
-    proof = Proofs(tree)
+    proof = Proofs(tree, editable)
     for line, col, code, message, severity, fix in sorted(raws, key=lambda r: r[:3]):
         if code not in codes or (line, col, code) in seen:
             continue
@@ -133,8 +135,8 @@ class Proofs:
     """Offers a finding's rewrite only where ``proof`` proves what it relies on; the
     message says the rewrite, or why none is offered."""
 
-    def __init__(self, tree: ast.Module) -> None:
-        self.tree = tree
+    def __init__(self, tree: ast.Module, editable: bool = True) -> None:
+        self.tree, self.editable = tree, editable
         self.proof: Proof | None = None  # built at the first rewrite: most files have none
 
     def settle(self, fix: Any, message: str) -> tuple[Any, str]:
@@ -145,4 +147,6 @@ class Proofs:
         reason = self.proof.why_not(getattr(fix, "needs", ()))
         if reason is not None:
             return None, f"{message} (no --fix: {reason})"
+        if not self.editable:
+            return fix, f"{message} (--fix leaves notebooks as they are: write `{fix}`)"
         return fix, f"{message} (--fix: `{fix}`)"

@@ -18,10 +18,10 @@ from pathspec import GitIgnoreSpec
 
 from ..results.filesystem import NotReadable, path_kind, read_regular, text_problem
 
-#: What lint reads when named: Python source (a file without a suffix, a script, is read as
-#: Python too); what a folder's walk picks up.
-SOURCES = (".py", ".pyw", ".pyi")
-WALKED = (".py",)
+#: What lint reads when named: Python source and Jupyter notebooks (a file without a suffix,
+#: a script, is read as Python too); what a folder's walk picks up.
+SOURCES = (".py", ".pyw", ".pyi", ".ipynb")
+WALKED = (".py", ".ipynb")
 #: What follows a path's kind in the sentence that skips it.
 NOT_SOURCE = {"special": ", not Python source", "dangling link": "", "link loop": "",
               "unreachable": "", "missing": "", "through a file": "", "no working folder": ""}
@@ -110,7 +110,7 @@ def _repo_gitignores(folder: str) -> list[Pattern]:
 
 
 def discover(paths: list[str], excludes: list[Pattern], gitignore: bool = True) -> Found:
-    """The Python files under ``paths`` in a stable order; paths named that
+    """The Python files and notebooks under ``paths`` in a stable order; paths named that
     are excluded are skipped, as are folders the walk finds excluded, git-ignored or tool
     folders. Anything that is not a file or a folder is one sentence, never opened."""
     found = Found()
@@ -131,8 +131,8 @@ def discover(paths: list[str], excludes: list[Pattern], gitignore: bool = True) 
                 found.problems.append(f"{path}: a folder with no Python files to lint")
         elif not path.endswith(SOURCES) and os.path.splitext(path)[1]:
             found.problems.append(f"{path}: a {os.path.splitext(path)[1]} file, not Python "
-                                  "source (lint reads .py files and scripts without a "
-                                  "suffix); skipped")
+                                  "source or a notebook (lint reads .py files, notebooks and "
+                                  "scripts without a suffix); skipped")
         else:
             found.files.append(path)
     return found

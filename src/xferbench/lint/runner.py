@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .engine import FileResult, lint_text
 from .files import Pattern, Unreadable, discover, read_source
 from .fix import Changed, fix_source, parses, stamp, write_fixed
+from .notebooks import lint_notebook
 from .rules import CODES, Finding
 
 #: Below this many files one process is faster than starting workers.
@@ -31,6 +32,8 @@ class LintRun:
 
 def lint_file(path: str, codes: frozenset[str] = frozenset(CODES),
               intended: tuple[str, ...] = ()) -> FileResult:
+    if path.endswith(".ipynb"):
+        return lint_notebook(path, codes, intended)
     try:
         text, raw = read_source(path)
     except Unreadable as exc:
@@ -72,7 +75,12 @@ def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, job
                   files=len(found.files))
     for result in lint_files(found.files, codes, jobs or jobs_default(), intended):
         if fix and any(f.fix for f in result.findings):
-            result = _fix(result, codes, out, intended)
+            if result.path.endswith(".ipynb"):
+                out.warnings.append(f"{result.path}: --fix leaves notebooks as they are (a "
+                                    "cell's code is a string inside JSON); make the rewrites "
+                                    "the findings name in the notebook")
+            else:
+                result = _fix(result, codes, out, intended)
         if result.problem is not None:
             out.problems.append(result.problem)
             continue
