@@ -194,12 +194,21 @@ def check_script(path: str) -> None:
     if path.endswith(".json"):
         raise XferbenchError(f"the script {path} is a JSON file, not a Python script")
     try:
-        decode_source(read_regular(path, "the script"), path)
+        raw = read_regular(path, "the script")
+        decode_source(raw, path)
     except NotReadable as exc:
         raise XferbenchError(str(exc)) from None
     except Unreadable as exc:
         why = str(exc).removeprefix(f"{path}: ").removesuffix("; skipped")
         raise XferbenchError(f"the script {path} cannot be run as Python: {why}") from None
+    try:
+        compile(raw, os.path.abspath(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise XferbenchError(f"the script {path} cannot be compiled: {exc.msg} (line "
+                             f"{exc.lineno})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise XferbenchError(f"the script {path} cannot be compiled: nested too deeply or too "
+                             f"big for Python's parser ({type(exc).__name__})") from None
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -86,7 +86,11 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
         result.problem = f"{where}: cannot parse: {exc.msg} (not linted)"
         return result
     except (ValueError, MemoryError) as exc:  # a NUL byte, or too big
-        result.problem = f"{path}: cannot parse: {exc} (not linted)"
+        result.problem = f"{path}: cannot parse: {exc or type(exc).__name__} (not linted)"
+        return result
+    except RecursionError:  # Python's own parser gives up on deeply nested expressions
+        result.problem = (f"{path}: cannot parse: nested too deeply for Python's parser "
+                          "(RecursionError) (not linted)")
         return result
     if not may_match(raw if raw is not None else text.encode("utf-8", "replace")):
         noqa_lines(text, path, result)
@@ -144,7 +148,10 @@ class Proofs:
             return None, message
         if self.proof is None:
             self.proof = Proof(self.tree)
-        reason = self.proof.why_not(getattr(fix, "needs", ()))
+        try:
+            reason = self.proof.why_not(getattr(fix, "needs", ()))
+        except RecursionError:
+            reason = "the expression is nested too deeply to prove what it is"
         if reason is not None:
             return None, f"{message} (no --fix: {reason})"
         if not self.editable:

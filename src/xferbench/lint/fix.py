@@ -167,6 +167,6 @@ def write_atomically(path: str, data: bytes) -> None:
 def parses(data: bytes) -> bool:
     try:
         ast.parse(data)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

@@ -101,7 +101,12 @@ def _fix(result: FileResult, codes: frozenset[str], out: LintRun,
     seen = stamp(path)
     text, raw = read_source(path)
     current = lint_text(text, path, codes, raw, intended)
-    new = fix_source(raw, current.findings)
+    try:
+        new = fix_source(raw, current.findings)
+    except (RecursionError, MemoryError) as exc:  # LibCST's parser on very deep nesting
+        out.warnings.append(f"{path}: --fix cannot rewrite it ({type(exc).__name__} in LibCST's "
+                            "parser); left as it was")
+        return result
     if new == raw:
         return result
     if not parses(new):  # never write a file that does not parse
