@@ -45,6 +45,7 @@ class FileResult:
     problem: str | None = None  # not read (a syntax error, binary, not UTF-8...)
     warnings: list[str] = field(default_factory=list)  # read, with a remark (a noqa code)
     lines: int = 0
+    digest: str = ""  # SHA-256 of the bytes linted: --fix lints again only what changed
 
 
 def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[str] | None]:

@@ -8,7 +8,7 @@ declaration anywhere proves nothing)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 #: torch functions that return one tensor (not a tuple: no max, sort, split, unique).
 TENSOR_FUNCTIONS = frozenset("""
@@ -43,12 +43,13 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.L
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def torch_names(tree: ast.Module) -> dict[str, str]:
+def torch_names(nodes: Iterable[ast.AST]) -> dict[str, str]:
     """Local name -> what it imports from torch ("torch", "torch.nn.functional",
-    "torch.zeros"): only names bound by imports of torch and by nothing else."""
+    "torch.zeros"), of a module's ``nodes``: only names bound by imports of torch and by
+    nothing else."""
     imported: dict[str, str] = {}
     other: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 name = a.asname or a.name.split(".")[0]
@@ -76,16 +77,19 @@ class Proof:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        self.torch = torch_names(tree)
         self.parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(tree):
+        nodes, todo = [], [tree]
+        while todo:  # one pass over the tree: each node's parent, and the nodes
+            node = todo.pop()
+            nodes.append(node)
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
-        self.declared = {n for node in ast.walk(tree) if isinstance(node, (ast.Global,
-                                                                            ast.Nonlocal))
+                todo.append(child)
+        self.torch = torch_names(nodes)
+        self.declared = {n for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal))
                          for n in node.names}
         self.star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
-                        for n in ast.walk(tree))
+                        for n in nodes)
         self.binds: dict[ast.AST, dict[str, list[ast.AST]]] = {}
 
     # -- what a value is ---------------------------------------------------------------------
