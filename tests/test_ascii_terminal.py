@@ -81,6 +81,7 @@ SOURCES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SOURCES)
 def test_source_pythons_parser_cannot_handle_is_one_line_in_lint_and_audit(name, tmp_path):
     data, words = SOURCES[name]

@@ -179,6 +179,7 @@ def test_lint_names_each_kind_and_never_opens_a_fifo(tmp_path, monkeypatch, caps
                for line in lines)
 
 
+@pytest.mark.slow
 def test_a_working_folder_that_is_gone_is_named_not_a_bare_errno(tmp_path):
     command = Path(sys.executable).parent / "xferbench"  # the entry point users run
     gone = tmp_path / "gone"
