@@ -254,8 +254,8 @@ def bindings(scope: ast.AST) -> Iterator[tuple[str, str, ast.AST]]:
         for generator in scope.generators:
             yield from _names(generator.target)
         return
-    body = scope.body if isinstance(scope.body, list) else [scope.body]  # type: ignore[attr-defined]
-    todo = list(body)
+    body = getattr(scope, "body", [])
+    todo = list(body) if isinstance(body, list) else [body]
     while todo:
         node = todo.pop()
         yield from _bound_by(node)

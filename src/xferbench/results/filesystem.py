@@ -2,11 +2,11 @@
 in words (``path_kind``, the one place that tells a folder, a link loop or a FIFO from a
 missing file), a regular file read without ever blocking on anything else
 (``read_regular``), what a file's bytes are if not UTF-8 text (``text_problem``), mount
-points (which a rename cannot replace), free space and the file size limit (``ulimit -f``), why a write failed, a
-folder checked before anything is written into it, the one name of a temporary file, whether
-the process that left one is still there, and the removal of folders xferbench made. Nothing
-here is ever applied to a file of the user's: what is removed is told by its exact name and a
-process that is gone (``is_stale_temporary``)."""
+points (which a rename cannot replace), free space and the file size limit (``ulimit -f``),
+why a write failed, a folder checked before anything is written into it, the one name of a
+temporary file, whether the process that left one is still there, and the removal of folders
+xferbench made. Nothing here is ever applied to a file of the user's: what is removed is
+told by its exact name and a process that is gone (``is_stale_temporary``)."""
 
 from __future__ import annotations
 

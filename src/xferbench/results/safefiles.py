@@ -55,8 +55,8 @@ __all__ = [  # the write path, and what the commands need of the file system wit
     "NotReadable", "PathKind", "Stamp", "Target", "UnwritableError", "alive",
     "check_output_folder", "check_space", "check_writable", "is_mount_point",
     "is_stale_temporary", "left_by_dead_process", "load_json", "loads_ok", "path_kind",
-    "read_regular", "read_text_stamped", "remove_file", "require", "remove_tree", "replace_file", "stamp",
-    "target_of", "temp_path", "text_problem", "unwritable", "write_all_safely",
+    "read_regular", "read_text_stamped", "remove_file", "remove_tree", "replace_file",
+    "require", "stamp", "target_of", "temp_path", "text_problem", "unwritable", "write_all_safely",
     "write_bytes_safely", "write_json_atomic", "write_json_safely", "write_text_safely"]
 
 
