@@ -19,7 +19,7 @@ from importlib.machinery import SourceFileLoader
 from types import CodeType
 from typing import Any
 
-from ...errors import STREAM_ERRORS, XferbenchError, tolerant_streams
+from ...errors import STREAM_ERRORS, XferbenchError
 from ...lint.files import Unreadable, decode_source
 from ...results.safefiles import NotReadable, path_kind, read_regular
 
@@ -101,7 +101,7 @@ def as_python(path: str, argv: list[str], module: types.ModuleType) -> Iterator[
     try:
         yield
     finally:
-        tolerant_streams()
+        _stream_errors({name: "backslashreplace" for name in STREAM_ERRORS})
         sys.argv = saved_argv
         sys.path[:] = saved_path
         if saved_main is not None:
@@ -109,9 +109,11 @@ def as_python(path: str, argv: list[str], module: types.ModuleType) -> Iterator[
 
 
 def _stream_errors(errors: dict[str, str]) -> None:
+    """The process's own standard streams (``sys.__stdout__``: a JSON report may have
+    pointed ``sys.stdout`` elsewhere) with these error handlers."""
     for name, handler in errors.items():
         with contextlib.suppress(AttributeError, ValueError, OSError):
-            getattr(sys, name).reconfigure(errors=handler)
+            getattr(sys, f"__{name}__").reconfigure(errors=handler)
 
 
 def run_script(path: str, argv: list[str], code: CodeType, audit: Any) -> int:
