@@ -152,9 +152,9 @@ def test_a_failing_script_keeps_its_error_and_status_with_the_partial_report(
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["nope.py"], "xferbench: can't open the script 'nope.py': no such file\n"),
-    (["/dev/null"], "xferbench: can't open the script '/dev/null': it is a character device, "
-                    "not a file\n"),
+    (["nope.py"], "xferbench: the script nope.py does not exist\n"),
+    (["/dev/null"], "xferbench: the script /dev/null is a character device, not a Python "
+                    "script\n"),
     (["--steps", "0", "{script}"], "argument --steps: --steps '0' is not a number of steps"),
     (["{script}", "--steps", "-2"], "argument --steps: --steps '-2' is not a number of steps"),
     (["--device", "tpu", "{script}"], "xferbench: device 'tpu' is not a device type"),

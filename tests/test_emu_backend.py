@@ -25,11 +25,6 @@ THIS_FILE = Path(__file__).resolve()
 DEVICES = int(os.environ.get("XFERBENCH_EMU_DEVICES", "1"))
 MiB = 2**20
 
-#: How long each queued copy is held in the tests that need the window between "the call
-#: returned" and "the data landed" to be observable every time, not by luck of scheduling.
-HOLD_S = 0.002
-
-
 def _runs_in_process(session: pytest.Session) -> bool:
     return emu.is_loaded() or all(Path(item.path) == THIS_FILE for item in session.items)
 
@@ -128,59 +123,54 @@ def test_strided_converting_and_device_to_device_copies_are_exact(dev):
 def test_device_to_device_copy_is_queued_on_the_stream(dev):
     src = torch.arange(MiB, dtype=torch.float32, device=dev)
     dst = torch.zeros_like(src)
-    with emu.copy_delay(0.05):
+    torch.accelerator.synchronize()
+    with emu.held():
         dst.copy_(src)
-        assert emu.pending(0) >= 1  # returned with the copy still held in the queue
+        assert emu.pending(0) == 1  # returned with the copy still in the queue
     torch.accelerator.synchronize()
     assert emu.pending(0) == 0
     assert torch.equal(dst.cpu(), src.cpu())
 
 
 def test_non_blocking_pinned_h2d_returns_before_the_data_lands(dev):
-    """A read before the synchronise sees the old bytes at least once in 100 tries; the read
-    after it is always right."""
+    """A read before the copy ran (its stream held) sees the old bytes; the read after the
+    synchronise is always right."""
     side = torch.Stream(device=dev)
     dst = torch.zeros(MiB // 4, device=dev)
-    stale = 0
-    emu.set_copy_delay(HOLD_S)
-    for i in range(1, 101):
+    for i in range(1, 11):
         src = torch.full((MiB // 4,), float(i)).pin_memory()
-        dst.copy_(src, non_blocking=True)
-        early = _side_stream_read(dst, side)
-        stale += int(not torch.equal(early, src))
+        with emu.held():
+            dst.copy_(src, non_blocking=True)
+            early = _side_stream_read(dst, side)
+        assert torch.equal(early, torch.full_like(src, float(i - 1))), f"try {i}: landed early"
         torch.accelerator.synchronize()
         assert torch.equal(dst.cpu(), src), f"try {i}: wrong after synchronize"
-    assert stale >= 1, "every early read already held the new data"
 
 
 def test_non_blocking_pinned_d2h_returns_before_the_data_lands(dev):
     """Practice 4: reading a non_blocking device-to-host copy before synchronising."""
-    stale = 0
-    emu.set_copy_delay(HOLD_S)
-    for i in range(1, 101):
+    for i in range(1, 11):
         src = torch.full((MiB // 4,), float(i), device=dev)
         torch.accelerator.synchronize()
-        host = src.to("cpu", non_blocking=True)
-        assert host.is_pinned()  # torch allocates a pinned destination for it, as on CUDA
-        early = host.clone()
-        stale += int(not torch.equal(early, torch.full_like(early, float(i))))
+        with emu.held():
+            host = src.to("cpu", non_blocking=True)
+            assert host.is_pinned()  # torch allocates a pinned destination, as on CUDA
+            early = host.clone()
+        assert not torch.equal(early, torch.full_like(early, float(i))), f"try {i}: landed"
         torch.accelerator.synchronize()
         assert torch.equal(host, torch.full_like(host, float(i))), f"try {i}: wrong after sync"
-    assert stale >= 1, "every early read already held the new data"
 
 
 def test_changing_a_pinned_source_before_its_copy_runs_is_observable(dev):
-    """Practice 4: writing the pinned source right after a non_blocking H2D; the device copy
-    sometimes holds the new data. With a synchronise in between it never does."""
-    overwritten = 0
-    emu.set_copy_delay(HOLD_S)
-    for _ in range(100):
+    """Practice 4: writing the pinned source right after a non_blocking H2D, before the copy
+    ran: the device copy holds the new data. With a synchronise in between it never does."""
+    for _ in range(5):
         src = torch.full((MiB // 4,), 1.0).pin_memory()
-        dst = src.to(dev, non_blocking=True)
-        src.fill_(2.0)
+        with emu.held():
+            dst = src.to(dev, non_blocking=True)
+            src.fill_(2.0)
         torch.accelerator.synchronize()
-        overwritten += int(torch.equal(dst.cpu(), torch.full_like(src, 2.0)))
-    assert overwritten >= 1
+        assert torch.equal(dst.cpu(), torch.full_like(src, 2.0))
     for _ in range(20):
         src = torch.full((MiB // 4,), 1.0).pin_memory()
         dst = src.to(dev, non_blocking=True)
@@ -209,18 +199,20 @@ def test_pageable_non_blocking_copy_is_synchronous(dev):
 
 
 def test_a_stream_runs_its_work_in_fifo_order(dev):
-    emu.set_copy_delay(0.005)  # 20 copies: 100 ms of held work
+    emu.set_copy_delay(0.002)  # 20 copies: 40 ms of work, completing one by one
     dst = torch.zeros(1024, device=dev)
     sources = [torch.full((1024,), float(i)).pin_memory() for i in range(20)]
     events = [torch.Event(device=dev, enable_timing=True) for _ in sources]
-    for src, event in zip(sources, events):
-        dst.copy_(src, non_blocking=True)
-        event.record()
-    # Queried from last to first: once a later event has completed, every earlier one has.
-    done = [event.query() for event in reversed(events)][::-1]
-    assert not done[-1], "the last of 20 held copies had already run"
-    first_pending = done.index(False)
-    assert all(not d for d in done[first_pending:]), done
+    with emu.held():
+        for src, event in zip(sources, events):
+            dst.copy_(src, non_blocking=True)
+            event.record()
+        assert not any(event.query() for event in events)  # queued, none run
+    # Read while they run, queried from last to first: whatever completed is a prefix.
+    while not events[-1].query():
+        done = [event.query() for event in reversed(events)][::-1]
+        first_pending = done.index(False) if False in done else len(done)
+        assert all(not d for d in done[first_pending:]), done
     torch.accelerator.synchronize()
     assert all(event.query() for event in events)
     assert torch.equal(dst.cpu(), sources[-1])  # the last copy landed last
@@ -233,12 +225,13 @@ def test_events_take_their_time_when_the_worker_reaches_them(dev):
     middle = torch.Event(device=dev, enable_timing=True)
     end = torch.Event(device=dev, enable_timing=True)
     src = torch.ones(1024).pin_memory()
-    start.record()
-    with emu.copy_delay(0.1):
-        dst = src.to(dev, non_blocking=True)  # the worker sleeps 100 ms before it
-    middle.record()
-    end.record()
-    assert not end.query()
+    with emu.held():
+        start.record()
+        with emu.copy_delay(0.1):
+            dst = src.to(dev, non_blocking=True)  # the worker sleeps 100 ms before it
+        middle.record()
+        end.record()
+        assert not end.query() and not start.query()
     end.synchronize()
     assert end.query() and start.query()
     # The held copy lies between start and middle: at least its hold (sleep never wakes
@@ -258,7 +251,7 @@ def test_elapsed_time_needs_timing_and_completed_events(dev):
     with pytest.raises(ValueError, match="enable_timing"):  # torch.Event checks it itself
         plain.elapsed_time(timed)
     late = torch.Event(device=dev, enable_timing=True)
-    with emu.copy_delay(0.05):
+    with emu.held():
         torch.ones(8).pin_memory().to(dev, non_blocking=True)
         late.record()
         with pytest.raises(RuntimeError, match="completed"):
@@ -280,12 +273,13 @@ def test_wait_stream_orders_work_across_streams(dev):
         total = dst.sum().item()
     assert total == 3.0 * (MiB // 4)
     # And the other way round: a side-stream copy the default stream waits for.
-    with side:
-        late = src.to(dev, non_blocking=True)
-    assert not side.query()
-    done = torch.Event(device=dev)
-    done.record(side)
-    default.wait_event(done)
+    with emu.held(side):
+        with side:
+            late = src.to(dev, non_blocking=True)
+        assert not side.query()
+        done = torch.Event(device=dev)
+        done.record(side)
+        default.wait_event(done)
     assert late.sum().item() == 3.0 * (MiB // 4)
     side.synchronize()
     assert side.query() and default.query()
@@ -372,14 +366,14 @@ def _queue_copies(dst: torch.Tensor, src: torch.Tensor, n: int) -> float:
 
 
 def test_the_host_blocks_once_a_stream_holds_queue_depth_jobs(dev):
-    """Under the default depth (1024) 14 copies held 10 ms each queue at once; with depth 8
-    set at run time, queueing 8 + 6 copies held 5 ms waits for 6 to finish: at least 30 ms."""
+    """Under the default depth (1024) 14 copies queue on a held stream; with depth 8 set at
+    run time, queueing 8 + 6 copies held 5 ms waits for 6 to finish: at least 30 ms."""
     assert emu.queue_depth() == 1024
     src = torch.ones(256).pin_memory()
     dst = torch.empty(256, device=dev)
-    emu.set_copy_delay(0.01)
-    _queue_copies(dst, src, 14)
-    assert emu.pending(0) >= 10, "the default depth blocked the host at 14 copies"
+    with emu.held():
+        _queue_copies(dst, src, 14)
+        assert emu.pending(0) == 14, "the default depth blocked the host at 14 copies"
     torch.accelerator.synchronize()
     emu.set_copy_delay(0.005)
     emu.set_queue_depth(8)
@@ -394,26 +388,24 @@ def test_the_host_blocks_once_a_stream_holds_queue_depth_jobs(dev):
 
 
 def test_a_larger_depth_frees_a_host_blocked_on_the_queue(dev):
-    """A thread blocked on a full queue (depth 1, a copy held 300 ms) queues its copy as soon
-    as the depth grows, long before the held copy ends."""
+    """A thread blocked on a full queue (depth 1, its copy held) queues its copy as soon as the
+    depth grows, while the held copy has still not run."""
     src = torch.ones(256).pin_memory()
     dst = torch.empty(256, device=dev)
     emu.set_queue_depth(1)
-    emu.set_copy_delay(0.3)
-    dst.copy_(src, non_blocking=True)
     queued = threading.Event()
 
     def second_copy() -> None:
         dst.copy_(src, non_blocking=True)
         queued.set()
 
-    thread = threading.Thread(target=second_copy, daemon=True)
-    started = time.perf_counter()
-    thread.start()
-    assert not queued.wait(0.05), "the second copy was queued past a depth of 1"
-    emu.set_queue_depth(4)
-    assert queued.wait(10)
-    assert time.perf_counter() - started < 0.25, "it waited for the held copy to finish"
+    with emu.held():
+        dst.copy_(src, non_blocking=True)
+        thread = threading.Thread(target=second_copy, daemon=True)
+        thread.start()
+        assert not queued.wait(0.05), "the second copy was queued past a depth of 1"
+        emu.set_queue_depth(4)
+        assert queued.wait(60) and emu.pending(0) == 2  # the first has still not run
     thread.join()
     torch.accelerator.synchronize()
 
@@ -427,13 +419,15 @@ def test_frees_never_wait_for_room_in_a_full_queue(dev):
     on_dev = torch.zeros(1024, device=dev)
     # Made first: filling an emu tensor is a kernel, which waits for the queue to drain.
     doomed = [torch.ones(64, device=dev), torch.ones(64).pin_memory()]
-    emu.set_copy_delay(0.2)
-    on_dev.copy_(src, non_blocking=True)
-    on_dev.copy_(src, non_blocking=True)  # the stream now holds its 2 jobs
-    assert emu.pending(0) == 2
-    started = time.perf_counter()
-    del doomed
-    assert time.perf_counter() - started < 0.1, "a free waited for room in the full queue"
+    with emu.held():
+        on_dev.copy_(src, non_blocking=True)
+        on_dev.copy_(src, non_blocking=True)  # the stream now holds its 2 jobs
+        assert emu.pending(0) == 2
+        # a free that waited for room would wait while the stream is held: for ever
+        freeing = threading.Thread(target=doomed.clear, daemon=True)
+        freeing.start()
+        freeing.join(60)
+        assert not freeing.is_alive(), "a free waited for room in the full queue"
     # Every other path through a full queue finishes once the work drains, none deadlocks.
     side = torch.Stream(device=dev)
     event = torch.Event(device=dev)
@@ -505,10 +499,10 @@ def test_a_cold_pin_pays_the_pinning_cost_and_a_warm_one_does_not(dev):
         return took
 
     cold_s = pin_s()
-    warm_s = sorted(pin_s() for _ in range(5))
+    for _ in range(5):
+        pin_s()  # cached: no new block, so no pinning cost (counted below, not timed)
     stats = torch.emu.host_memory_stats()
     assert cold_s >= 0.005, f"a fresh block took {cold_s * 1e3:.2f} ms, less than its cost"
-    assert warm_s[2] < 0.0025, f"cached blocks took {warm_s} s"
     assert stats["num_host_alloc"] == before["num_host_alloc"] + 1
     assert stats["host_alloc_time.total"] - before["host_alloc_time.total"] >= 5000  # us
     assert stats["host_alloc_time.count"] == before["host_alloc_time.count"] + 1
@@ -517,122 +511,120 @@ def test_a_cold_pin_pays_the_pinning_cost_and_a_warm_one_does_not(dev):
 
 
 def test_a_pinned_block_is_not_reused_while_a_queued_copy_still_reads_it(dev):
-    emu.set_copy_delay(0.05)
     dst = torch.zeros(1024, device=dev)
     src = torch.full((1024,), 7.0).pin_memory()
     ptr = src.data_ptr()
-    dst.copy_(src, non_blocking=True)  # reads src 50 ms from now
-    del src
-    other = torch.full((1024,), -1.0).pin_memory()  # same rounded size
-    assert other.data_ptr() != ptr, "a block still read by a queued copy was handed out"
+    with emu.held():
+        dst.copy_(src, non_blocking=True)  # reads src once the stream is let go
+        del src
+        other = torch.full((1024,), -1.0).pin_memory()  # same rounded size
+        assert other.data_ptr() != ptr, "a block still read by a queued copy was handed out"
     torch.accelerator.synchronize()
     assert torch.equal(dst.cpu(), torch.full((1024,), 7.0))
     assert torch.empty(1024, pin_memory=True).data_ptr() == ptr  # cached once the copy ran
 
 
-# --- the SM clock (the model's: idle at 345 MHz, 1980 under load) and the spin that counts it
+# --- the SM clock (the model's: idle at 345 MHz, 1980 under load) and the spin that counts it.
+# The model's time is held by the test (emu.manual_time): it moves only as the test advances
+# it, so what is read at a moment is exact, whatever the host's load.
 
 IDLE_MHZ, MAX_MHZ = 345.0, 1980.0
-CYCLES = 1_000_000  # 2.9 ms at the idle clock, 0.51 ms at the maximum
-
-
-def _spin_ms(cycles: int, dev: torch.device) -> float:
-    """Device time of one ``torch.emu._sleep(cycles)``, between events on its stream."""
-    start = torch.Event(device=dev, enable_timing=True)
-    end = torch.Event(device=dev, enable_timing=True)
-    start.record()
-    torch.emu._sleep(cycles)
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end)
+CYCLES = 1_000_000  # 2.28 ms from idle (the clock rising as it runs), 0.505 ms at the maximum
 
 
 def _cool_down() -> None:
-    time.sleep(emu.clock_model()[1] + 0.01)
+    time.sleep(emu.clock_model()[1] + 0.01)  # real time: the manual clock starts from it
+
+
+def _runs_between(clock: emu.ManualTime, cycles: int, still_s: float, done_s: float) -> None:
+    """A spin of ``cycles`` queued now is still running ``still_s`` of the model's time after
+    it starts (its cycles need longer) and has ended by ``done_s``."""
+    torch.emu._sleep(cycles)
+    clock.wait_busy()  # its worker started it: a condition, not a time
+    clock.advance(still_s)
+    assert clock.busy(), f"{cycles} cycles ended within {still_s} s"
+    clock.advance(done_s - still_s)
+    torch.accelerator.synchronize()
+    assert not clock.busy()
 
 
 def test_a_spin_counts_cycles_of_a_clock_that_ramps_up_under_load(dev):
     """Cold, 1M cycles take 2.28 ms (the clock rises from 345 MHz at 1635 MHz per 20 ms while
-    the spin runs); after 50 ms of spinning the clock is at 1980 and they take 0.51 ms."""
-    cold = []
-    for _ in range(2):
-        _cool_down()
-        assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ
-        cold.append(_spin_ms(CYCLES, dev))
-    # Warm, the clock holds while idle for the cool-down (50 ms): a loaded host may keep this
-    # process off its core that long between two calls, so the cool-down is long while the
-    # warm clock is read, the ramp as before.
-    emu.set_clock_model(emu.clock_model()[0], 5.0)
-    for _ in range(8):
-        torch.emu._sleep(10_000_000)  # about 50 ms of continuous load
-    torch.accelerator.synchronize()
-    info = torch.emu.clock_info(0)
-    assert info == {"sm_clock_mhz": MAX_MHZ, "max_sm_clock_mhz": MAX_MHZ,
-                    "throttle_reasons": []}
-    warm = [_spin_ms(CYCLES, dev) for _ in range(7)]  # the least delayed by a loaded host
-    assert min(cold) >= 2.2, cold  # the clock cannot have run faster than the ramp
-    assert min(warm) >= CYCLES / MAX_MHZ / 1e3 * 0.99, warm  # nor faster than its maximum
-    assert min(cold) / min(warm) > 2.5, (cold, warm)  # the model's ratio: 4.5
+    the spin runs); once the clock is at 1980 they take 0.505 ms."""
     emu.set_clock_model()
     _cool_down()
-    assert torch.emu.clock_info(dev)["sm_clock_mhz"] == IDLE_MHZ
+    with emu.manual_time() as clock:
+        assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ
+        _runs_between(clock, CYCLES, 0.00225, 0.00235)
+        held = torch.emu.clock_info()["sm_clock_mhz"]
+        assert held == pytest.approx(IDLE_MHZ + (MAX_MHZ - IDLE_MHZ) * 0.00235 / 0.02)
+        _runs_between(clock, 10 * CYCLES, 0.003, 0.03)  # the ramp's end comes at 17.7 ms
+        assert torch.emu.clock_info(0) == {"sm_clock_mhz": MAX_MHZ,
+                                           "max_sm_clock_mhz": MAX_MHZ, "throttle_reasons": []}
+        _runs_between(clock, CYCLES, 0.000500, 0.000510)  # warm: 4.5 times as fast
+        clock.advance(0.051)  # idle past the cool-down
+        assert torch.emu.clock_info(dev)["sm_clock_mhz"] == IDLE_MHZ
 
 
 def test_clock_info_reports_the_ramp_while_the_device_works(dev):
     """With a 200 ms ramp a 100M-cycle spin runs about 120 ms and ends below the maximum. Read
-    while it runs, the clock rises, by no more than the ramp allows in the time passed; idle,
-    it holds its value until the cool-down, then it is back at 345 MHz."""
+    while it runs, the clock has risen as the ramp says for the time passed; idle, it holds
+    its value until the cool-down, then it is back at 345 MHz."""
     emu.set_clock_model(ramp_s=0.2, cooldown_s=0.005)
-    time.sleep(0.01)  # whatever ran before has cooled
-    assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ
-    queued = time.perf_counter()
-    torch.emu._sleep(100_000_000)
-    # the first reading once the spin has started: on a loaded host the stream's thread may
-    # wait for a core, and the clock reads idle until it runs
-    while True:
-        time.sleep(0.005)
-        first = torch.emu.clock_info()["sm_clock_mhz"]
-        if first > IDLE_MHZ or time.perf_counter() - queued > 0.1:
-            break
-    readings = [first, time.perf_counter() - queued]
-    time.sleep(0.01)
-    readings += [torch.emu.clock_info()["sm_clock_mhz"], time.perf_counter() - queued]
-    torch.accelerator.synchronize()
-    # The model is evaluated when read, so a longer cool-down applies to the idle time so far.
-    emu.set_clock_model(ramp_s=0.2, cooldown_s=1.0)
-    first, _, second, second_at = readings
-    assert IDLE_MHZ <= first <= second and second > IDLE_MHZ, readings
-    assert second <= IDLE_MHZ + (MAX_MHZ - IDLE_MHZ) * second_at / 0.2, readings
-    held = torch.emu.clock_info()["sm_clock_mhz"]
-    assert second <= held < MAX_MHZ
-    time.sleep(0.02)
-    assert torch.emu.clock_info()["sm_clock_mhz"] == held  # idle, within the cool-down
-    emu.set_clock_model(ramp_s=0.2, cooldown_s=0.01)
-    assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ  # idle past the cool-down
+    _cool_down()
+    rise = (MAX_MHZ - IDLE_MHZ) / 0.2  # MHz per second of load
+    with emu.manual_time() as clock:
+        assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ
+        torch.emu._sleep(100_000_000)
+        clock.wait_busy()
+        readings = []
+        for _ in range(2):
+            clock.advance(0.05)
+            readings.append(torch.emu.clock_info()["sm_clock_mhz"])
+        assert readings == pytest.approx([IDLE_MHZ + rise * 0.05, IDLE_MHZ + rise * 0.1])
+        assert clock.busy()  # 100M cycles need 0.1198 s of the ramp
+        clock.advance(0.03)
+        torch.accelerator.synchronize()
+        held = torch.emu.clock_info()["sm_clock_mhz"]
+        assert held == pytest.approx(IDLE_MHZ + rise * 0.13) and held < MAX_MHZ
+        clock.advance(0.004)
+        assert torch.emu.clock_info()["sm_clock_mhz"] == held  # idle, within the cool-down
+        clock.advance(0.002)
+        assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ  # idle past the cool-down
+        # the model is evaluated when read: a longer cool-down applies to the idle time so far
+        emu.set_clock_model(ramp_s=0.2, cooldown_s=1.0)
+        assert torch.emu.clock_info()["sm_clock_mhz"] == held
+    emu.set_clock_model()
 
 
 def test_set_clock_pins_the_clock_and_a_throttle_caps_it(dev):
-    emu.set_clock(400.0)  # 10M cycles: 25 ms; at 1980 MHz, 5.1 ms
-    assert torch.emu.clock_info()["sm_clock_mhz"] == 400.0
-    pinned_slow = _spin_ms(10 * CYCLES, dev)
-    emu.set_clock(MAX_MHZ)
-    pinned_fast = min(_spin_ms(10 * CYCLES, dev) for _ in range(3))
-    assert pinned_slow >= 25.0 * 0.99, pinned_slow  # a lower bound: load only adds to it
-    assert pinned_slow / pinned_fast > 2.5, (pinned_slow, pinned_fast)  # 4.95 unloaded
-    emu.set_throttle(["thermal"])
-    info = torch.emu.clock_info()
-    assert info["throttle_reasons"] == ["thermal"]
-    assert info["sm_clock_mhz"] == MAX_MHZ / 2  # capped at half the maximum
-    assert _spin_ms(CYCLES, dev) >= CYCLES / (MAX_MHZ / 2) / 1e3 * 0.99
-    emu.set_throttle(["sync_boost"])  # reported, and not a slowdown
-    assert torch.emu.clock_info() == {"sm_clock_mhz": MAX_MHZ, "max_sm_clock_mhz": MAX_MHZ,
-                                      "throttle_reasons": ["sync_boost"]}
-    emu.set_throttle([])
-    emu.set_clock(None)
-    _cool_down()
-    assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ  # the model again
+    with emu.manual_time() as clock:
+        emu.set_clock(400.0)  # 10M cycles: 25 ms; at 1980 MHz, 5.05 ms
+        assert torch.emu.clock_info()["sm_clock_mhz"] == 400.0
+        _runs_between(clock, 10 * CYCLES, 0.0249, 0.0251)
+        emu.set_clock(MAX_MHZ)
+        _runs_between(clock, 10 * CYCLES, 0.00500, 0.00510)
+        emu.set_throttle(["thermal"])
+        info = torch.emu.clock_info()
+        assert info["throttle_reasons"] == ["thermal"]
+        assert info["sm_clock_mhz"] == MAX_MHZ / 2  # capped at half the maximum
+        _runs_between(clock, CYCLES, 0.00100, 0.00102)  # 1.01 ms at 990 MHz
+        emu.set_throttle(["sync_boost"])  # reported, and not a slowdown
+        assert torch.emu.clock_info() == {"sm_clock_mhz": MAX_MHZ, "max_sm_clock_mhz": MAX_MHZ,
+                                          "throttle_reasons": ["sync_boost"]}
+        emu.set_throttle([])
+        emu.set_clock(None)
+        clock.advance(emu.clock_model()[1] + 0.001)
+        assert torch.emu.clock_info()["sm_clock_mhz"] == IDLE_MHZ  # the model again
     with pytest.raises(RuntimeError, match="must be > 0 MHz"):
         emu.set_clock(0)
+
+
+def test_the_manual_time_moves_only_forward_and_only_while_held(dev):
+    with emu.manual_time() as clock, pytest.raises(RuntimeError, match="only moves forward"):
+        clock.advance(-0.001)
+    with pytest.raises(RuntimeError, match="needs set_manual_time"):
+        emu.ManualTime().advance(0.001)
 
 
 # --- everything else runs on the CPU
@@ -682,11 +674,15 @@ def test_an_op_mixing_devices_raises_torchs_error_as_cuda_does(dev):
 
 
 def test_a_kernel_waits_for_copies_queued_on_its_stream(dev):
-    emu.set_copy_delay(0.05)
     src = torch.full((MiB // 4,), 2.0).pin_memory()
+    stream = torch.accelerator.current_stream()
+    let_go = threading.Timer(0.2, lambda: torch.ops.xferbench_emu.hold_stream(0, 0, False))
+    torch.ops.xferbench_emu.hold_stream(0, stream.stream_id, True)
     dst = src.to(dev, non_blocking=True)
-    assert emu.pending(0) >= 1
+    assert emu.pending(0) == 1  # the copy cannot run until the stream is let go
+    let_go.start()
     assert dst.sum().item() == 2.0 * (MiB // 4)  # no synchronize: the kernel waited
+    let_go.join()
 
 
 # --- builds and devices

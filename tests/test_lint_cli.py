@@ -26,7 +26,7 @@ TRAIN = textwrap.dedent("""\
             opt.step()
             print(loss.item())
     """)
-CREATE = "import torch\n\ndef f(n, device):\n    return torch.zeros(n).to(device)\n"
+CREATE = "import torch\n\ndef f(n, device: torch.device):\n    return torch.zeros(n).to(device)\n"
 DISCARD = "import torch\n\ndef f(device):\n    t = torch.ones(2)\n    t.cuda()\n    return t\n"
 
 
@@ -215,23 +215,24 @@ def test_binary_and_non_utf8_files(tmp_path, monkeypatch, capsys):
     code, out, err = lint(tmp_path, monkeypatch, capsys, ".")
     assert code == 1 and "declared.py:3:5: XB102" in out  # its coding cookie is honoured
     assert "./blob.py: a binary file (it holds NUL bytes), not Python source; skipped" in err
-    assert "./latin.py: not UTF-8 text (byte 8) and no coding cookie that decodes it" in err
+    assert ("./latin.py: not UTF-8 text (byte 8 is 0xe9), which Python cannot read as source "
+            "(it reads UTF-8 unless a coding cookie names another encoding); skipped") in err
 
 
 def test_an_unreadable_file(project, monkeypatch, capsys):
-    import builtins
+    import os
 
-    real_open = builtins.open
+    real_open = os.open
 
     def deny(path, *args, **kwargs):
         if str(path).endswith("create.py"):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", deny)
+    monkeypatch.setattr(os, "open", deny)
     code, out, err = lint(project, monkeypatch, capsys, ".")
     assert code == 1 and "XB102" not in out and "XB101" in out
-    assert "xferbench lint: ./create.py: cannot be read (Permission denied); skipped" in err
+    assert "xferbench lint: ./create.py: cannot be read: Permission denied; skipped" in err
 
 
 
@@ -246,9 +247,9 @@ def test_a_pipe_or_a_device_is_named_never_read(project, monkeypatch, capsys):
                           "/dev/null")
     assert code == 1 and "create.py:4:12: XB102" in out
     assert err.splitlines() == [
-        "xferbench lint: pipe.py: a named pipe, not a file of Python source; skipped",
-        "xferbench lint: link.py: a named pipe, not a file of Python source; skipped",
-        "xferbench lint: /dev/null: a character device, not a file of Python source; skipped"]
+        "xferbench lint: pipe.py: a named pipe (FIFO), not Python source; skipped",
+        "xferbench lint: link.py: a named pipe (FIFO), not Python source; skipped",
+        "xferbench lint: /dev/null: a character device, not Python source; skipped"]
     code, _, _ = lint(project, monkeypatch, capsys, ".")  # the walk passes the pipe by
     assert code == 1
 
@@ -261,7 +262,8 @@ def test_symlink_loops_and_empty_folders(tmp_path, monkeypatch, capsys):
     (tmp_path / "empty").mkdir()
     code, out, err = lint(tmp_path, monkeypatch, capsys, "a.py", "pkg", "empty")
     assert code == 1 and out.count(": XB102 ") == 1  # pkg/m.py once, not again through the link
-    assert "xferbench lint: a.py: a symbolic link loop (skipped)" in err
+    assert "xferbench lint: a.py: a symbolic link loop (its links lead back to themselves); " \
+           "skipped" in err
     assert "xferbench lint: pkg/again: a symbolic link loop back to a folder already linted" in err
     assert "xferbench lint: empty: a folder with no Python files to lint" in err
     code, _, err = lint(tmp_path, monkeypatch, capsys, "empty")

@@ -21,7 +21,7 @@ BEFORE = textwrap.dedent("""\
     import torch  # the model's buffers
 
 
-    def make(n, device):
+    def make(n, device: torch.device):
         # zeros on the host, then copied
         a = torch.zeros(n, dtype=torch.float16).to(device)  # keep this comment
         b = torch.ones(
@@ -40,7 +40,7 @@ AFTER = textwrap.dedent("""\
     import torch  # the model's buffers
 
 
-    def make(n, device):
+    def make(n, device: torch.device):
         # zeros on the host, then copied
         a = torch.zeros(n, dtype=torch.float16, device=device)  # keep this comment
         b = torch.ones(

@@ -19,8 +19,10 @@ from xferbench.lint.runner import lint_file
 pytest.importorskip("libcst", reason="--fix needs LibCST (xferbench[lint])")
 
 CORPUS = Path(__file__).resolve().parent / "lint" / "corpus"
-FIXABLE = "import torch\n\n\ndef make(n, device):\n    return torch.zeros(n).to(device)\n"
-FIXED = "import torch\n\n\ndef make(n, device):\n    return torch.zeros(n, device=device)\n"
+FIXABLE = ("import torch\n\n\ndef make(n, device: torch.device):\n"
+           "    return torch.zeros(n).to(device)\n")
+FIXED = ("import torch\n\n\ndef make(n, device: torch.device):\n"
+         "    return torch.zeros(n, device=device)\n")
 
 
 def fix(folder: Path, monkeypatch, capsys, *paths: str) -> tuple[int, str]:

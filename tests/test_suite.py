@@ -139,13 +139,13 @@ def test_a_combination_over_its_time_limit_fails_alone(suite, monkeypatch):
     def measure(x, n):
         if (x, n) == ("a", 2):
             t0 = time.perf_counter()
-            while time.perf_counter() - t0 < 5:  # a hung combination
+            while time.perf_counter() - t0 < 120:  # a hung combination
                 pass
         return {"track_even": 1.0}
 
     started = time.perf_counter()
     cache = toy_class(suite, measure)().setup_cache()
-    assert time.perf_counter() - started < 3
+    assert time.perf_counter() - started < 60  # stopped at its limit, not run to its end
     assert cache[("a", 2)] == {"error": "timed out after 0.2 s"}
     assert cache[("b", 2)] == {"values": {"track_even": 1.0}}
 

@@ -197,12 +197,16 @@ def test_a_host_batch_of_slow_calls_ends_at_its_budget_not_after_the_whole_batch
     300 ms past a 50 ms budget. It now stops once the budget is spent and MIN_SAMPLES are in."""
     FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
 
+    calls = []
+
     def slow() -> None:
+        calls.append(1)
         time.sleep(0.03)
 
     m = timing.measure(slow, device=CUDA, clock="completion_s", warmup_s=0.0,
                        min_time_s=0.01, max_time_s=0.05, batch=10)
-    assert 3 <= len(m.completion_s) < 10 and m.total_s < 0.2, (len(m.completion_s), m.total_s)
+    # counted, not timed: a loaded host only makes each call longer, and so the batch shorter
+    assert 3 <= len(m.completion_s) < 10 and len(calls) < 10, (len(m.completion_s), calls)
 
 
 def test_the_launch_queue_bounds_the_calls_behind_one_hold(monkeypatch):

@@ -9,6 +9,7 @@ import sys
 def entry() -> int:
     try:
         # the commands, and everything they import, load here: inside the try
+        importlib.import_module("xferbench.errors").tolerant_streams()
         cli = importlib.import_module("xferbench.cli")
         return int(cli.main())
     except KeyboardInterrupt:

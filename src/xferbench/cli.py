@@ -18,7 +18,7 @@ from . import __version__
 from .commands import COMMANDS
 from .commands.options import require_torch, torch_installed
 from .errors import ExitCode, XferbenchError
-from .results.filesystem import shown_file, why_failed
+from .results.filesystem import gone_folder, shown_file, why_failed, working_folder_gone
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     try:
+        if working_folder_gone():  # every relative path, torch's loading too, needs it
+            raise XferbenchError(f"cannot run in {gone_folder()}: cd to a folder that exists")
         if getattr(args, "needs_torch", None) is True:
             require_torch(args.command)
         return int(args.func(args) or ExitCode.OK)
@@ -82,6 +84,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return ExitCode.OK
     except OSError as exc:  # the disk, not the input: a full or read-only disk, a gone folder
         where = f"{shown_file(exc.filename)}: " if exc.filename else ""
+        if not exc.filename and working_folder_gone():
+            where = f"{gone_folder()}: "
         print(f"xferbench: {where}{why_failed(exc)}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:

@@ -1,10 +1,12 @@
 """The one exception type xferbench raises for bad input or a missing device, the exit
-statuses of every command, and a Ctrl-C that a library would swallow, kept."""
+statuses of every command, output a limited terminal can take, and a Ctrl-C that a library
+would swallow, kept."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from enum import IntEnum
@@ -29,6 +31,25 @@ class ExitCode(IntEnum):
     FAILED = 3
     #: Ctrl-C or SIGTERM (results saved before it are kept).
     INTERRUPTED = 130
+
+
+#: The error handlers standard output and error had before ``tolerant_streams`` (a script
+#: the audit runs gets them back, as under python).
+STREAM_ERRORS: dict[str, str] = {}
+
+
+def tolerant_streams() -> None:
+    """Standard output and error write what the terminal's encoding cannot hold ("±" under
+    LANG=C or PYTHONIOENCODING=ascii) as an escape ("\\xb1") instead of raising: set once, by
+    the entry point."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            errors = stream.errors
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a text stream, or closed
+            continue
+        STREAM_ERRORS.setdefault(name, errors)
 
 
 @contextlib.contextmanager

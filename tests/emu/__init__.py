@@ -10,8 +10,10 @@ process: load it only in a process meant to run on the emulated device.
     x = torch.ones(4, device="emu")
 
 Test knobs: ``set_copy_delay(seconds)`` (or ``with copy_delay(seconds):``) holds every queued
-copy that long before it runs, so the window between a non_blocking call returning and its
-data landing is wide enough to observe; ``pending(device)`` counts queued jobs;
+copy that long before it runs; ``with held(stream):`` keeps a stream from starting any job,
+so "queued, not run yet" is a fact whatever the host's load; ``with manual_time() as clock:``
+stops the clock model's time, which then moves by ``clock.advance(s)``; ``pending(device)``
+counts queued jobs;
 ``set_queue_depth(n)`` bounds each stream's launch queue (the host blocks at ``n`` pending
 jobs, default 1024); ``set_pin_cost(us, us_per_mib)`` is what a fresh pinned block costs;
 ``set_clock(mhz)`` pins the SM clock (None: the ramp model again), ``set_throttle(reasons)``
@@ -35,11 +37,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 from ._build import BuildUnavailable, build, built_library
 
 __all__ = ["DEVICE_TYPE", "BuildUnavailable", "build", "built_library", "clock_model",
-           "copy_delay", "is_loaded", "load", "pending", "pin_cost", "queue_depth",
+           "ManualTime", "copy_delay", "held", "is_loaded", "load", "manual_time", "pending",
+           "pin_cost",
+           "queue_depth",
            "set_clock", "set_clock_model", "set_copy_delay", "set_memory_total",
            "set_peer_access", "set_pin_cost", "set_queue_depth", "set_throttle"]
 
@@ -249,6 +254,65 @@ def clock_model() -> tuple[float, float]:
 
     ramp, cooldown = torch.ops.xferbench_emu.clock_model()
     return float(ramp), float(cooldown)
+
+
+@contextlib.contextmanager
+def held(stream: Any = None) -> Iterator[None]:
+    """Within the block ``stream`` (default: the current stream of the current device) starts
+    no job: what is queued on it stays queued, counted pending, and an event recorded on it
+    does not complete, whatever the host's load. Let go at the block's end. A synchronise of
+    that stream inside the block would wait for ever."""
+    import torch
+
+    if stream is None:
+        stream = torch.accelerator.current_stream()
+    index = stream.device_index if stream.device_index is not None else 0
+    torch.ops.xferbench_emu.hold_stream(index, stream.stream_id, True)
+    try:
+        yield
+    finally:
+        torch.ops.xferbench_emu.hold_stream(index, stream.stream_id, False)
+
+
+@contextlib.contextmanager
+def manual_time() -> Iterator[ManualTime]:
+    """Within the block the clock model's time stands still and moves only by
+    ``advance(seconds)``: a test reads the ramp at the moments it chooses, whatever the host's
+    load. A spin waits (sleeping) for the time its cycles need."""
+    import torch
+
+    torch.ops.xferbench_emu.set_manual_time(True)
+    try:
+        yield ManualTime()
+    finally:
+        torch.ops.xferbench_emu.set_manual_time(False)
+
+
+class ManualTime:
+    """The model's time while ``manual_time`` holds it."""
+
+    def advance(self, seconds: float) -> None:
+        import torch
+
+        torch.ops.xferbench_emu.advance_time(float(seconds))
+
+    @staticmethod
+    def busy(device: int = 0) -> bool:
+        """Whether a job that keeps the device busy (a copy, a spin) runs on it now."""
+        import torch
+
+        return bool(torch.ops.xferbench_emu.is_busy(device))
+
+    def wait_busy(self, device: int = 0, timeout_s: float = 60.0) -> None:
+        """Until the device's worker has started its job (a condition, not a time: a
+        loaded host only makes it later); raises TimeoutError after ``timeout_s``."""
+        import time
+
+        give_up = time.monotonic() + timeout_s
+        while not self.busy(device):
+            if time.monotonic() > give_up:
+                raise TimeoutError(f"emu:{device} did not start its job in {timeout_s} s")
+            time.sleep(0.001)
 
 
 def set_peer_access(device: int, peer: int, allowed: bool) -> None:

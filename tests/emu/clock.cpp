@@ -11,7 +11,9 @@
 // Test knobs: set_clock pins the clock to a value (None: the model again); set_throttle
 // names throttle reasons, which clock_info reports and which, while a slowdown among them
 // (thermal, power, hw_slowdown) is set, cap the clock at kThrottleShare of kMaxMHz; set_clock_model changes the ramp and the cool-down.
-// The knobs apply to every device.
+// set_manual_time stops the model's time: it then moves only by advance_time, so a test
+// reads the ramp at moments it chooses, whatever the host's load (a spin waits for the time
+// its cycles need, sleeping). The knobs apply to every device.
 #include "emu.h"
 
 #include <c10/util/Exception.h>
@@ -48,6 +50,23 @@ std::atomic<double> g_pinned_mhz{0.0}; // > 0: set_clock pinned the clock to thi
 std::mutex g_throttle_mu;
 std::vector<std::string> g_throttle; // guarded by g_throttle_mu
 std::atomic<bool> g_throttled{false}; // a slowdown among them: the clock is capped
+std::atomic<bool> g_manual{false}; // set_manual_time: the model's time moves by advance_time
+std::atomic<int64_t> g_manual_ns{0}; // the manual time, steady-clock nanoseconds
+// How far the manual time ran ahead of the steady clock: kept once it is let go, so that the
+// model's time never runs backwards.
+std::atomic<int64_t> g_ahead_ns{0};
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// The model's time: the steady clock (plus what a manual time ran ahead), or the manual
+// time a test moves.
+Clock::time_point model_now() {
+  const int64_t ns = g_manual.load() ? g_manual_ns.load() : steady_ns() + g_ahead_ns.load();
+  return Clock::time_point(std::chrono::nanoseconds(ns));
+}
 
 // NVML's slowdown reasons, by the names xferbench's telemetry reads (its REASON_BITS):
 // these cap the clock. Other names (as "sync_boost") are reported and change nothing.
@@ -73,7 +92,7 @@ double model_locked(const DeviceClock& c, Clock::time_point now) {
 double model_mhz(c10::DeviceIndex index) {
   DeviceClock& c = g_clocks[index];
   std::lock_guard<std::mutex> lock(c.mu);
-  return model_locked(c, Clock::now());
+  return model_locked(c, model_now());
 }
 
 // Spin on the calling worker until `cycles` of `index`'s clock have passed, the clock
@@ -84,16 +103,18 @@ double model_mhz(c10::DeviceIndex index) {
 void spin(c10::DeviceIndex index, int64_t cycles) {
   const double target = static_cast<double>(cycles);
   double done = 0.0;
-  auto last = Clock::now();
+  auto last = model_now();
   double mhz_last = sm_clock_mhz(index);
   while (done < target) {
-    const auto now = Clock::now();
+    const auto now = model_now();
     const double mhz = sm_clock_mhz(index);
     done += 0.5 * (mhz_last + mhz) * 1e6 * seconds(now - last); // trapezoid
     last = now;
     mhz_last = mhz;
     const double left_s = (target - done) / (mhz * 1e6);
-    if (left_s > 300e-6) {
+    if (g_manual.load()) { // the time moves when the test moves it: wait for it, never spin
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    } else if (left_s > 300e-6) {
       std::this_thread::sleep_for(
           std::chrono::duration<double>(std::min(left_s - 250e-6, 1e-3)));
     }
@@ -105,7 +126,7 @@ void spin(c10::DeviceIndex index, int64_t cycles) {
 void device_busy(c10::DeviceIndex index, bool busy) {
   DeviceClock& c = g_clocks[index];
   std::lock_guard<std::mutex> lock(c.mu);
-  const auto now = Clock::now();
+  const auto now = model_now();
   if (busy) {
     if (c.busy == 0) { // idle -> busy: the ramp starts from the clock held while idle
       c.mhz_at = model_locked(c, now);
@@ -146,6 +167,30 @@ void set_clock_model(double ramp_s, double cooldown_s) {
 std::vector<std::string> throttle_reasons() {
   std::lock_guard<std::mutex> lock(g_throttle_mu);
   return g_throttle;
+}
+
+void set_manual_time(bool on) {
+  if (on == g_manual.load()) {
+    return;
+  }
+  if (on) { // from the model's now: it sees no jump
+    g_manual_ns.store(steady_ns() + g_ahead_ns.load());
+  } else {
+    g_ahead_ns.store(std::max<int64_t>(g_ahead_ns.load(), g_manual_ns.load() - steady_ns()));
+  }
+  g_manual.store(on);
+}
+
+void advance_time(double seconds_) {
+  TORCH_CHECK(seconds_ >= 0, "emu: time only moves forward, got ", seconds_, " s");
+  TORCH_CHECK(g_manual.load(), "emu: advance_time needs set_manual_time(True) first");
+  g_manual_ns.fetch_add(static_cast<int64_t>(seconds_ * 1e9));
+}
+
+bool is_busy(c10::DeviceIndex index) {
+  DeviceClock& c = g_clocks[index];
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.busy > 0;
 }
 
 std::pair<double, double> clock_model() {

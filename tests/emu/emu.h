@@ -134,6 +134,13 @@ void set_throttle(std::vector<std::string> reasons);
 std::vector<std::string> throttle_reasons();
 void set_clock_model(double ramp_s, double cooldown_s);
 std::pair<double, double> clock_model();
+// The model's time stopped (it moves only by advance_time) or the steady clock again; and
+// whether a kWork job runs on the device now: tests that read the ramp at chosen moments.
+void set_manual_time(bool on);
+// Hold a stream's worker (it starts no job until let go) or let it go.
+void hold_stream(c10::DeviceIndex index, c10::StreamId id, bool held);
+void advance_time(double seconds);
+bool is_busy(c10::DeviceIndex index);
 
 // ---- memory (memory.cpp, pinned.cpp)
 constexpr size_t kAlignment = 64; // as torch's CPU allocator: vectorised kernels expect it

@@ -374,6 +374,16 @@ TORCH_LIBRARY(xferbench_emu, m) {
     const auto [ramp, cooldown] = clock_model();
     return std::make_tuple(ramp, cooldown);
   });
+  m.def("set_manual_time(bool on) -> ()", [](bool on) { set_manual_time(on); });
+  m.def("hold_stream(int device, int stream, bool held) -> ()",
+        [](int64_t device, int64_t stream, bool held) {
+          hold_stream(static_cast<c10::DeviceIndex>(device), static_cast<c10::StreamId>(stream),
+                      held);
+        });
+  m.def("advance_time(float seconds) -> ()", [](double s) { advance_time(s); });
+  m.def("is_busy(int device) -> bool", [](int64_t device) {
+    return is_busy(resolve_index(static_cast<c10::DeviceIndex>(device)));
+  });
   // peer access between devices (device.cpp)
   m.def("can_access_peer(int device, int peer) -> bool", [](int64_t device, int64_t peer) {
     return can_access_peer(static_cast<c10::DeviceIndex>(device),

@@ -66,6 +66,16 @@ class Worker {
     work_cv_.notify_one();
   }
 
+  // Held, the worker starts no job (one it popped waits, counted pending): a test then
+  // reads "queued, not run yet" as a fact, not as a race against the worker.
+  void hold(bool held) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ = held;
+    }
+    work_cv_.notify_all();
+  }
+
   // A new depth applies to callers already waiting for room.
   void wake_waiters() {
     std::lock_guard<std::mutex> lock(mu_); // not lost between a waiter's check and its wait
@@ -134,7 +144,7 @@ class Worker {
       Job job;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [&] { return !queue_.empty(); });
+        work_cv_.wait(lock, [&] { return !queue_.empty() && !held_; });
         job = std::move(queue_.front());
         queue_.pop_front();
       }
@@ -165,6 +175,7 @@ class Worker {
   std::deque<Job> queue_;
   uint64_t enqueued_ = 0;
   uint64_t done_ = 0;
+  bool held_ = false; // guarded by mu_
   std::atomic<bool> started_{false};
   std::atomic<pid_t> owner_pid_{0};
 };
@@ -242,6 +253,10 @@ void set_host_stall(int64_t every, double seconds) {
   g_stall_s.store(seconds);
   g_stall_count.store(0);
   g_stall_every.store(every == 0 ? -1 : every);
+}
+
+void hold_stream(c10::DeviceIndex index, c10::StreamId id, bool held) {
+  worker_for(make_stream(resolve_index(index), id)).hold(held);
 }
 
 c10::Stream current_stream(c10::DeviceIndex index) {

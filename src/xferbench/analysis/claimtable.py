@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import XferbenchError
 from ..results.discovery import Declared
 from .comparisons import Figure, comparison
+from ..results.safefiles import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,11 +131,8 @@ def load_table(path: str | None = None) -> ClaimTable:
     path = path or shipped_path()
     shown = path if path != shipped_path() else "xferbench's claims table"
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise XferbenchError(f"claims table {path} does not exist") from None
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(read_regular(path, "claims table").decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise XferbenchError(f"claims table {path} is not TOML: {exc}") from None
     version = data.get("version", 1)
     if version not in TABLE_VERSIONS:

@@ -7,8 +7,10 @@ import ast
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from .analyzer import Analyzer
+from .proof import Proof
 from .rules import CODES, Finding
 
 #: A file without any of these cannot hold a finding of any rule: every rule needs a move
@@ -43,6 +45,7 @@ class FileResult:
     problem: str | None = None  # not read (a syntax error, binary, not UTF-8...)
     warnings: list[str] = field(default_factory=list)  # read, with a remark (a noqa code)
     lines: int = 0
+    digest: str = ""  # SHA-256 of the bytes linted: --fix lints again only what changed
 
 
 def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[str] | None]:
@@ -70,10 +73,12 @@ def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[
 
 
 def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
-              raw: bytes | None = None, intended: tuple[str, ...] = ()) -> FileResult:
+              raw: bytes | None = None, intended: tuple[str, ...] = (),
+              editable: bool = True) -> FileResult:
     """Lint one file's text; ``raw`` (its bytes), when given, lets a file that cannot match
     any rule skip the analysis after it parsed; ``intended``: the functions (names or
-    ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them)."""
+    ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them);
+    ``editable``: False where --fix cannot write the file (a notebook's cells)."""
     result = FileResult(path, lines=text.count("\n") + (not text.endswith("\n") and bool(text)))
     try:
         tree = ast.parse(text, filename=path)
@@ -82,7 +87,11 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
         result.problem = f"{where}: cannot parse: {exc.msg} (not linted)"
         return result
     except (ValueError, MemoryError) as exc:  # a NUL byte, or too big
-        result.problem = f"{path}: cannot parse: {exc} (not linted)"
+        result.problem = f"{path}: cannot parse: {exc or type(exc).__name__} (not linted)"
+        return result
+    except RecursionError:  # Python's own parser gives up on deeply nested expressions
+        result.problem = (f"{path}: cannot parse: nested too deeply for Python's parser "
+                          "(RecursionError) (not linted)")
         return result
     if not may_match(raw if raw is not None else text.encode("utf-8", "replace")):
         noqa_lines(text, path, result)
@@ -101,6 +110,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
     silenced = noqa_lines(text, path, result)
     lines = None if text.isascii() else text.splitlines()
     seen = set()
+    proof = Proofs(tree, editable)
     for line, col, code, message, severity, fix in sorted(raws, key=lambda r: r[:3]):
         if code not in codes or (line, col, code) in seen:
             continue
@@ -109,6 +119,7 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
         if quiet is None or code in quiet:
             continue
         col = characters(lines, line, col)
+        fix, message = proof.settle(fix, message)
         region = None
         if fix is not None and hasattr(fix, "span"):
             first, start, last, end = fix.span
@@ -123,3 +134,27 @@ def characters(lines: list[str] | None, line: int, col: int) -> int:
     if lines is not None and 0 < line <= len(lines):
         return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
     return col
+
+
+class Proofs:
+    """Offers a finding's rewrite only where ``proof`` proves what it relies on; the
+    message says the rewrite, or why none is offered."""
+
+    def __init__(self, tree: ast.Module, editable: bool = True) -> None:
+        self.tree, self.editable = tree, editable
+        self.proof: Proof | None = None  # built at the first rewrite: most files have none
+
+    def settle(self, fix: Any, message: str) -> tuple[Any, str]:
+        if fix is None:
+            return None, message
+        if self.proof is None:
+            self.proof = Proof(self.tree)
+        try:
+            reason = self.proof.why_not(getattr(fix, "needs", ()))
+        except RecursionError:
+            reason = "the expression is nested too deeply to prove what it is"
+        if reason is not None:
+            return None, f"{message} (no --fix: {reason})"
+        if not self.editable:
+            return fix, f"{message} (--fix leaves notebooks as they are: write `{fix}`)"
+        return fix, f"{message} (--fix: `{fix}`)"

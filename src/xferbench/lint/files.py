@@ -2,18 +2,29 @@
 gitignore-style ``--exclude`` patterns respected, matched by pathspec as git matches them;
 tool folders such as ``.venv`` skipped),
 symbolic links followed once (a loop is one sentence), and each file read as UTF-8 (or the
-encoding its coding cookie declares); a binary, undecodable or unreadable file is one
-sentence, never a traceback."""
+encoding its coding cookie declares); a FIFO, a socket or a device is never opened, and it,
+a binary, UTF-16, undecodable or unreadable file is one sentence, never a traceback or a
+wait."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
-import stat
 import tokenize
 from dataclasses import dataclass, field
 
 from pathspec import GitIgnoreSpec
+
+from ..results.filesystem import NotReadable, path_kind, read_regular, text_problem
+
+#: What lint reads when named: Python source and Jupyter notebooks (a file without a suffix,
+#: a script, is read as Python too); what a folder's walk picks up.
+SOURCES = (".py", ".pyw", ".pyi", ".ipynb")
+WALKED = (".py", ".ipynb")
+#: What follows a path's kind in the sentence that skips it.
+NOT_SOURCE = {"special": ", not Python source", "dangling link": "", "link loop": "",
+              "unreachable": "", "missing": "", "through a file": "", "no working folder": ""}
 
 #: Folders never walked into (they may still be named on the command line).
 DEFAULT_EXCLUDES = (".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox",
@@ -74,11 +85,14 @@ class Found:
 
 
 def _gitignore(folder: str) -> list[Pattern]:
-    try:
-        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-            return parse_patterns(fh.readlines(), os.path.abspath(folder))
-    except OSError:
+    path = os.path.join(folder, ".gitignore")
+    if not os.path.lexists(path):
         return []
+    try:  # a .gitignore that is a FIFO is never opened
+        text = read_regular(path, ".gitignore").decode("utf-8", "replace")
+    except NotReadable:
+        return []
+    return parse_patterns(text.splitlines(keepends=True), os.path.abspath(folder))
 
 
 def _repo_gitignores(folder: str) -> list[Pattern]:
@@ -96,48 +110,32 @@ def _repo_gitignores(folder: str) -> list[Pattern]:
 
 
 def discover(paths: list[str], excludes: list[Pattern], gitignore: bool = True) -> Found:
-    """The Python files under ``paths`` in a stable order; paths named that are excluded
-    are skipped, as are folders the walk finds excluded, git-ignored or tool folders."""
+    """The Python files and notebooks under ``paths`` in a stable order; paths named that
+    are excluded are skipped, as are folders the walk finds excluded, git-ignored or tool
+    folders. Anything that is not a file or a folder is one sentence, never opened."""
     found = Found()
     defaults = [Pattern(p + "/", "/") for p in DEFAULT_EXCLUDES]
     for path in paths:
-        if not os.path.lexists(path):
-            found.missing.append(f"{path}: no such file or folder")
-        elif os.path.islink(path) and not os.path.exists(path):
-            found.problems.append(_broken_link(path))
-        elif ignored(excludes, os.path.abspath(path), os.path.isdir(path)):
+        kind = path_kind(path)
+        if kind.kind in ("missing", "through a file", "no working folder"):
+            found.missing.append(f"{path}: {kind.noun}")
+        elif kind.kind not in ("file", "folder"):
+            found.problems.append(f"{path}: {kind.noun}{NOT_SOURCE[kind.kind]}; skipped")
+        elif ignored(excludes, os.path.abspath(path), kind.is_folder):
             continue
-        elif os.path.isdir(path):
+        elif kind.is_folder:
             inherited = _repo_gitignores(path) if gitignore else []
             before = len(found.files)
             _walk(path, excludes, defaults, inherited, gitignore, found, set())
             if len(found.files) == before:
                 found.problems.append(f"{path}: a folder with no Python files to lint")
-        elif not os.path.isfile(path):  # a pipe would block the read; a device never ends
-            found.problems.append(f"{path}: {path_kind(path)}, not a file of Python source; "
-                                  "skipped")
+        elif not path.endswith(SOURCES) and os.path.splitext(path)[1]:
+            found.problems.append(f"{path}: a {os.path.splitext(path)[1]} file, not Python "
+                                  "source or a notebook (lint reads .py files, notebooks and "
+                                  "scripts without a suffix); skipped")
         else:
             found.files.append(path)
     return found
-
-
-def path_kind(path: str) -> str:
-    """What a path that is neither a file nor a folder is, in words."""
-    mode = os.stat(path).st_mode
-    for test, words in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return words
-    return "not a regular file"
-
-
-def _broken_link(path: str) -> str:
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP
-            return f"{path}: a symbolic link loop (skipped)"
-    return f"{path}: a symbolic link to nothing (skipped)"
 
 
 def _walk(folder: str, excludes: list[Pattern], defaults: list[Pattern],
@@ -162,9 +160,10 @@ def _walk(folder: str, excludes: list[Pattern], defaults: list[Pattern],
             is_file = entry.is_file()
         except OSError:
             is_dir = is_file = False
-        if entry.is_symlink() and not (is_dir or is_file):
-            if entry.name.endswith(".py"):
-                found.problems.append(_broken_link(path))
+        if not (is_dir or is_file):  # a link to nothing, a FIFO, a socket: never opened
+            kind = path_kind(path)
+            if entry.name.endswith(SOURCES):
+                found.problems.append(f"{path}: {kind.noun}{NOT_SOURCE[kind.kind]}; skipped")
             continue
         if ignored(excludes, full, is_dir) or (is_dir and ignored(defaults, "/" + entry.name,
                                                                     True)):
@@ -173,7 +172,7 @@ def _walk(folder: str, excludes: list[Pattern], defaults: list[Pattern],
             continue
         if is_dir:
             _walk(path, excludes, defaults, rules, gitignore, found, seen)
-        elif is_file and entry.name.endswith(".py"):
+        elif is_file and entry.name.endswith(WALKED):
             found.files.append(path)
 
 
@@ -184,20 +183,31 @@ class Unreadable(Exception):
 def read_source(path: str) -> tuple[str, bytes]:
     """(text, bytes) of a Python file; raises Unreadable with the sentence."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise Unreadable(f"{path}: cannot be read ({exc.strerror or exc}); skipped") from None
-    if b"\0" in raw:
-        raise Unreadable(f"{path}: a binary file (it holds NUL bytes), not Python source; "
-                         "skipped")
-    try:
-        if raw.startswith(b"\xef\xbb\xbf") or b"coding" in raw[:400]:
+        raw = read_regular(path, "file")
+    except NotReadable as exc:
+        raise Unreadable(f"{path}: {str(exc).removeprefix(f'file {path} ')}; skipped") from None
+    return decode_source(raw, path), raw
+
+
+def decode_source(raw: bytes, path: str) -> str:
+    """The text of Python source ``raw``, as Python decodes it (UTF-8, or the encoding its
+    coding cookie names); raises Unreadable naming what it is instead."""
+    if raw.startswith(codecs.BOM_UTF8) or b"coding" in raw[:400]:
+        try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-        else:
-            encoding = "utf-8"
-        return raw.decode(encoding).removeprefix("\ufeff"), raw
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        where = f" (byte {exc.start})" if isinstance(exc, UnicodeDecodeError) else ""
-        raise Unreadable(f"{path}: not UTF-8 text{where} and no coding cookie that decodes "
-                         "it; skipped") from None
+        except SyntaxError as exc:  # an unknown encoding, or a cookie beside a UTF-8 BOM
+            raise Unreadable(f"{path}: its coding cookie cannot be used ({exc}); "
+                             "skipped") from None
+        try:
+            return raw.decode(encoding).removeprefix("\ufeff")
+        except (UnicodeDecodeError, LookupError) as exc:
+            where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+            raise Unreadable(f"{path}: not {encoding} text{where}, the encoding its coding "
+                             "cookie names; skipped") from None
+    problem = text_problem(raw)
+    if problem is not None and problem.startswith("a binary"):
+        raise Unreadable(f"{path}: {problem}, not Python source; skipped")
+    if problem is not None:
+        raise Unreadable(f"{path}: {problem}, which Python cannot read as source (it reads "
+                         "UTF-8 unless a coding cookie names another encoding); skipped")
+    return raw.decode("utf-8")

@@ -10,11 +10,14 @@ optional extra (``pip install 'xferbench[lint]'``)."""
 from __future__ import annotations
 
 import ast
+import io
 import os
 import tempfile
+import tokenize
 from typing import Any
 
 from ..errors import XferbenchError
+from ..results.filesystem import read_regular
 from .rules import Finding
 
 MOVES = ("to", "cuda", "xpu", "mps")
@@ -97,16 +100,108 @@ def _transformer(cst: Any, created: set[tuple[int, int]], dropped: set[tuple[int
 
 
 def fix_source(raw: bytes, findings: list[Finding]) -> bytes:
-    """``raw`` with every fixable finding of ``findings`` rewritten (columns in characters)."""
+    """``raw`` with every fixable finding of ``findings`` rewritten (columns in characters).
+
+    LibCST parses only the statements that hold a fix (the innermost that starts and ends
+    its own lines), each alone, and the rewrite is spliced back: its parse of a whole file
+    grows with the file (minutes and gigabytes for a few megabytes). Where no such statement
+    holds a fix (``a = 1; t.to(d)`` at the top), the whole file is parsed."""
     cst = _libcst()
-    created = {(f.line, f.col) for f in findings if f.code == "XB102" and f.fix}
-    dropped = {(f.line, f.col) for f in findings if f.code == "XB103" and f.fix}
-    if not created and not dropped:
+    fixes = [f for f in findings if f.fix and f.code in ("XB102", "XB103")]
+    if not fixes:
         return raw
-    module = cst.parse_module(raw)
-    wrapper = cst.metadata.MetadataWrapper(module)
-    fixed = wrapper.visit(_transformer(cst, created, dropped))
-    return fixed.bytes
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    text = raw.decode(encoding)
+    lines = text.splitlines(keepends=True)
+    regions = _regions(ast.parse(text), lines, fixes)
+    if regions is None:
+        return _fix_module(cst, cst.parse_module(raw), fixes, 0).bytes
+    for first, last, group in reversed(regions):
+        if all(f.code == "XB103" and f.fix_region is not None for f in group):
+            lines[first - 1:last] = _assigned(lines[first - 1:last], first, group)
+        else:
+            lines[first - 1:last] = [_fix_region(cst, lines[first - 1:last], first, group)]
+    return "".join(lines).encode(encoding)
+
+
+def _assigned(lines: list[str], first: int, fixes: list[Finding]) -> list[str]:
+    """XB103 made as LibCST makes it, without its parse: ``t.to(d)`` as a statement gets
+    ``t = `` before it (the fix's text, up to its call)."""
+    out = list(lines)
+    for f in sorted(fixes, key=lambda f: (f.line, f.col), reverse=True):
+        i = f.line - first
+        name = str(f.fix).split(" = ", 1)[0]
+        out[i] = f"{out[i][:f.col]}{name} = {out[i][f.col:]}"
+    return out
+
+
+def _fix_module(cst: Any, module: Any, fixes: list[Finding], shift: int) -> Any:
+    """``module`` with ``fixes`` made; a fix's line is ``shift`` below the module's."""
+    created = {(f.line - shift, f.col) for f in fixes if f.code == "XB102"}
+    dropped = {(f.line - shift, f.col) for f in fixes if f.code == "XB103"}
+    wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)  # parsed for this
+    return wrapper.visit(_transformer(cst, created, dropped))
+
+
+def _fix_region(cst: Any, lines: list[str], first: int, fixes: list[Finding]) -> str:
+    """The statement on ``lines`` (from line ``first``) with ``fixes`` made, parsed alone:
+    an indented one inside an ``if True:`` that is taken off again."""
+    newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
+    body = "".join(lines)
+    ended = body.endswith(("\n", "\r"))
+    body = body if ended else body + newline
+    indented = lines[0][:1] in (" ", "\t")
+    source = f"if True:{newline}{body}" if indented else body
+    fixed = _fix_module(cst, cst.parse_module(source), fixes, first - 1 - indented).code
+    if indented:
+        fixed = fixed.split(newline, 1)[1]
+    return fixed if ended else fixed.removesuffix(newline)
+
+
+#: A statement that opens with these goes with the one before it (``elif``, ``else``...).
+CONTINUES = ("elif", "else", "except", "finally")
+
+
+def _regions(tree: ast.Module, lines: list[str],
+             fixes: list[Finding]) -> list[tuple[int, int, list[Finding]]] | None:
+    """(first line, last line, fixes) of the statements to parse, in order, none inside
+    another; None where a fix lies in no statement that has its lines to itself."""
+    owner: dict[int, ast.stmt] = {}
+    parent: dict[ast.stmt, ast.stmt | None] = {}
+    todo: list[tuple[ast.stmt, ast.stmt | None]] = [(s, None) for s in tree.body]
+    while todo:  # parents before children: each line's owner is its innermost statement
+        node, up = todo.pop()
+        parent[node] = up
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            owner[line] = node
+        todo += [(c, node) for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
+        todo += [(c, node) for h in getattr(node, "handlers", []) for c in h.body]
+        todo += [(c, node) for case in getattr(node, "cases", []) for c in case.body]
+    spans: dict[tuple[int, int], list[Finding]] = {}
+    for f in fixes:
+        node: ast.stmt | None = owner.get(f.line)
+        while node is not None and not _own_lines(node, lines):
+            node = parent[node]
+        if node is None:
+            return None
+        spans.setdefault((node.lineno, node.end_lineno or node.lineno), []).append(f)
+    out: list[tuple[int, int, list[Finding]]] = []
+    for (first, last), group in sorted(spans.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        if out and first <= out[-1][1]:  # inside the one before: parsed with it
+            out[-1][2].extend(group)
+        else:
+            out.append((first, last, list(group)))
+    return out
+
+
+def _own_lines(node: ast.stmt, lines: list[str]) -> bool:
+    """Whether ``node`` starts and ends its lines (a comment may follow), opening with no
+    keyword that continues another statement."""
+    head = lines[node.lineno - 1].encode("utf-8")
+    tail = lines[(node.end_lineno or node.lineno) - 1].encode("utf-8")
+    after = tail[node.end_col_offset or 0:].strip()
+    return (not head[:node.col_offset].strip() and (not after or after.startswith(b"#"))
+            and not head.lstrip().startswith(tuple(k.encode() for k in CONTINUES)))
 
 
 class Changed(Exception):
@@ -141,8 +236,7 @@ def write_fixed(path: str, expected: bytes, seen: tuple[int, int, int], data: by
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    return read_regular(path, "file")
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -167,6 +261,6 @@ def write_atomically(path: str, data: bytes) -> None:
 def parses(data: bytes) -> bool:
     try:
         ast.parse(data)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

@@ -220,10 +220,9 @@ class Moves:
         call = ast.unparse(node)
         fix = None
         if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
-            fix = Fix(f"{func.value.id} = {call}", node)
+            fix = Fix(f"{func.value.id} = {call}", node, (("tensor", func.value),))
         self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
-                    "not moved in place (a module is); assign it"
-                    + (f": `{fix}`" if fix else ""), fix=fix)
+                    "not moved in place (a module is); assign it", fix=fix)
         return True
 
     def module_move(self, node: ast.Call, func: ast.Attribute) -> None:
@@ -243,7 +242,9 @@ class Moves:
             return False
         if func.value is rec.node:
             text = self.creation_fix(rec, node, func)
-            fix = Fix(text, node) if text is not None else None
+            target = self.fix_target(node, func)
+            fix = None if text is None or target is None else \
+                Fix(text, node, (("tensor", rec.node), ("device", target)))
             self.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
                         fix=fix)
             return True

@@ -57,12 +57,17 @@ class FnOf:
 
 class Fix(str):
     """A rewrite's text, with the span of source it replaces (ast's 1-based lines and
-    0-based UTF-8 byte columns, the end exclusive): SARIF's fixes[] need the region."""
+    0-based UTF-8 byte columns, the end exclusive): SARIF's fixes[] need the region; and
+    what it relies on, as ("tensor" or "device", the expression) pairs, which the engine
+    proves before it offers the rewrite (``proof``)."""
 
     span: tuple[int, int, int, int]
+    needs: tuple[tuple[str, ast.expr], ...]
 
-    def __new__(cls, text: str, node: ast.AST) -> Fix:
+    def __new__(cls, text: str, node: ast.AST,
+                needs: tuple[tuple[str, ast.expr], ...] = ()) -> Fix:
         self = super().__new__(cls, text)
+        self.needs = needs
         self.span = (node.lineno, node.col_offset,  # type: ignore[attr-defined]
                      node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
         return self

@@ -62,7 +62,7 @@ def text_lines(findings: list[Finding]) -> list[str]:
         if f.price is not None:
             tail = f" [{f.price['short']}]"
             prices.setdefault(f.code, f.price)
-        lines.append(f"{f.path}:{f.line}:{f.col + 1}: {f.code} {f.message}{tail}")
+        lines.append(f"{f.where}:{f.line}:{f.col + 1}: {f.code} {f.message}{tail}")
     if prices:
         lines.append("")
         lines.append("Prices (from " + next(iter(prices.values()))["source"] + "):")
@@ -75,7 +75,7 @@ def text_lines(findings: list[Finding]) -> list[str]:
 def as_json(findings: list[Finding]) -> str:
     rows = [{"path": f.path, "line": f.line, "col": f.col + 1, "code": f.code, "name": f.name,
              "severity": f.severity, "message": f.message, "fix": f.fix, "price": f.price}
-            for f in findings]
+            | ({} if f.cell is None else {"cell": f.cell}) for f in findings]
     return json.dumps(rows, indent=2)
 
 
@@ -123,7 +123,8 @@ def as_sarif(findings: list[Finding], notes: list[str]) -> str:
                 "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": f.line, "startColumn": f.col + 1}}}],
         }
-        properties = {k: v for k, v in (("fix", f.fix), ("price", f.price)) if v is not None}
+        properties = {k: v for k, v in (("fix", f.fix), ("price", f.price), ("cell", f.cell))
+                      if v is not None}
         if properties:
             result["properties"] = properties
         if f.fix is not None and f.fix_region is not None:

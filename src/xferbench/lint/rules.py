@@ -73,13 +73,19 @@ class Finding:
     # columns in characters, the end exclusive
     fix_region: tuple[int, int, int, int] | None = None
     price: dict | None = None  # the practice's price (PriceBook), attached by the runner
+    cell: int | None = None  # in a notebook: the cell (from 1), ``line`` then the cell's line
 
     @property
     def name(self) -> str:
         return BY_CODE[self.code].name
 
+    @property
+    def where(self) -> str:
+        """The file, and in a notebook the cell: "train.ipynb:cell 3"."""
+        return self.path if self.cell is None else f"{self.path}:cell {self.cell}"
+
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.col, self.code)
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
 
 
 def expand(items: list[str] | tuple[str, ...], what: str) -> set[str]:

@@ -12,14 +12,20 @@ Layout (asv's, plus one sidecar per results file):
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from ..errors import XferbenchError
-from .safefiles import load_json, loads_ok, remove_file, write_json_atomic
+from .safefiles import (
+    load_json,
+    loads_ok,
+    path_kind,
+    remove_file,
+    require,
+    write_json_atomic,
+)
 from .sidecar import relabel_sidecar
 
 # asv loads inside the functions that need it: `import xferbench` stays free of it.
@@ -35,8 +41,11 @@ RESULTS_NAME = re.compile(r"[0-9a-f]{8}-.+\.json")
 
 
 def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
+    kind = path_kind(root)
+    if not kind.is_folder and kind.kind != "missing":  # missing: nothing measured yet
+        raise XferbenchError(kind.refusal(f"results folder {root}", "a folder"))
     path = os.path.join(root, "benchmarks.json")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise XferbenchError(f"no results in {root} ({path} is missing): {MEASURE_FIRST}")
     data = load_json(path, "benchmark list")
     if not isinstance(data, dict):
@@ -89,15 +98,17 @@ def keep_param_values(root: str, before: dict[str, Any] | None) -> None:
 
 def iter_result_files(root: str) -> Iterable[tuple[str, str]]:
     """(machine folder, results file path) for every asv results file under ``root``."""
-    if not os.path.isdir(root):
-        raise XferbenchError(f"results folder {root} does not exist")
+    require(root, f"results folder {root}", "a folder")
     for entry in sorted(os.listdir(root)):
         folder = os.path.join(root, entry)
         if entry.startswith(".") or not os.path.isdir(folder):
             continue
         names = [n for n in sorted(os.listdir(folder))
                  if n.endswith(".json") and n not in ("machine.json", "benchmarks.json")]
-        if not os.path.isfile(os.path.join(folder, "machine.json")):
+        machine = path_kind(os.path.join(folder, "machine.json"))
+        if machine.kind not in ("file", "missing"):
+            raise XferbenchError(machine.refusal(f"machine file {folder}/machine.json"))
+        if not machine.is_file:
             found = [n for n in names if RESULTS_NAME.fullmatch(n)]
             if found:  # asv skips such a folder without a word; its series would vanish
                 raise XferbenchError(
@@ -116,8 +127,7 @@ def label_results(path: str, torch_version: str, cuda: str, python: str, device:
     in the results file's params, atomically."""
     if not os.path.exists(path) or not loads_ok(path):
         return
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
+    data = load_json(path, "results file")
     data.setdefault("params", {}).update(
         {"torch": torch_version, "cuda": cuda, "python": python, "device": device,
          **(series or {})})

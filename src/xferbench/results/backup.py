@@ -18,8 +18,10 @@ import shutil
 from collections.abc import Iterator
 
 from .safefiles import (
+    NotReadable,
     is_stale_temporary,
     loads_ok,
+    read_regular,
     remove_file,
     replace_file,
     temp_path,
@@ -72,9 +74,8 @@ def settle(path: str, backup: str) -> None:
 def digest(path: str) -> str | None:
     """The SHA-256 of ``path``'s bytes, None where there is no such file."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_regular(path, "file")).hexdigest()
+    except NotReadable:
         return None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
-from .safefiles import write_json_safely
+from .safefiles import NotReadable, read_regular, write_json_safely
 
 
 def slug(text: str) -> str:
@@ -112,9 +112,8 @@ def check_same_machine(results_dir: str, name: str, meta: MachineMetadata) -> No
     host, and the figures there, measured elsewhere, would read as this machine's."""
     path = os.path.join(results_dir, name, "machine.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-    except (OSError, ValueError):
+        saved = json.loads(read_regular(path, "machine file"))
+    except (NotReadable, ValueError):
         return  # none yet, or unreadable: check_folder says so in its own words
     if not isinstance(saved, dict):
         return

@@ -18,7 +18,7 @@ from ..metadata import MachineMetadata
 from .asvfiles import MEASURE_FIRST, iter_result_files, load_benchmarks
 from .reading import literal, parse_results_file
 from .result import Result, nbytes_of
-from .safefiles import load_json
+from .safefiles import load_json, require
 from .series import Mode, SeriesKey, pick
 from .sidecar import Sidecar, load_sidecar
 
@@ -206,8 +206,7 @@ def load_file(path: str) -> ResultSet:
     """One asv results file, read with the benchmarks.json of the results folder it is in
     (``<results>/<machine>/<file>.json``)."""
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise XferbenchError(f"results file {path} does not exist")
+    require(path, f"results file {path}")
     data = load_json(path, "results file")
     if not (isinstance(data, dict) and "result_columns" in data and "results" in data):
         raise XferbenchError(f"{path} is not an asv results file (no result_columns/results): "

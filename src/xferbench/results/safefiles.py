@@ -32,6 +32,8 @@ from typing import Any
 
 from ..errors import XferbenchError
 from .filesystem import (
+    NotReadable,
+    PathKind,
     UnwritableError,
     alive,
     check_output_folder,
@@ -40,48 +42,51 @@ from .filesystem import (
     is_stale_temporary,
     left_by_dead_process,
     mount_points,
+    path_kind,
+    read_regular,
     remove_tree,
+    require,
     temp_path,
+    text_problem,
     why_failed,
 )
 
 __all__ = [  # the write path, and what the commands need of the file system with it
-    "Stamp", "Target", "UnwritableError", "alive", "check_output_folder", "check_space",
-    "check_writable", "is_mount_point", "is_stale_temporary", "left_by_dead_process",
-    "load_json", "loads_ok", "read_text_stamped", "remove_file", "remove_tree", "replace_file",
-    "stamp", "target_of", "temp_path", "unwritable", "write_all_safely", "write_bytes_safely",
-    "write_json_atomic", "write_json_safely", "write_text_safely"]
+    "NotReadable", "PathKind", "Stamp", "Target", "UnwritableError", "alive",
+    "check_output_folder", "check_space", "check_writable", "is_mount_point",
+    "is_stale_temporary", "left_by_dead_process", "load_json", "loads_ok", "path_kind",
+    "read_regular", "read_text_stamped", "remove_file", "remove_tree", "replace_file",
+    "require", "stamp", "target_of", "temp_path", "text_problem", "unwritable", "write_all_safely",
+    "write_bytes_safely", "write_json_atomic", "write_json_safely", "write_text_safely"]
 
 
 # -- reading -----------------------------------------------------------------------------------
 
 def load_json(path: str, what: str) -> Any:
     """The JSON in ``path``; one sentence naming ``what`` it is for a damaged or unreadable
-    file."""
+    file, or for anything that is not a regular file (never opened: a FIFO would block)."""
+    raw = read_regular(path, what)
+    problem = text_problem(raw)
+    if problem is not None:
+        raise XferbenchError(f"{what} {path} is {problem}, not UTF-8 JSON: it is damaged or "
+                             "not a results file; restore it from git or delete it")
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise XferbenchError(
             f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno}): "
             "it may be truncated; restore it from git or delete it"
         ) from None
-    except UnicodeDecodeError as exc:
-        raise XferbenchError(
-            f"{what} {path} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}):"
-            " it is damaged or not a results file; restore it from git or delete it") from None
-    except OSError as exc:
-        raise XferbenchError(f"{what} {path} cannot be read: {exc.strerror}") from None
 
 
 def loads_ok(path: str) -> bool:
-    """Whether ``path`` holds complete JSON (a file cut short by a kill does not)."""
+    """Whether ``path`` is a regular file that holds complete JSON (a file cut short by a
+    kill does not)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            json.load(fh)
-        return True
-    except (OSError, ValueError):
+        json.loads(read_regular(path, "file"))
+    except (XferbenchError, ValueError):
         return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -95,19 +100,16 @@ class Stamp:
 
 def stamp(path: str) -> Stamp | None:
     """The ``Stamp`` of ``path`` now (through links); None where there is no such file."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except (FileNotFoundError, NotADirectoryError):
+    if path_kind(path).kind in ("missing", "dangling link"):
         return None
+    data = read_regular(path, "file")
     return Stamp(len(data), hashlib.sha256(data).hexdigest())
 
 
 def read_text_stamped(path: str, encoding: str = "utf-8") -> tuple[str, Stamp]:
     """``path``'s text and its ``Stamp``, read once: hand the stamp to ``write_text_safely``
     as ``expect`` to write the file back only if nothing changed it since."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_regular(path, "file")
     return data.decode(encoding), Stamp(len(data), hashlib.sha256(data).hexdigest())
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from ..errors import XferbenchError
+from .safefiles import NotReadable, read_regular
 
 #: The asv project name a clone's asv.conf.json carries: another project's suite (numpy's,
 #: say, with its own asv.conf.json and benchmarks/) is never taken for this one.
@@ -98,9 +99,8 @@ def _is_suite(folder: str) -> bool:
                                                                    "_asv.py"))):
         return False
     try:
-        with open(conf, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
+        text = read_regular(conf, "asv configuration").decode("utf-8", "replace")
+    except NotReadable:
         return True  # unreadable: load_asv_config says so
     named = re.search(r'"project"\s*:\s*"([^"]*)"', text)
     return named is None or named.group(1) == PROJECT

@@ -5,9 +5,9 @@ subprocess, pytest's children).
 
     XFERBENCH_EMU=1 PYTHONPATH=tests/emu/autoload .venv/bin/xferbench env
 
-asv drops PYTHONPATH from the processes it starts unless ASV_PYTHONPATH names the path
-(asv/environment.py); for ``xferbench run`` set ASV_PYTHONPATH=<abs path>/tests/emu/autoload
-as well. Without XFERBENCH_EMU=1 it does nothing (and imports nothing).
+``xferbench run`` hands PYTHONPATH to asv's processes with every folder made absolute (asv
+starts them in folders of its own); asv's own virtualenvs take it as ASV_PYTHONPATH. Without
+XFERBENCH_EMU=1 it does nothing (and imports nothing).
 
 emu loads right after torch's own import, not at start-up: a process that never imports
 torch (asv itself, its discovery, its fork server; the suite keeps torch out of them so that

@@ -27,6 +27,7 @@ from ...analysis.repeats import confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
 from ...results import ResultSet, load, load_file
+from ...results.safefiles import require
 from ...results.series import Mode, labels
 from ..options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
 from .model import Comparison, MeasuredNothing, Side
@@ -83,8 +84,7 @@ def resolve_side(spec: str, load_root: Any, machine: str | None = None) -> Side:
     --results folder's ResultSet (loaded only where a spec needs it). A version is matched
     among ``machine``'s series where it is given."""
     if spec.endswith(".json") or os.sep in spec:
-        if not os.path.isfile(spec):
-            raise XferbenchError(f"results file {spec} does not exist")
+        require(spec, f"results file {spec}")
         return _on(Side(spec, f"file {os.path.relpath(spec)}", load_file(spec)), machine)
     rs: ResultSet = _on(Side(spec, "", load_root()), machine).results
     versions = rs.torch_versions()

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import XferbenchError
 from ...results.merging import FAILED, FINISHED, STARTED, read_marker
-from ...results.safefiles import alive, load_json, write_json_atomic
+from ...results.safefiles import alive, load_json, path_kind, write_json_atomic
 
 PLAN = "fleet.json"
 KIND = "xferbench fleet job"
@@ -47,8 +47,10 @@ def save(plan: dict[str, Any]) -> None:
 def load_plan(folder: str) -> dict[str, Any]:
     """The plan of the job folder ``folder``; one sentence where it is not one."""
     path = os.path.join(folder, PLAN)
-    if not os.path.isdir(folder):
-        raise XferbenchError(f"{folder} is not a fleet job folder: it does not exist")
+    kind = path_kind(folder)
+    if not kind.is_folder:
+        raise XferbenchError(f"{folder} is not a fleet job folder: "
+                             + kind.refusal("it", "a folder"))
     if not os.path.isfile(path):
         raise XferbenchError(f"{folder} is not a fleet job folder: it has no {PLAN} "
                              "(xferbench fleet run writes one)")

@@ -124,6 +124,13 @@ def group_classes(classes: list[SuiteClass], bench: str | None) -> list[Group]:
     return groups
 
 
+def absolute_paths(value: str) -> str:
+    """A PYTHONPATH with each folder made absolute against this working folder: asv starts
+    the benchmark processes in folders of its own (setup_cache in a temporary one), where a
+    relative entry (``PYTHONPATH=tests/emu/autoload``) would name nothing."""
+    return os.pathsep.join(os.path.abspath(p or ".") for p in value.split(os.pathsep))
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """Everything a run decided before it measures."""
@@ -209,6 +216,9 @@ class RunPlan:
             env["XFERBENCH_PROGRESS"] = progress
         if self.threads:
             env["OMP_NUM_THREADS"] = str(self.threads)  # read by torch when it initialises
+        for var in ("PYTHONPATH", "ASV_PYTHONPATH"):
+            if env.get(var):
+                env[var] = absolute_paths(env[var])
         return env
 
     def asv_command(self, conf: str, wrapper: str, group: Group) -> list[str]:

@@ -11,7 +11,7 @@ The report is written once, whatever the script does: ``--out`` is checked (and 
 against the folder the audit started in) before the script runs, and never names the script
 or a file that is not an audit report; a script that ends in ``os._exit`` gets its report
 before it goes; a child it forks writes none; a script that closes ``sys.stdout`` still gets
-its report on the audit's standard output.
+its report on the audit's standard output. How the script runs is ``script``'s.
 """
 
 from __future__ import annotations
@@ -21,19 +21,17 @@ import contextlib
 import json
 import os
 import re
-import runpy
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from ..analysis.prices import PriceBook
-from ..auditing.auditor import Audit
-from ..auditing.report import format_report
-from ..devices import resolve_device, set_current_device
-from ..errors import XferbenchError
-from ..lint.files import path_kind
-from ..results.safefiles import check_writable, target_of, write_text_safely
+from ...analysis.prices import PriceBook
+from ...auditing.auditor import Audit
+from ...auditing.report import format_report
+from ...devices import resolve_device, set_current_device
+from ...errors import XferbenchError
+from ...results.safefiles import check_writable, target_of, write_text_safely
+from .script import compile_script, run_script
 
 #: The audit's own options, recognised after the script's arguments too (as in
 #: ``xferbench audit script.py [args...] [--steps N]``); after ``--`` everything is the
@@ -175,11 +173,7 @@ def check_out(out: str | None, script: str) -> str | None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     args = _merge(args)
-    if not os.path.isfile(args.script):
-        why = ("it is a directory" if os.path.isdir(args.script) else
-               f"it is {path_kind(args.script)}, not a file" if os.path.exists(args.script) else
-               "no such file")
-        raise XferbenchError(f"can't open the script {args.script!r}: {why}")
+    code = compile_script(args.script)
     out = check_out(args.out, args.script)
     device = resolve_device(args.device or "auto")
     # a broken --results folder is bad input: said before the script runs, not after
@@ -190,7 +184,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         with _stdout_to_stderr(args.format == "json" and not out), _kept_streams(), \
                 _report_before_os_exit(report.deliver):
-            status = run_script(args.script, args.args, audit)
+            status = run_script(args.script, args.args, code, audit)
         if os.getpid() != report.pid:  # a child the script forked: the parent reports
             raise SystemExit(status)
         report.deliver(status)
@@ -233,6 +227,8 @@ class _Report:
         if stream is not None:
             with contextlib.suppress(OSError, ValueError):
                 sys.stdout.flush()
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                stream.reconfigure(errors="backslashreplace")  # as os._exit cut the script
             stream.write(text + "\n")
             stream.flush()
 
@@ -293,47 +289,3 @@ def _stdout_to_stderr(wanted: bool) -> Iterator[None]:
         return
     with contextlib.redirect_stdout(sys.stderr):
         yield
-
-
-def run_script(path: str, argv: list[str], audit: Audit) -> int:
-    """Run ``path`` as ``__main__`` with ``argv`` under ``audit``, as ``python path argv``
-    would (its folder first on sys.path); its exit status (its traceback printed, as
-    Python prints it, when it raised)."""
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [path, *argv]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        with audit:
-            runpy.run_path(path, run_name="__main__")
-        return 0
-    except SystemExit as exc:
-        return _exit_status(exc.code)
-    except KeyboardInterrupt:
-        print("KeyboardInterrupt", file=sys.stderr)
-        return 130
-    except BaseException as exc:  # the script's own error: shown as Python shows it
-        _print_script_traceback(exc)
-        return 1
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-
-
-def _exit_status(code: Any) -> int:
-    """What Python exits with for ``sys.exit(code)``."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
-
-
-def _print_script_traceback(exc: BaseException) -> None:
-    """The traceback from the script's first frame on (runpy's and xferbench's dropped)."""
-    tb = exc.__traceback__
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(
-            (here, "<frozen runpy>", os.path.splitext(runpy.__file__ or "runpy")[0])):
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
