@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.comparison import compare_results, confounds
-from ...analysis.repeats import confirm_pairs
+from ...analysis.repeats import commits_apart, confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
 from ...results import ResultSet, load, load_file
@@ -182,7 +182,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     except XferbenchError:  # two files and no results folder: no repeat to ask
         every = None
     confirmed = confirm_pairs(every, rows, a.series, b.series, threshold=threshold, alpha=alpha,
-                              decide_on=decide_on)
+                              decide_on=decide_on, commits=commits_apart(a.results, b.results))
     return Comparison(a, b, rows, skipped, threshold, alpha,
                       confounds(a.results, b.results, by_machine), confirmed, only_confirmed,
                       decide_on)
