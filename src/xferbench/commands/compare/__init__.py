@@ -29,10 +29,14 @@ from ...errors import ExitCode, XferbenchError
 from ...results import ResultSet, load, load_file
 from ...results.series import Mode, labels
 from ..options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
+from .markdown import format_markdown
 from .model import Comparison, MeasuredNothing, Side
 from .text import as_dict, format_comparison
 
-__all__ = ["Comparison", "Side", "as_dict", "compare", "confounds", "format_comparison"]
+__all__ = ["Comparison", "Side", "as_dict", "compare", "confounds", "format_comparison",
+           "format_markdown"]
+#: The formats that print lines, by name (JSON is one document).
+FORMATTERS = {"text": format_comparison, "markdown": format_markdown}
 
 
 def register_cli(sub: Any) -> None:
@@ -74,7 +78,8 @@ def register_cli(sub: Any) -> None:
                    help="count as regressions (exit 1) only those a repeat confirms: a "
                         "second series of the same machine and release that marks them "
                         "worse too; the others are listed as suspected")
-    add_format(p, help="text table (default) or JSON")
+    add_format(p, help="text table (default), JSON, or markdown for a pull request (the "
+                       "changes first, the rest folded)", choices=("text", "json", "markdown"))
     p.set_defaults(func=cmd_compare)
 
 
@@ -200,7 +205,7 @@ def cmd_compare(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         print(json.dumps(as_dict(c), indent=2))
     else:
-        for line in format_comparison(c):
+        for line in FORMATTERS[args.format](c):
             print(line)
     return c.exit_status
 
