@@ -278,3 +278,27 @@ def test_the_nightly_job_files_its_results_where_the_page_reads_them(tmp_path, m
     assert len([n for n in filed if n != "machine.json"]) == 4
     build = commands(CI / "publish.yml", "build", SHELL)[0]
     assert build[build.index("--results") + 1] == "results"  # run in store/: what keep filed
+
+
+def test_a_detached_checkout_of_a_commit_is_runnable(tmp_path):
+    """actions/checkout leaves a pull request's code (or a commit it was given) detached,
+    with no local branch: asv, which resolves each configured branch before it runs, is
+    given HEAD where the configured main is not there."""
+    from asv import config, repo
+
+    from xferbench.results.repo import write_asv_config
+    from xferbench.results.suite import CLONE, Suite
+
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "benchmarks", clone / "benchmarks",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "asv.conf.json", clone / "asv.conf.json")
+    git = ["git", "-c", "user.name=x", "-c", "user.email=x@x", "-C", str(clone)]
+    for args in (["init", "-q", "-b", "feature"], ["add", "-A"], ["commit", "-q", "-m", "x"],
+                 ["checkout", "-q", "--detach"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    path = write_asv_config(Suite(str(clone), CLONE), str(tmp_path / "r"), str(tmp_path))
+    conf = config.Config.load(path)
+    assert conf.branches == ["HEAD"]
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert repo.get_repo(conf).get_hash_from_name(conf.branches[0]) == head.strip()
