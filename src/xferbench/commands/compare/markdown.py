@@ -135,13 +135,17 @@ def _value(result: Result | None) -> float | None:
 
 
 def _interval(r: Row) -> str:
-    """B/A's interval: "0.912 to 1.040"; "above 0.500" where it has no upper end; marked
-    where the medians' ratio lies outside it (``OUTSIDE``)."""
+    """B/A's interval: "0.912 to 1.040"; "above 0.500" where it has no upper end, "unbounded"
+    where the samples bound it on neither side; marked where the medians' ratio lies outside
+    it (``OUTSIDE``)."""
     v = r.verdict
     if v is None or v.interval is None:
         return "-"
     low, high = v.interval
-    text = f"above {low:.3f}" if math.isinf(high) else f"{low:.3f} to {high:.3f}"
+    if math.isinf(high):
+        text = f"above {low:.3f}" if low > 0 else "unbounded"
+    else:
+        text = f"{low:.3f} to {high:.3f}"
     return text + (" \\*" if v.ratio_outside else "")
 
 
