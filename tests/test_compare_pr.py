@@ -58,6 +58,10 @@ def test_a_slowdown_the_repeat_does_not_show_stays_suspected(tmp_path, capsys):
     assert code == 0 and report["suspected_worse"] == 1 and report["confirmed_worse"] == 0
     row = next(r for r in report["rows"] if r["mark"] == "worse")
     assert row["suspected_why"] == f"the repeat marked it otherwise ({RERUN}: same)"
+    code, out = run(capsys, base, head, "--machine", MACHINE, "--results",
+                    str(tmp_path / "results"), "--confirmed", "--format", "markdown")
+    assert out.splitlines()[1] == ("### xferbench compare: no confirmed regression (1 worse, "
+                                   "0 better of 68; each worse one suspected)")
 
 
 def table_rows(tokens, first: int) -> list[list[str]]:

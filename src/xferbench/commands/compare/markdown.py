@@ -71,6 +71,8 @@ def _verdict(c: Comparison) -> str:
     if c.regressions:
         return (f"regression ({changes}{broke}; {confirmed} worse confirmed by a repeat, "
                 f"{len(worse) - confirmed} suspected)")
+    if worse:  # --confirmed, and no repeat confirms them
+        return f"no confirmed regression ({changes}; each worse one suspected)"
     return f"no regression ({changes})"
 
 
