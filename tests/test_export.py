@@ -1,7 +1,8 @@
 """``xferbench export``: every measured figure as CSV, Bencher Metric Format (checked against
-Bencher's published JSON schema) and PyTorch HUD v3 records (checked against the columns of
-PyTorch's oss_ci_benchmark_v3 table), each with its interval, samples, unit, clock, machine,
-PyTorch and suite commit read from the results, never typed."""
+Bencher's published JSON schema), PyTorch HUD v3 records (checked against the columns of
+PyTorch's oss_ci_benchmark_v3 table) and github-action-benchmark's custom JSON (checked
+against the fields the action documents), each with its interval, samples, unit, clock,
+machine, PyTorch and suite commit read from the results, never typed."""
 
 from __future__ import annotations
 
@@ -38,6 +39,22 @@ BMF_SCHEMA = {
 #: Bencher's limits (docs/reference/bencher-metric-format): a benchmark name of at most 1024
 #: characters, a measure's name or slug of at most 64.
 BMF_NAME_MAX, BMF_MEASURE_MAX = 1024, 64
+
+#: github-action-benchmark's custom JSON (the "customSmallerIsBetter" and
+#: "customBiggerIsBetter" tools of benchmark-action/github-action-benchmark: its README, and
+#: the BenchmarkResult interface of its src/extract.ts): an array of entries, each a string
+#: name and unit and a number value, optionally a string range and extra; the action reads
+#: nothing else. A range "± x" (or "+- x") is what the action rescales when the unit changes.
+ACTION_SCHEMA = {
+    "type": "array", "minItems": 1,
+    "items": {"type": "object", "additionalProperties": False,
+              "required": ["name", "unit", "value"],
+              "properties": {"name": {"type": "string", "minLength": 1},
+                             "unit": {"type": "string", "minLength": 1},
+                             "value": {"type": "number"},
+                             "range": {"type": "string", "pattern": "^(\\+-|±) ?[0-9]"},
+                             "extra": {"type": "string"}}},
+}
 
 #: PyTorch's oss_ci_benchmark_v3 table (pytorch/test-infra,
 #: clickhouse_db_schema/oss_ci_benchmark_v3/schema.sql): each column's type, as JSON carries
@@ -208,3 +225,45 @@ def test_nothing_matching_is_one_sentence_and_exit_2(capsys, results):
     code, out, err = export(capsys, "--results", str(results), "--bench", "NoSuchBench")
     assert code == 2 and out == ""
     assert "no measured figure matches" in err
+
+
+def action_valid(data: list) -> None:
+    """``data`` against the action's documented fields, and names unique in one file (the
+    action follows each name from one run to the next)."""
+    jsonschema = pytest.importorskip("jsonschema", reason="the shape check needs jsonschema")
+    jsonschema.validate(data, ACTION_SCHEMA)
+    names = [entry["name"] for entry in data]
+    assert len(names) == len(set(names))
+
+
+def test_github_action_benchmark_files_take_the_action_s_documented_shape(capsys, gpu_results):
+    files = {}
+    for better in ("smaller", "bigger"):
+        code, out, err = export(capsys, "--results", str(gpu_results), "--format",
+                                "github-action-benchmark", "--torch", "2.5.0", "--better",
+                                better)
+        assert code == 0, err
+        files[better] = {entry["name"]: entry for entry in json.loads(out)}
+        action_valid(list(files[better].values()))
+    rs = load(str(gpu_results)).filter(torch="2.5.0+cu128")
+    copy = next(r for r in rs if r.ok and r.benchmark == "bench_copies.Copy.track_completion_s")
+    time, rate = files["smaller"][name_of(copy)], files["bigger"][name_of(copy)]
+    low, high = sorted(copy.ci_99)
+    assert (time["unit"], time["value"]) == ("ns", pytest.approx(copy.value * 1e9))
+    wider = max(copy.value - low, high - copy.value) * 1e9
+    assert float(time["range"].removeprefix("± ")) == pytest.approx(wider, rel=1e-5)
+    assert (rate["unit"], rate["value"]) == ("GB/s", pytest.approx(copy.gbps))
+    assert "torch 2.5.0+cu128 on gpu-synthetic" in time["extra"]
+    units = {e["unit"] for e in files["smaller"].values()}
+    assert "ns" in units and not any(u.endswith("/s") for u in units)
+    assert {e["unit"] for e in files["bigger"].values()} <= {"GB/s", "holds"}
+
+
+def test_the_action_s_file_over_several_series_says_how_to_choose_one(capsys, results):
+    code, out, err = export(capsys, "--results", str(results), "--format",
+                            "github-action-benchmark")
+    assert code == 2 and out == ""
+    assert err.startswith("xferbench: github-action-benchmark follows one series per file")
+    code, out, err = export(capsys, "--results", str(results), "--format", "bmf", "--better",
+                            "bigger")
+    assert code == 2 and "--better chooses the figures of --format github-action" in err

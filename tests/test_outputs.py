@@ -27,6 +27,7 @@ COMMANDS: dict[str, list[str]] = {
     "headline": ["xferbench", "table", "--per-series"],
     "compare-text": ["xferbench", "compare", "2.13.0", "2.14.1"],
     "compare-json": ["xferbench", "compare", "2.13.0", "2.14.1", "--format", "json"],
+    "compare-markdown": ["xferbench", "compare", "2.13.0", "2.14.1", "--format", "markdown"],
     "compare-bench": ["xferbench", "compare", "2.14.1", "2.13.0", "--bench", "Copy",
                       "--threshold", "5%", "--alpha", "0.01"],
     "compare-same": ["xferbench", "compare", "be608654", "be608654", "--torch", "2.13.0"],

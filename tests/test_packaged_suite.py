@@ -122,5 +122,6 @@ def test_the_listing_repository_answers_asv_as_git_would(tmp_path):
     assert repo.get_revisions({old, new}) == {old: 0, new: 1}  # oldest first, as git's
     assert repo.get_branch_commits("main") == [new, old]  # newest first
     assert repo.get_tags() == {}
+    assert repo.get_range_spec(old, new) == f"{old}..{new}"  # where publish finds a step
     with pytest.raises(NoSuchNameError):
         repo.get_hash_from_name("3" * 8)

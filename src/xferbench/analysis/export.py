@@ -131,9 +131,11 @@ def figures(rs: ResultSet) -> list[ExportRow]:
                                       f.results_file))
 
 
-def one_series(found: list[ExportRow]) -> list[ExportRow]:
+def one_series(found: list[ExportRow],
+               why: str = "a Bencher report is one testbed's") -> list[ExportRow]:
     """``found`` where it is one results file's (one series, as one report to a service
-    that tracks a testbed over time); one sentence naming the series otherwise."""
+    that tracks a testbed over time); one sentence naming the series otherwise, opening with
+    ``why``."""
     files = sorted({f.results_file for f in found})
     if not files:
         raise XferbenchError("no measured figure matches: nothing to export (xferbench list "
@@ -143,6 +145,6 @@ def one_series(found: list[ExportRow]) -> list[ExportRow]:
         if len(labels) < len(files):  # series apart by options the label does not name
             labels = sorted({f"{f.series} ({f.results_file})" for f in found})
         raise XferbenchError(
-            f"a Bencher report is one testbed's, and these results hold {len(files)} series: "
+            f"{why}, and these results hold {len(files)} series: "
             f"{'; '.join(labels)}: choose one with --machine, --torch and --quick/--no-quick")
     return found

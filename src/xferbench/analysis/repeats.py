@@ -33,6 +33,7 @@ Key = tuple[str, tuple[tuple[str, Any], ...]]  # (benchmark, params)
 
 
 Identities = dict[SeriesKey, tuple[Any, ...] | None]
+Commits = tuple[str, str]  # A's suite commit, B's
 
 
 def identities(rs: ResultSet) -> Identities:
@@ -109,11 +110,16 @@ class Repeat:
 
 
 def repeat_comparisons(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
-                       alpha: float, ids: Identities | None = None,
-                       decide_on: str = ON_Q) -> list[Repeat]:
+                       alpha: float, ids: Identities | None = None, decide_on: str = ON_Q,
+                       commits: Commits | None = None) -> list[Repeat]:
     """For every machine folder holding a repeat of both ``a`` and ``b``, its own comparison
     of the two (the test ``compare`` runs, at the same threshold and alpha, decided on the
-    same q or p)."""
+    same q or p).
+
+    Args:
+        commits: A's and B's suite commits where the two are one series measured at two
+            commits (``commits_apart``): each repeat is then read at the same two commits.
+    """
     out = []
     ids = identities(rs) if ids is None else ids
     b_repeats = {s.machine: s for s in repeats_of(rs, b, ids)}
@@ -121,16 +127,31 @@ def repeat_comparisons(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: 
         rb = b_repeats.get(ra.machine)
         if rb is not None:
             out.append(between(rs, ra, rb, threshold=threshold, alpha=alpha,
-                               decide_on=decide_on))
+                               decide_on=decide_on, commits=commits))
     return out
 
 
 def between(rs: ResultSet, a: SeriesKey, b: SeriesKey, *, threshold: float,
-            alpha: float, decide_on: str = ON_Q) -> Repeat:
-    """``b`` against ``a`` (one machine folder), as marks per (benchmark, params)."""
-    rows, _ = compare_results(rs.filter(series=a).newest(), rs.filter(series=b).newest(),
+            alpha: float, decide_on: str = ON_Q, commits: Commits | None = None) -> Repeat:
+    """``b`` against ``a`` (one machine folder), as marks per (benchmark, params); each side
+    at its own suite commit where ``commits`` names them."""
+    side_a, side_b = rs.filter(series=a), rs.filter(series=b)
+    if commits is not None:
+        side_a, side_b = side_a.filter(commit=commits[0]), side_b.filter(commit=commits[1])
+    rows, _ = compare_results(side_a.newest(), side_b.newest(),
                               threshold=threshold, alpha=alpha, decide_on=decide_on)
     return Repeat(a.machine, {(r.benchmark, r.params): r.mark for r in rows})
+
+
+def commits_apart(a: ResultSet, b: ResultSet) -> Commits | None:
+    """A's and B's one suite commit each, where the two sides are the same series at two
+    commits (a change of the suite measured on one machine, torch and mode); None otherwise.
+    A repeat of such a series holds both commits, and only reading each at its own commit
+    compares the change rather than the series with itself."""
+    ca, cb = a.commits(), b.commits()
+    if len(ca) == len(cb) == 1 and ca != cb and set(a.series()) == set(b.series()):
+        return ca[0], cb[0]
+    return None
 
 
 @dataclass(frozen=True)
@@ -174,10 +195,12 @@ def confirmations(rows: list[Row], repeats: list[Repeat]) -> dict[int, Confirmat
 
 def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
                   b: list[SeriesKey], *, threshold: float, alpha: float,
-                  decide_on: str = ON_Q) -> dict[int, Confirmation]:
+                  decide_on: str = ON_Q, commits: Commits | None = None
+                  ) -> dict[int, Confirmation]:
     """Each change of ``rows`` (B's series ``b`` against A's ``a``, one per machine; or one
     each, compared across machines) confirmed or left suspected by their repeats in ``rs``
-    (None: no folder to look in, every change suspected)."""
+    (None: no folder to look in, every change suspected); ``commits``: as
+    ``repeat_comparisons`` takes them."""
     pairs: dict[str, tuple[SeriesKey, SeriesKey]] = {}
     for ka in a:
         for kb in b:
@@ -189,7 +212,8 @@ def confirm_pairs(rs: ResultSet | None, rows: list[Row], a: list[SeriesKey],
     ids = identities(rs) if rs is not None and pairs else {}
     for machine, (ka, kb) in pairs.items():
         repeats = (repeat_comparisons(rs, ka, kb, threshold=threshold, alpha=alpha, ids=ids,
-                                      decide_on=decide_on) if rs is not None else [])
+                                      decide_on=decide_on, commits=commits)
+                   if rs is not None else [])
         mine = [i for i, r in enumerate(rows) if not machine or r.machine == machine]
         found = confirmations([rows[i] for i in mine], repeats)
         out.update({mine[j]: c for j, c in found.items()})

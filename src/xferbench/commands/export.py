@@ -1,11 +1,13 @@
 """``xferbench export``: every measured figure of a results folder for the services people
 already use: CSV (one row per figure, as nvbench, bandwidthTest and TorchBench write), Bencher
-Metric Format (one series: a Bencher report is one testbed's) and PyTorch HUD v3 records (the
-``oss_ci_benchmark_v3`` table's shape). The command line and the formats only: the figures
-(interval, samples, unit, clock, series, suite commit) are ``analysis.export``'s.
+Metric Format (one series: a Bencher report is one testbed's), PyTorch HUD v3 records (the
+``oss_ci_benchmark_v3`` table's shape) and github-action-benchmark's custom JSON (one series,
+smaller-is-better or bigger-is-better: the action takes one file per ``tool``). The command
+line and the formats only: the figures (interval, samples, unit, clock, series, suite commit)
+are ``analysis.export``'s.
 
-Exit status: 0 written; 2 bad input (no results, no figure matching, BMF over several
-series)."""
+Exit status: 0 written; 2 bad input (no results, no figure matching, BMF or
+github-action-benchmark over several series)."""
 
 from __future__ import annotations
 
@@ -17,13 +19,17 @@ import re
 from typing import Any
 
 from ..analysis.export import CLOCKS, ExportRow, figures, iso, one_series
+from ..analysis.stats import higher_is_better
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.suite import repository_url
 from ..version import __version__
 from .options import add_bench, add_format, add_results, bench_pattern
 
-FORMATS = ("csv", "bmf", "hud")
+ACTION = "github-action-benchmark"
+FORMATS = ("csv", "bmf", "hud", ACTION)
+#: github-action-benchmark's ``tool:`` for each file it takes.
+ACTION_TOOLS = {"smaller": "customSmallerIsBetter", "bigger": "customBiggerIsBetter"}
 #: The CSV's columns, in order; docs/export.md says what each holds.
 COLUMNS = ("benchmark", "params", "value", "unit", "clock", "ci99_low", "ci99_high", "q25",
            "q75", "n_samples", "number", "samples", "gbps", "gbps_ci99_low", "gbps_ci99_high",
@@ -37,16 +43,25 @@ BMF_BANDWIDTH = "bandwidth-gb-per-s"
 def register_cli(sub: Any) -> None:
     p = sub.add_parser(
         "export", allow_abbrev=False,
-        help="every measured figure as CSV, Bencher Metric Format or PyTorch HUD v3 records",
+        help="every measured figure as CSV, Bencher Metric Format, PyTorch HUD v3 records "
+             "or github-action-benchmark's custom JSON",
         description="Every measured figure of the results folder with its interval (asv's "
                     "99% confidence interval of the median), quartiles, samples, unit, "
                     "clock, machine, PyTorch and suite commit, on stdout. csv: one row per "
                     "figure; bmf: Bencher Metric Format JSON of one series (times as "
-                    "Bencher's latency, in ns); hud: PyTorch HUD v3 benchmark records.",
-        epilog="exit status: 0 written; 2 bad input (no results, nothing matching, bmf "
-               "over several series: choose one with --machine, --torch, --quick)")
+                    "Bencher's latency, in ns); hud: PyTorch HUD v3 benchmark records; "
+                    "github-action-benchmark: the action's custom JSON of one series, "
+                    "smaller-is-better or bigger-is-better (--better).",
+        epilog="exit status: 0 written; 2 bad input (no results, nothing matching, bmf or "
+               "github-action-benchmark over several series: choose one with --machine, "
+               "--torch, --quick)")
     add_results(p)
-    add_format(p, help="csv (default), bmf or hud", choices=FORMATS)
+    add_format(p, help="csv (default), bmf, hud or github-action-benchmark", choices=FORMATS)
+    p.add_argument("--better", choices=tuple(ACTION_TOOLS), default=None,
+                   help="with github-action-benchmark: the figures for its "
+                        "customSmallerIsBetter tool (smaller, the default: times in ns, "
+                        "fractions, counts, bytes) or customBiggerIsBetter (bigger: rates, "
+                        "behaviour checks, GB/s where the size is known)")
     add_bench(p, help="only benchmarks whose name matches REGEX")
     p.add_argument("--machine", default=None, help="only this machine's figures")
     p.add_argument("--torch", default=None, metavar="VERSION",
@@ -110,8 +125,61 @@ def bmf(found: list[ExportRow]) -> dict[str, dict[str, dict[str, float]]]:
                 f.value, f.ci99)
         if f.gbps is not None:
             measures[BMF_BANDWIDTH] = _metric(f.gbps, f.gbps_ci99)
-        out[f.name + (f" [{f.mode}]" if f.mode != "full" else "")] = measures
+        out[_series_name(f)] = measures
     return out
+
+
+def _series_name(f: ExportRow) -> str:
+    """The figure's name in a service that follows one series over time: its mode where it
+    was not measured in full (" [quick]"), so that a smoke test never joins a full run's
+    history."""
+    return f.name + (f" [{f.mode}]" if f.mode != "full" else "")
+
+
+def action_benchmark(found: list[ExportRow], better: str = "smaller") -> list[dict[str, Any]]:
+    """github-action-benchmark's custom JSON: an array of {name, unit, value, range, extra}
+    for its ``customSmallerIsBetter`` tool (``better`` "smaller": times in ns, fractions,
+    counts, bytes) or ``customBiggerIsBetter`` ("bigger": rates, behaviour checks, and GB/s
+    where the size is known). The value is the median; ``range`` is the wider side of asv's
+    99% interval around it, as the action's "± x"; ``extra`` gives the interval itself and
+    the series."""
+    bigger = better == "bigger"
+    out = []
+    for f in one_series(found, why="github-action-benchmark follows one series per file"):
+        samples = f"{len(f.samples)} samples" if f.samples else "no samples recorded"
+        if higher_is_better(f.unit) == bigger:
+            scale, unit = (1e9, "ns") if f.unit == "seconds" else (1.0, f.unit)
+            out.append(_action_entry(f, f"the median ({samples})", unit, f.value * scale,
+                                     _scaled(f.ci99, scale)))
+        if bigger and f.gbps is not None:
+            what = f"the bytes copied over the median time ({samples})"
+            out.append(_action_entry(f, what, "GB/s", f.gbps, f.gbps_ci99))
+    if not out:
+        raise XferbenchError(
+            f"none of the chosen figures is {better}-is-better: nothing for "
+            f"{ACTION_TOOLS[better]} (--better {'smaller' if bigger else 'bigger'} has the "
+            "others)")
+    return out
+
+
+def _scaled(interval: tuple[float, float] | None, scale: float) -> tuple[float, float] | None:
+    return None if interval is None else (interval[0] * scale, interval[1] * scale)
+
+
+def _action_entry(f: ExportRow, what: str, unit: str, value: float,
+                  interval: tuple[float, float] | None) -> dict[str, Any]:
+    """One figure as the action's entry: ``what`` the value is, ``interval`` in ``unit``."""
+    entry: dict[str, Any] = {"name": _series_name(f), "unit": unit, "value": value}
+    lines = [what]
+    if interval is not None:
+        entry["range"] = f"± {max(value - interval[0], interval[1] - value):.6g}"
+        lines.append(f"asv's 99% interval of the median: {interval[0]:.6g} to "
+                     f"{interval[1]:.6g} {unit}")
+    lines += [f"clock: {f.clock}", f"{f.series} ({f.hardware}), suite commit {f.commit[:8]}"]
+    if f.not_for_citation:
+        lines.append("not for citation: " + "; ".join(f.not_for_citation))
+    entry["extra"] = "\n".join(lines)
+    return entry
 
 
 def _repo() -> str:
@@ -153,6 +221,9 @@ def hud_record(f: ExportRow) -> dict[str, Any]:
 
 
 def cmd_export(args: argparse.Namespace) -> ExitCode:
+    if args.better is not None and args.format != ACTION:
+        raise XferbenchError(f"--better chooses the figures of --format {ACTION}, not of "
+                             f"--format {args.format}: drop it, or export {ACTION}")
     found = chosen(args)
     if not found:
         raise XferbenchError("no measured figure matches: nothing to export (xferbench list "
@@ -161,6 +232,8 @@ def cmd_export(args: argparse.Namespace) -> ExitCode:
         print(csv_text(found), end="")
     elif args.format == "bmf":
         print(json.dumps(bmf(found), indent=1))
+    elif args.format == ACTION:
+        print(json.dumps(action_benchmark(found, args.better or "smaller"), indent=1))
     else:
         print(json.dumps([hud_record(f) for f in found], indent=1))
     return ExitCode.OK

@@ -76,5 +76,10 @@ class ListedCommits(Repo):
     def get_branch_commits(self, branch: str) -> list[str]:
         return self._ordered()[::-1]  # newest first, as asv's git backend gives them
 
+    def get_range_spec(self, commit_a: str, commit_b: str) -> str:
+        """The commits after ``commit_a`` up to ``commit_b``, as git writes a range: asv's
+        publish names the range a step of a graph lies in."""
+        return f"{commit_a}..{commit_b}"
+
     def get_revisions(self, commits: set[str]) -> dict[str, int]:
         return {h: i for i, h in enumerate(self._ordered()) if h in commits}

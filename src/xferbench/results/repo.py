@@ -218,9 +218,11 @@ def write_asv_config(suite: Suite, results_dir: str, workdir: str,
     conf.pop("plugins", None)  # stock asv's labels (_asvplugin): xferbench labels its own files
     commit = commit or suite_commit(suite)
     if commit.needs_git:
+        # asv resolves each configured branch before it runs: a branch checkout names its
+        # own; a detached one (a CI job's checkout of a commit) the configured branches it
+        # holds, else HEAD
         branch = current_branch(repo)
-        if branch:  # asv refuses a commit on a branch its configuration does not name
-            conf["branches"] = [branch]
+        conf["branches"] = [branch] if branch else git_branches(repo, conf.get("branches", []))
         conf["repo"] = repo
         url = web_commit_url(own_remote(repo))
     else:

@@ -23,17 +23,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.comparison import compare_results, confounds
-from ...analysis.repeats import confirm_pairs
+from ...analysis.repeats import commits_apart, confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
 from ...results import ResultSet, load, load_file
 from ...results.safefiles import require
 from ...results.series import Mode, labels
 from ..options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
+from .markdown import format_markdown
 from .model import Comparison, MeasuredNothing, Side
 from .text import as_dict, format_comparison
 
-__all__ = ["Comparison", "Side", "as_dict", "compare", "confounds", "format_comparison"]
+__all__ = ["Comparison", "Side", "as_dict", "compare", "confounds", "format_comparison",
+           "format_markdown"]
+#: The formats that print lines, by name (JSON is one document).
+FORMATTERS = {"text": format_comparison, "markdown": format_markdown}
 
 
 def register_cli(sub: Any) -> None:
@@ -75,7 +79,8 @@ def register_cli(sub: Any) -> None:
                    help="count as regressions (exit 1) only those a repeat confirms: a "
                         "second series of the same machine and release that marks them "
                         "worse too; the others are listed as suspected")
-    add_format(p, help="text table (default) or JSON")
+    add_format(p, help="text table (default), JSON, or markdown for a pull request (the "
+                       "changes first, the rest folded)", choices=("text", "json", "markdown"))
     p.set_defaults(func=cmd_compare)
 
 
@@ -182,7 +187,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     except XferbenchError:  # two files and no results folder: no repeat to ask
         every = None
     confirmed = confirm_pairs(every, rows, a.series, b.series, threshold=threshold, alpha=alpha,
-                              decide_on=decide_on)
+                              decide_on=decide_on, commits=commits_apart(a.results, b.results))
     return Comparison(a, b, rows, skipped, threshold, alpha,
                       confounds(a.results, b.results, by_machine), confirmed, only_confirmed,
                       decide_on)
@@ -200,7 +205,7 @@ def cmd_compare(args: argparse.Namespace) -> ExitCode:
     if args.format == "json":
         print(json.dumps(as_dict(c), indent=2))
     else:
-        for line in format_comparison(c):
+        for line in FORMATTERS[args.format](c):
             print(line)
     return c.exit_status
 

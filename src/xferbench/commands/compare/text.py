@@ -13,13 +13,13 @@ from ...units import confidence, format_value
 from .model import Comparison
 
 
-def _p(row: Row) -> str:
+def p_text(row: Row) -> str:
     if row.p_value is not None:
         return _probability(row.p_value)
     return {"99% CI": "(CI)", "exact": "(exact)", "none": "-"}.get(row.test, "-")
 
 
-def _q(row: Row) -> str:
+def q_text(row: Row) -> str:
     return "-" if row.q_value is None else _probability(row.q_value)
 
 
@@ -27,13 +27,13 @@ def _probability(p: float) -> str:
     return "<1e-4" if p < 1e-4 else f"{p:.4f}"
 
 
-def _ratio(row: Row) -> str:
+def ratio_text(row: Row) -> str:
     if row.ratio is None:
         return "-"
     return "inf" if math.isinf(row.ratio) else f"{row.ratio:.3f}"
 
 
-def _mark(c: Comparison, i: int, r: Row) -> str:
+def mark_text(c: Comparison, i: int, r: Row) -> str:
     mark = f"{r.mark} ({r.note})" if r.note else r.mark
     conf = c.confirmation(i)
     if conf is None:
@@ -65,7 +65,7 @@ def format_comparison(c: Comparison) -> list[str]:
                 continue
             table.append((r.label(), format_value(r.a.value if r.a else None, r.unit),
                           format_value(r.b.value if r.b else None, r.unit),
-                          _ratio(r), _p(r), _q(r), _mark(c, i, r)))
+                          ratio_text(r), p_text(r), q_text(r), mark_text(c, i, r)))
         widths = [max(len(row[i]) for row in table) for i in range(len(header))]
         lines.append("")
         lines.append(f"on {machine}:")
