@@ -95,6 +95,13 @@ class Assessment:
         return f"{head}: {self.verdict}{cause}"
 
 
+def legend() -> str:
+    """What the expected and verdict columns mean, in one sentence."""
+    return (f"expected = the range published for this GPU and link (docs/check.md); verdict = "
+            f"within it (or within {TOLERANCE:.0%}), below, above, above link (faster than the "
+            "link: a measurement problem, never a record) or no reference.")
+
+
 def figure_of(benchmark: str, params: dict[str, object]) -> str | None:
     """The reference figure a copy benchmark's result is (a key of FIGURES), or None: copies
     of one tensor of MIN_NBYTES or more, either clock, either sync."""
