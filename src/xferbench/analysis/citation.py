@@ -341,7 +341,7 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         bw = f"{c.gbps:.2f} GB/s (10^9 bytes/s; {c.nbytes} bytes / median)"
         if c.share_of_pcie is not None:
             bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
-        bw += f"; {c.reference.sentence()}" if c.reference else ""
+        bw += f"; expected {c.reference.sentence()}" if c.reference else ""
         out.append(("bandwidth", bw))
     out += [("measured as", c.how or "the default way"),
             ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),

@@ -81,18 +81,17 @@ class Assessment:
         return self.verdict in WORSE
 
     def sentence(self) -> str:
-        """"expected 48-55.41 GB/s for NVIDIA H200 on PCIe Gen5 x16 (reference h200-pcie5):
-        below; likely cause: ..." with the ceiling where no range applies."""
-        ref = f" (reference {self.reference})" if self.reference else ""
+        """"48-55.41 GB/s for NVIDIA H200 on PCIe Gen5 x16 (reference h200-pcie5): below;
+        likely cause: ...", or where no range applies why, with the link's ceiling."""
         if self.reference:
-            head = f"expected {self.expected} for {self.setup}{ref}"
+            head = f"{self.expected} for {self.setup} (reference {self.reference}): {self.verdict}"
         else:
             ceiling = (f": the {self.ceiling} link's theoretical {self.ceiling_gbps:.1f} GB/s "
                        "per direction is the only bound" if self.ceiling_gbps else "")
-            head = f"{self.setup}{ceiling}"
-        tail = {BELOW: "likely cause", SLOWER: "likely cause"}.get(self.verdict, "")
-        cause = f"; {tail}: {self.cause}" if tail else (f": {self.cause}" if self.cause else "")
-        return f"{head}: {self.verdict}{cause}"
+            head = self.setup + ceiling + (f": {ABOVE_LINK}" if self.verdict == ABOVE_LINK else "")
+        if self.verdict in (BELOW, SLOWER):
+            return f"{head}; likely cause: {self.cause}"
+        return f"{head}: {self.cause}" if self.cause else head
 
 
 def legend() -> str:
