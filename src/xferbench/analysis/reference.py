@@ -19,7 +19,7 @@ from ..practices import HEADLINE_NBYTES
 from ..results import Result, ResultSet
 from ..telemetry import SLOWDOWNS, THROTTLE_CLOCK_SHARE
 from ..errors import XferbenchError
-from ..units import gbps, parse_size
+from ..units import gbps, parse_size, size_label
 from .references import C2C, FIGURES, Range, ReferenceTable, ReferenceRow, row_for, shipped
 from .sitemap import BANDWIDTH_BENCHMARKS
 
@@ -133,14 +133,18 @@ def _ceiling(row: ReferenceRow | None, meta: MachineMetadata) -> tuple[float | N
 
 
 def judge(figure: str, value: float, meta: MachineMetadata,
-          table: ReferenceTable | None = None) -> Assessment:
+          table: ReferenceTable | None = None, nbytes: int | None = None) -> Assessment:
     """``value`` of ``figure`` (GB/s, or us for a round trip) on the machine ``meta`` records,
-    against the table's row for its GPU and link (the shipped table by default)."""
+    against the table's row for its GPU and link (the shipped table by default); a copy of
+    ``nbytes`` under MIN_NBYTES has no range (its rate is its latency's), only the ceiling."""
     unit = FIGURES[figure]
     row, why = row_for(table or shipped(), meta) if not meta.emulated else (None, EMULATED)
     is_rate = unit == "GB/s" and figure != "d2d"
     ceiling, link = _ceiling(row, meta) if is_rate and not meta.emulated else (None, "")
     rng: Range | None = row.figures.get(figure) if row is not None else None
+    if rng is not None and nbytes is not None and nbytes < MIN_NBYTES:
+        rng, why = None, (f"no reference for a copy of {size_label(nbytes)}: under "
+                          f"{size_label(MIN_NBYTES)} a copy runs at its latency's rate")
     base = dict(figure=figure, value=value, unit=unit, low=rng.low if rng else None,
                 high=rng.high if rng else None, reference=row.id if rng and row else "",
                 setup=row.setup if rng and row else (why or _none_for(row, figure)),
