@@ -20,6 +20,7 @@ from xferbench.analysis.reference import (
     NO_REFERENCE,
     SLOWER,
     WITHIN,
+    Assessment,
     claim_exception,
     cpu_set,
     figure_of,
@@ -27,6 +28,7 @@ from xferbench.analysis.reference import (
     likely_causes,
 )
 from xferbench.analysis.references import (
+    FIGURES,
     SOURCE_FIELDS,
     load_references,
     row_for,
@@ -69,6 +71,19 @@ def test_the_shipped_table_has_six_rows_or_more_each_figure_with_a_full_source()
                 for field in SOURCE_FIELDS:
                     assert getattr(source, field).strip(), (row.id, name, field)
                 assert source.origin.startswith("https://"), source.origin
+
+
+def test_the_docs_table_shows_every_rows_ranges():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "check.md").read_text()
+    lines = {line.split("|")[1].strip(): line for line in doc.splitlines()
+             if line.startswith("| `")}
+    for row in shipped().rows:
+        line = lines.get(f"`{row.id}`")
+        assert line is not None, f"docs/check.md has no row {row.id}"
+        for name, rng in row.figures.items():
+            shown = Assessment(name, 0.0, FIGURES[name], "", rng.low, rng.high, row.id,
+                               row.setup).expected
+            assert f"| {shown} |" in line, (row.id, name, shown)
 
 
 def test_the_shipped_table_follows_its_json_schema():
