@@ -9,10 +9,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import shutil
 from pathlib import Path
 
 from conftest import committed_results
+from manyversions import first_results
 
 from xferbench.units import parse_size
 
@@ -37,13 +37,7 @@ def write_gpu_results(dest: Path, rates: dict[tuple[str, str], float], *,
     """A results folder under ``dest`` holding one GPU series: ``rates`` maps (benchmark,
     combination) to GB/s; ``meta`` changes the sidecar's metadata (the link under load, ...).
     Returns the results file."""
-    template = committed_results()
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(template / "benchmarks.json", dest / "benchmarks.json")
-    source_dir = next(p.parent for p in sorted(template.glob("*/machine.json")))
-    source = next(p for p in sorted(source_dir.glob("*.json")) if p.name != "machine.json")
-    data = json.loads(source.read_text(encoding="utf-8"))
-    side = json.loads(source.with_suffix(".metadata").read_text(encoding="utf-8"))
+    source_dir, source, data, side = first_results(committed_results(), dest)
     out_dir = dest / machine
     out_dir.mkdir(exist_ok=True)
     record = json.loads((source_dir / "machine.json").read_text(encoding="utf-8"))

@@ -110,40 +110,26 @@ says = "H2D 50 GB/s"
 """
 
 
-def test_a_figure_without_a_source_is_refused(tmp_path):
-    path = _table(tmp_path, SOURCE + """[[rows]]
-id = "x"
-accelerator = "X"
-names = ["X1"]
-link = { kind = "pcie", gen = 5, width = 16 }
-figures.pinned_h2d = { low = 40.0, high = 50.0 }
-""")
-    with pytest.raises(XferbenchError, match="figure 'pinned_h2d' names no source"):
-        load_references(str(path))
+def _row(figure: str) -> str:
+    """One row of GPU "X1" on PCIe Gen5 x16 with ``figure`` (a figures.NAME = {...} line)."""
+    return ('[[rows]]\nid = "x"\naccelerator = "X"\nnames = ["X1"]\n'
+            f'link = {{ kind = "pcie", gen = 5, width = 16 }}\n{figure}\n')
 
 
-def test_a_source_without_its_setup_is_refused(tmp_path):
-    text = SOURCE.replace('setup = "one GPU"\n', "") + """[[rows]]
-id = "x"
-accelerator = "X"
-names = ["X1"]
-link = { kind = "pcie", gen = 5, width = 16 }
-figures.pinned_h2d = { low = 40.0, high = 50.0, sources = ["log"] }
-"""
-    with pytest.raises(XferbenchError, match="source 'log' needs 'setup' as text"):
+@pytest.mark.parametrize(("text", "message"), [
+    (SOURCE + _row("figures.pinned_h2d = { low = 40.0, high = 50.0 }"),
+     "figure 'pinned_h2d' names no source"),
+    (SOURCE.replace('setup = "one GPU"\n', "")
+     + _row('figures.pinned_h2d = { low = 40.0, high = 50.0, sources = ["log"] }'),
+     "source 'log' needs 'setup' as text"),
+    (SOURCE + _row('figures.pinned_h2d = { low = 40.0, sources = ["blog"] }'),
+     "cites 'blog', which is not one of"),
+    (SOURCE + _row('figures.pinned_h2d = { low = 50.0, high = 40.0, sources = ["log"] }'),
+     "low 50 is above high 40"),
+])
+def test_a_row_without_a_full_source_or_a_range_is_refused(tmp_path, text, message):
+    with pytest.raises(XferbenchError, match=message):
         load_references(str(_table(tmp_path, text)))
-
-
-def test_a_row_citing_an_unknown_source_is_refused(tmp_path):
-    path = _table(tmp_path, SOURCE + """[[rows]]
-id = "x"
-accelerator = "X"
-names = ["X1"]
-link = { kind = "pcie", gen = 5, width = 16 }
-figures.pinned_h2d = { low = 40.0, sources = ["blog"] }
-""")
-    with pytest.raises(XferbenchError, match="cites 'blog', which is not one of"):
-        load_references(str(path))
 
 
 # --- names and links
@@ -235,13 +221,8 @@ def test_an_emulated_device_has_no_reference():
 
 
 def test_a_round_trip_is_judged_the_other_way_up(tmp_path):
-    path = _table(tmp_path, SOURCE + """[[rows]]
-id = "x"
-accelerator = "X"
-names = ["X1"]
-link = { kind = "pcie", gen = 5, width = 16 }
-figures.item_roundtrip = { low = 10.0, high = 20.0, sources = ["log"] }
-""")
+    path = _table(tmp_path, SOURCE + _row(
+        'figures.item_roundtrip = { low = 10.0, high = 20.0, sources = ["log"] }'))
     table, meta = load_references(str(path)), _meta(gpu_name="X1")
     assert judge("item_roundtrip", 50.0, meta, table).verdict == SLOWER
     assert judge("item_roundtrip", 15.0, meta, table).verdict == WITHIN
