@@ -23,7 +23,7 @@ from xferbench.analysis.reference import judge
 from xferbench.cli import main
 from xferbench.commands import check
 from xferbench.devices import Device
-from xferbench.errors import ExitCode
+from xferbench.errors import ExitCode, XferbenchError
 from xferbench.measurement import Measurement
 from xferbench.metadata import MachineMetadata
 from xferbench.practices.health import HealthFigure, check_copies
@@ -167,3 +167,23 @@ def test_devices_that_agree_name_no_outlier():
     assert check.outliers(checks) == []
     text = "\n".join(check.text_lines(checks, [], check.CHECK_NBYTES))
     assert "no outlier: the 3 devices agree within 25% of their median" in text
+
+
+# --- the round trip, on the accelerator under test
+
+
+@pytest.mark.gpu
+def test_an_item_round_trip_is_timed_on_the_call_itself(gpu_device, small_budget):
+    from xferbench.practices.sync import ROUNDTRIP_CLOCK, measure_item_roundtrip
+
+    m = measure_item_roundtrip(gpu_device, small_budget)
+    samples = m.samples(ROUNDTRIP_CLOCK)
+    assert m.primary_clock == ROUNDTRIP_CLOCK and len(samples) >= 3
+    assert all(s > 0 for s in samples)
+
+
+def test_an_item_round_trip_on_the_cpu_is_refused():
+    from xferbench.practices.sync import measure_item_roundtrip
+
+    with pytest.raises(XferbenchError, match="the CPU has no device to wait for"):
+        measure_item_roundtrip(Device("cpu"))
