@@ -187,3 +187,15 @@ def test_an_item_round_trip_on_the_cpu_is_refused():
 
     with pytest.raises(XferbenchError, match="the CPU has no device to wait for"):
         measure_item_roundtrip(Device("cpu"))
+
+
+def test_a_results_folder_that_cannot_take_the_series_is_refused_before_measuring(
+        tmp_path, monkeypatch, capsys):
+    (tmp_path / "benchmarks.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(check, "_devices", lambda args: [Device("cuda", 0)])
+    measured = []
+    monkeypatch.setattr(check, "check_device", lambda *a: measured.append(a))
+    assert main(["check", "--results", str(tmp_path)]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert measured == [] and len(err) == 1 and "benchmarks.json" in err[0]
+    assert (tmp_path / "benchmarks.json").read_text(encoding="utf-8") == "{not json"

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import XferbenchError
 from ..metadata import MachineMetadata, pcie_theoretical_bytes_per_s
 from ..practices import HEADLINE_NBYTES
 from ..results import Result, ResultSet
 from ..telemetry import SLOWDOWNS, THROTTLE_CLOCK_SHARE
-from ..errors import XferbenchError
 from ..units import gbps, parse_size, size_label
-from .references import C2C, FIGURES, Range, ReferenceTable, ReferenceRow, row_for, shipped
+from .references import C2C, FIGURES, Range, ReferenceRow, ReferenceTable, row_for, shipped
 from .sitemap import BANDWIDTH_BENCHMARKS
 
 WITHIN = "within"
@@ -189,8 +189,8 @@ def likely_causes(meta: MachineMetadata) -> list[str]:
                    f"Gen{gmax} x{wmax}")
     ran, node = cpu_set(meta.cpu_affinity), cpu_set(meta.gpu_numa_cpus)
     if ran and node and not ran <= node:
-        out.append(f"the benchmark ran on CPUs {meta.cpu_affinity}, not all on the GPU's NUMA "
-                   f"node {meta.gpu_numa_node} (CPUs {meta.gpu_numa_cpus})")
+        out.append(f"the measuring process ran on CPUs {meta.cpu_affinity}, not all on the "
+                   f"GPU's NUMA node {meta.gpu_numa_node} (CPUs {meta.gpu_numa_cpus})")
     slowed = sorted(SLOWDOWNS.intersection(meta.throttle_reasons_load or ()))
     clock, top = meta.sm_clock_mhz_load, meta.sm_clock_max_mhz
     if slowed:

@@ -36,6 +36,7 @@ from ..errors import ExitCode, XferbenchError
 from ..metadata import MachineMetadata, collect
 from ..practices.health import CHECK_NBYTES, CHECK_SPEC, HealthFigure, measure_health
 from ..spec import MeasureSpec
+from ..results import check_folder
 from ..results.machines import default_machine_name
 from ..results.quickseries import FiledFigure, Filing, file_quick_series
 from ..results.repo import suite_commit
@@ -208,17 +209,19 @@ def as_json(checks: list[DeviceCheck], found: list[str], code: ExitCode) -> dict
 def cmd_check(args: argparse.Namespace) -> ExitCode:
     nbytes = parse_size(args.size)
     devices = _devices(args)
+    if args.results:  # a folder that cannot take the series is refused before measuring
+        check_folder(os.path.abspath(args.results))
     spec = CHECK_SPEC.for_quick() if args.quick else CHECK_SPEC
     started_ms = int(time.time() * 1000)
     checks = [check_device(dev, nbytes, spec) for dev in devices]
     found = outliers(checks)
     code = ExitCode.REGRESSION if found or any(c.worse for c in checks) else ExitCode.OK
-    if args.results:
+    if args.format == "json":
+        print(json.dumps(as_json(checks, found, code), indent=2), flush=True)
+    else:
+        print("\n".join(text_lines(checks, found, nbytes)), flush=True)
+    if args.results:  # after the figures are out: a refusal to file loses none of them
         filed = file_checks(args.results, checks, nbytes, started_ms)
         print(f"xferbench check: kept as a quick series (not for citation): "
               f"{', '.join(filed)}", file=sys.stderr)
-    if args.format == "json":
-        print(json.dumps(as_json(checks, found, code), indent=2))
-    else:
-        print("\n".join(text_lines(checks, found, nbytes)))
     return code
