@@ -199,3 +199,19 @@ def test_a_results_folder_that_cannot_take_the_series_is_refused_before_measurin
     err = capsys.readouterr().err.strip().splitlines()
     assert measured == [] and len(err) == 1 and "benchmarks.json" in err[0]
     assert (tmp_path / "benchmarks.json").read_text(encoding="utf-8") == "{not json"
+
+
+def test_the_json_holds_each_figures_range_verdict_and_cause(monkeypatch, capsys):
+    import json
+
+    slow = _fixture_check(0, replace(H200, pcie_gen_load=3), pinned_h2d=14.0)
+    monkeypatch.setattr(check, "_devices", lambda args: [slow.device])
+    monkeypatch.setattr(check, "check_device", lambda dev, nbytes, spec: slow)
+    assert main(["check", "--format", "json"]) == ExitCode.REGRESSION
+    doc = json.loads(capsys.readouterr().out)
+    (device,) = doc["devices"]
+    first = device["figures"][0]
+    assert (first["figure"], first["verdict"], first["low"], first["high"]) == (
+        "pinned_h2d", "below", 48.0, 55.41)
+    assert first["cause"].startswith("the link ran at Gen3 x16 under load")
+    assert doc["exit"] == 1 and device["verdict"].startswith("cuda:0: not right")
