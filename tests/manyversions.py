@@ -42,15 +42,21 @@ def _scale(column: list | None, factors: list[float]) -> list | None:
     return out
 
 
-def write_many_versions(template: Path, dest: Path, n: int = 20) -> list[str]:
-    """Write ``n`` versions' results under ``dest`` (a new results folder) from the first
-    results file of ``template`` (a results folder); returns the versions."""
+def first_results(template: Path, dest: Path) -> tuple[Path, Path, dict, dict]:
+    """(its machine folder, its first results file, that file's JSON and its sidecar's) of
+    the results folder ``template``, whose benchmarks.json is copied into ``dest`` (made)."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(template / "benchmarks.json", dest / "benchmarks.json")
     machine_dir = next(p.parent for p in sorted(template.glob("*/machine.json")))
     source = next(p for p in sorted(machine_dir.glob("*.json")) if p.name != "machine.json")
-    raw = json.loads(source.read_text(encoding="utf-8"))
-    meta = json.loads(source.with_suffix(".metadata").read_text(encoding="utf-8"))
+    return (machine_dir, source, json.loads(source.read_text(encoding="utf-8")),
+            json.loads(source.with_suffix(".metadata").read_text(encoding="utf-8")))
+
+
+def write_many_versions(template: Path, dest: Path, n: int = 20) -> list[str]:
+    """Write ``n`` versions' results under ``dest`` (a new results folder) from the first
+    results file of ``template`` (a results folder); returns the versions."""
+    machine_dir, source, raw, meta = first_results(template, dest)
     out_dir = dest / "gpu-synthetic"
     out_dir.mkdir(parents=True, exist_ok=True)
     machine = json.loads((machine_dir / "machine.json").read_text(encoding="utf-8"))

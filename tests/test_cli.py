@@ -139,8 +139,8 @@ def test_no_subcommand_exits_2_naming_the_commands(capsys):
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1, err
-    assert ("a command is required: env, run, fleet, list, publish, compare, cite, claims, table, "
-            "export, lint or audit"
+    assert ("a command is required: env, check, run, fleet, list, publish, compare, cite, claims, "
+            "table, export, lint or audit"
             in err)
 
 
@@ -199,6 +199,6 @@ def test_help_says_which_commands_need_torch(monkeypatch, capsys):
         code, out, _ = _exit_code(["--help"], capsys)
         text = " ".join(out.split())
         assert code == 0 and says in text
-        assert "env, run, fleet (the runs it submits), audit measure with PyTorch, which " \
+        assert "env, check, run, fleet (the runs it submits), audit measure with PyTorch, which " \
                "xferbench does not install" in text
         assert "list, publish, compare, cite, claims, table, export, lint need no PyTorch" in text

@@ -32,8 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="xferbench",
         description="Benchmarks for PyTorch host-device transfer practices.",
-        epilog="exit status: 0 ok; 1 a regression found (compare) or a finding (lint); 2 bad "
-               "input or an "
+        epilog="exit status: 0 ok; 1 a regression found (compare), a finding (lint) or a "
+               "figure below range (check); 2 bad input or an "
                "environment error (one sentence on stderr, nothing written); 3 a run that "
                "measured nothing or lost results; 130 interrupted; audit: its script's own "
                "status",

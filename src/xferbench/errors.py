@@ -22,7 +22,8 @@ class ExitCode(IntEnum):
 
     OK = 0
     #: compare: a benchmark significantly worse by more than the threshold, or failed in B
-    #: where A measured it; lint: a finding at or above --fail-on.
+    #: where A measured it; lint: a finding at or above --fail-on; check: a figure below its
+    #: range or above its link, or a device far behind the others.
     REGRESSION = 1
     #: Bad input or an environment error: one sentence on stderr, nothing written.
     BAD_INPUT = 2

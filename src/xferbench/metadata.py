@@ -48,12 +48,18 @@ def collect_python() -> dict[str, Any]:
 
 
 def collect_host() -> dict[str, Any]:
-    cpu_model = UNKNOWN
+    cpu_model, virtualized = UNKNOWN, None
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                key = line.lower()
+                if cpu_model == UNKNOWN and key.startswith(("model name", "hardware",
+                                                            "cpu model")):
                     cpu_model = line.split(":", 1)[1].strip()
+                elif virtualized is None and key.startswith("flags"):
+                    # x86 sets "hypervisor" among a virtual machine's CPU flags
+                    virtualized = "hypervisor" in line.partition(":")[2].split()
+                if cpu_model != UNKNOWN and virtualized is not None:
                     break
     except OSError:
         cpu_model = platform.processor() or UNKNOWN
@@ -68,6 +74,7 @@ def collect_host() -> dict[str, Any]:
         "cpu_model": cpu_model,
         "cpu_count": os.cpu_count() or UNKNOWN,
         "cpu_affinity": _ranges(affinity) if isinstance(affinity, list) else affinity,
+        "virtualized": virtualized,
     }
 
 
@@ -232,6 +239,7 @@ class MachineMetadata:
     cpu_model: str | None = None
     cpu_count: int | str | None = None  # "unknown" where the OS does not say
     cpu_affinity: str | None = None  # "0-3,6"
+    virtualized: bool | None = None  # the CPU reports a hypervisor; None: it does not say
     torch: str | None = None
     torch_git: str | None = None
     cuda: str | None = None  # the CUDA the build targets; None: a CPU build

@@ -17,6 +17,7 @@ from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
 from ..units import format_value
 from .provenance import CAPPED, link_caution, series_provenance
+from .reference import Assessment, assess_result, not_a_record
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
 
@@ -62,6 +63,7 @@ class Citation:
     not_for_citation: tuple[str, ...] = ()
     mode: str = "default"  # how it was measured, as --mode takes it ("quick,threads=2")
     how: str = ""  # the same, as a series' label says it ("quick, 2 threads"; "" by default)
+    reference: Assessment | None = None  # a GPU's copy beside its published range and verdict
 
     @property
     def spread(self) -> float | None:
@@ -247,7 +249,7 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         caution="; ".join(filter(None, (link_caution(meta) if gpu else None,
                                         value_caution(r)))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
-        mode=mode_option(r.mode), how=labels(r.mode),
+        mode=mode_option(r.mode), how=labels(r.mode), reference=assess_result(rs, r),
     )
 
 
@@ -273,11 +275,12 @@ def value_caution(r: Result) -> str | None:
 
 
 def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
-    """The series' reasons, and this number's own cap where it was sampled under one."""
+    """The series' reasons, this number's own cap where it was sampled under one, and a rate
+    above its link's (a measurement problem)."""
     reasons = series_provenance(rs, r.series).reasons()
     if r.capped and CAPPED not in reasons:
         reasons.append(CAPPED)
-    return tuple(reasons)
+    return tuple(reasons) + tuple(filter(None, [not_a_record(assess_result(rs, r))]))
 
 
 def command(c: Citation) -> str:
@@ -338,6 +341,7 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         bw = f"{c.gbps:.2f} GB/s (10^9 bytes/s; {c.nbytes} bytes / median)"
         if c.share_of_pcie is not None:
             bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
+        bw += f"; expected {c.reference.sentence()}" if c.reference else ""
         out.append(("bandwidth", bw))
     out += [("measured as", c.how or "the default way"),
             ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
@@ -367,6 +371,7 @@ def sentence(c: Citation) -> str:
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
             f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
             + (f" Measured as: {c.how}." if c.how else "")
+            + (f" Expected: {c.reference.sentence()}." if c.reference else "")
             + (f" Caution: {c.caution}." if c.caution else ""))
 
 

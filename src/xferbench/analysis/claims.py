@@ -25,6 +25,7 @@ from .claimevidence import ClaimSeries, Finder
 from .claimtable import (
     CANNOT_TELL,
     DECIDED,
+    DOES_NOT_APPLY,
     DOES_NOT_HOLD,
     HOLDS,
     NOT_MEASURABLE,
@@ -38,11 +39,12 @@ from .claimtable import (
     check_figures,
 )
 from .provenance import Provenance, provenance
+from .reference import claim_exception
 from .stats import ALPHA, Verdict, verdict
 
-__all__ = ["CANNOT_TELL", "DECIDED", "DOES_NOT_HOLD", "HOLDS", "NOT_MEASURABLE", "NOT_MEASURED",
-           "VERDICTS", "Cell", "Change", "ClaimsReport", "FigureVerdict", "choose", "evaluate",
-           "suite_declarations"]
+__all__ = ["CANNOT_TELL", "DECIDED", "DOES_NOT_APPLY", "DOES_NOT_HOLD", "HOLDS",
+           "NOT_MEASURABLE", "NOT_MEASURED", "VERDICTS", "Cell", "Change", "ClaimsReport",
+           "FigureVerdict", "choose", "evaluate", "suite_declarations"]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "at_least": operator.ge, "above": operator.gt, "equal": operator.eq,
@@ -176,7 +178,20 @@ def _cell(ctx: _Context, claim: Claim, p: Provenance) -> Cell:
     word = next(v for v in VERDICTS if any(f.verdict == v for f in figures) or v == HOLDS)
     first = next(f for f in figures if f.verdict == word)
     note = claim.cpu_note if on_cpu and word in DECIDED else ""
+    why_not = _not_here(claim, s)
+    if why_not:  # the figures still show: what this machine measured, not a general rule
+        return Cell(claim, p.machine, p.torch, DOES_NOT_APPLY, tuple(figures),
+                    f"{why_not}; the figures alone: {word}", note, p)
     return Cell(claim, p.machine, p.torch, word, tuple(figures), first.reason, note, p)
+
+
+def _not_here(claim: Claim, s: ClaimSeries) -> str | None:
+    """Why ``claim`` does not apply on the series' machine (its ``unless``, by the reference
+    ranges of the GPU and link the series recorded), or None."""
+    first = next(iter(s.results), None)
+    if not claim.unless or first is None or s.results.gpu_for(first) is None:
+        return None
+    return claim_exception(claim.unless, s.results.metadata_for(first))
 
 
 def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: ClaimSeries) -> FigureVerdict:

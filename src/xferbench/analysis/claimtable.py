@@ -20,8 +20,9 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..results.discovery import Declared
-from .comparisons import Figure, comparison
 from ..results.safefiles import read_regular
+from .comparisons import Figure, comparison
+from .reference import CLAIM_CONDITIONS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,6 +50,9 @@ DOES_NOT_HOLD = "does not hold"
 CANNOT_TELL = "cannot tell"
 NOT_MEASURABLE = "not measurable here"
 NOT_MEASURED = "not measured"
+#: A claim whose ``unless`` the reference ranges say holds on the series' machine (pinned is
+#: faster, where pageable is nearly pinned): reported for that machine, never as universal.
+DOES_NOT_APPLY = "does not apply"
 #: Every verdict, in the order a claim with several figures takes the first that applies.
 VERDICTS = (DOES_NOT_HOLD, NOT_MEASURABLE, NOT_MEASURED, CANNOT_TELL, HOLDS)
 #: The verdicts that come from numbers: a change among these is a change of verdict.
@@ -103,6 +107,7 @@ class Claim:
     evidence: tuple[Evidence, ...]
     cpu_reason: str = ""  # the CPU measures the figures but cannot decide the claim: why
     cpu_note: str = ""  # the CPU decides it: what its figures mean there
+    unless: str = ""  # a reference.CLAIM_CONDITIONS key: where it holds, the claim does not apply
 
     @property
     def figures(self) -> tuple[ClaimFigure, ...]:
@@ -186,7 +191,11 @@ def _claim(table: str, data: Any, sources: Mapping[str, Any], i: int) -> Claim:
     claim = Claim(claim_id, _text(where, data, "title"), _text(where, data, "text"),
                   tuple(refs), rule, tuple(_evidence(where, rule, e) for e in evidence),
                   _text(where, data, "cpu_reason", required=False),
-                  _text(where, data, "cpu_note", required=False))
+                  _text(where, data, "cpu_note", required=False),
+                  _text(where, data, "unless", required=False))
+    if claim.unless and claim.unless not in CLAIM_CONDITIONS:
+        raise XferbenchError(f"{where}: unless {claim.unless!r} is not one of "
+                             f"{', '.join(CLAIM_CONDITIONS)}")
     if claim.cpu_reason and claim.cpu_note:
         raise XferbenchError(f"{where}: give cpu_reason (a CPU cannot decide it) or cpu_note "
                              "(what a CPU's figures mean), not both")

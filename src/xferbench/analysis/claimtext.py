@@ -15,6 +15,7 @@ from .citation import Citation, citation, sentence
 from .citation import as_dict as citation_dict
 from .claims import (
     DECIDED,
+    DOES_NOT_APPLY,
     HOLDS,
     NOT_MEASURABLE,
     NOT_MEASURED,
@@ -31,9 +32,10 @@ LEGEND = ("holds / does not hold: the rule decided it (an interval that rules th
           "does not hold); cannot tell: the test is ambiguous, its interval neither shows the "
           "effect beyond the claim's threshold nor rules it out; not measurable here: the "
           "series' device cannot measure a figure (the run's reason); not measured: it could, "
-          "and these results hold no number (why). A ratio is baseline / practice (above 1: "
-          "the practice is faster, or lower), with the interval the Mann-Whitney U test does "
-          "not reject")
+          "and these results hold no number (why); does not apply: the reference ranges say the "
+          "claim's premise fails on this machine's GPU and link (docs/check.md). A ratio is "
+          "baseline / practice (above 1: the practice is faster, or lower), with the interval "
+          "the Mann-Whitney U test does not reject")
 
 
 def times(x: float | None) -> str:
@@ -272,7 +274,8 @@ def claim_sentence(cell: Cell, alpha: float) -> str:
                             for f in cell.figures)
         said = f"{cell.verdict} {where}: {figures}"
     else:
-        said = f"is {cell.verdict} {where}: {cell.reason}"
+        said = (f"{'' if cell.verdict == DOES_NOT_APPLY else 'is '}{cell.verdict} {where}: "
+                f"{cell.reason}")
     note = f"; {cell.note}" if cell.note else ""
     return (f"{banned}The claim \"{claim.text}\" ({source_text(claim)}) {said}{note}; "
             f"xferbench suite commit {p.commit[:8]}, {p.date}.")

@@ -15,6 +15,7 @@ from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from ..results import Result, ResultSet, version_key
 from ..units import format_seconds, gbps, parse_size, size_label
 from .comparisons import ComparisonSpec, H, comparison
+from .reference import assess_result, legend
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
 
 
@@ -203,6 +204,7 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
                     rows.append({
                         "clock": clock, "direction": direction, "host_memory": host_memory,
                         "sync": sync, "gbps": rate, "noise": r.spread, "share_of_pcie": share,
+                        "reference": assess_result(rs, r),
                     })
     return rows
 
@@ -210,19 +212,27 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
 def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) -> list[str]:
     if not rows:
         return [f"no copy results at {size_label(nbytes)}"]
+    judged = any(r.get("reference") for r in rows)  # a GPU's copies: beside their ranges
     out = [f"Copies of one {size_label(nbytes)} tensor, each on its clock: completion (host, "
            "from the call until the copy is done, from an idle device) or device (events "
            "around calls queued back to back); GB/s = 10^9 bytes/s; noise = IQR/median; "
-           "share = of the PCIe link's theoretical rate; host: a CPU's host copy.",
+           "share = of the PCIe link's theoretical rate; host: a CPU's host copy."
+           + (f" {legend()}" if judged else ""),
            "",
-           "| direction | host memory | sync | clock | GB/s | noise | share of PCIe |",
-           "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+           "| direction | host memory | sync | clock | GB/s | noise | share of PCIe |"
+           + (" expected | verdict |" if judged else ""),
+           "| --- | --- | --- | --- | ---: | ---: | ---: |" + (" --- | --- |" if judged else "")]
     for r in rows:
         noise = "n/a" if r["noise"] is None else f"{r['noise']:.1%}"
         share = "n/a" if r["share_of_pcie"] is None else f"{r['share_of_pcie']:.0%}"
+        a = r.get("reference")
         out.append(f"| {r['direction']} | {r['host_memory']} | {r['sync']} | {r['clock']} "
-                   f"| {r['gbps']:.2f} | {noise} | {share} |")
-    return out
+                   f"| {r['gbps']:.2f} | {noise} | {share} |"
+                   + (f" {a.expected} | {a.verdict} |" if a else " n/a | n/a |" if judged else ""))
+    notes = [f"{r['direction']} {r['host_memory']} {r['sync']} ({r['clock']}): "
+             f"{r['reference'].verdict}: {r['reference'].cause}"
+             for r in rows if r.get("reference") and r["reference"].worse]
+    return out + (["", *notes] if notes else [])
 
 
 HAZARD_BENCHMARK = "bench_hazards.Hazards.track_wrong_fraction"

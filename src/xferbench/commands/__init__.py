@@ -2,7 +2,22 @@
 has ``register_cli(subparsers)``, which adds its parser and the function that runs it;
 ``options`` is no command: the options several share, declared once."""
 
-from . import audit, cite, claims, compare, env, export, fleet, lint, list, publish, run, table
+from . import (
+    audit,
+    check,
+    cite,
+    claims,
+    compare,
+    env,
+    export,
+    fleet,
+    lint,
+    list,
+    publish,
+    run,
+    table,
+)
 
 #: In the order ``xferbench --help`` lists them.
-COMMANDS = (env, run, fleet, list, publish, compare, cite, claims, table, export, lint, audit)
+COMMANDS = (env, check, run, fleet, list, publish, compare, cite, claims, table, export, lint,
+            audit)

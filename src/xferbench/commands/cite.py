@@ -10,11 +10,12 @@ import argparse
 import json
 from typing import Any
 
-from ..analysis.citation import as_dict, cite, format_markdown, parse_params
+from ..analysis.citation import Citation, as_dict, cite, format_markdown, parse_params
 from ..analysis.claims import choose, evaluate
 from ..analysis.claimtable import ClaimTable, load_table
 from ..analysis.claimtext import cite_dict, cite_lines, figure_citations
 from ..analysis.peermatrix import by_device, citation_note
+from ..analysis.reference import not_a_record
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.discovery import suite_repo
@@ -67,6 +68,7 @@ def cmd_cite(args: argparse.Namespace) -> ExitCode:
         rs = by_device(rs, args.device)
     c = cite(rs, args.benchmark, params, torch=args.torch,
              machine=args.machine, site=args.site, allow_quick=args.allow_quick, mode=mode)
+    refuse_unrecorded(c)
     # a peer copy between devices without peer access says so wherever it is quoted
     note = citation_note(rs, c.results_file, c.benchmark, c.params)
     if args.format == "json":
@@ -78,6 +80,15 @@ def cmd_cite(args: argparse.Namespace) -> ExitCode:
         if note:
             print(f"\nNote: {note}.")
     return ExitCode.OK
+
+
+def refuse_unrecorded(c: Citation) -> None:
+    """A rate above its link's is no record: one sentence instead of a citation."""
+    why = not_a_record(c.reference)
+    if why:
+        what = c.benchmark + (f" ({', '.join(f'{k}={v}' for k, v in c.params.items())})"
+                              if c.params else "")
+        raise XferbenchError(f"{what} is not quoted: {why}")
 
 
 def cite_claim(args: argparse.Namespace) -> ExitCode:

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from ..analysis.reference import assess_result
 from ..errors import ExitCode
 from ..results import ResultSet, load, version_key
 from ..results.series import SeriesKey, mode_option
@@ -50,13 +51,23 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
                         "how": k.how, "quick": any(m == "quick" for m, _ in k.mode),
                         "not_for_citation": k.reasons(), "measured": n, "combinations": c,
                         "capped": capped,
-                        "param_names": names if names != listed else None}
+                        "param_names": names if names != listed else None,
+                        **references(newest, [r for r in mine if r.series == k])}
                        for k, (n, c, names, capped) in sorted(
                            series.items(), key=lambda kv: (kv[0].machine,
                                                            version_key(kv[0].torch),
                                                            kv[0].mode))],
         })
     return out
+
+
+def references(rs: ResultSet, results: list[Any]) -> dict[str, Any]:
+    """{"references": each copy figure of one large tensor beside its published range and
+    verdict}, for a GPU's series; {} where there is none (a CPU's, another benchmark)."""
+    found = [(r, a) for r in results if (a := assess_result(rs, r)) is not None]
+    return {"references": [
+        {"params": {k: str(v) for k, v in r.params}, "gbps": a.value, "expected": a.expected,
+         "verdict": a.verdict, "cause": a.cause} for r, a in found]} if found else {}
 
 
 def format_listing(entries: list[dict[str, Any]]) -> list[str]:
@@ -73,6 +84,10 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
                       if s.get("capped") else "")
             lines.append(f"  measured {s['measured']} of {s['combinations']}{capped}: "
                          f"{s['machine']}, torch {s['torch']}{how}{own}")
+            lines += [f"    {' '.join(ref['params'].values())}: {ref['gbps']:.2f} GB/s, expected "
+                      f"{ref['expected']}: {ref['verdict']}"
+                      + (f" ({ref['cause']})" if ref["cause"] else "")
+                      for ref in s.get("references", ())]
         lines.append("")
     lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value"
                  " [--mode MODE for a series measured another way]")

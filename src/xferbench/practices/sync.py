@@ -345,3 +345,35 @@ def compare_sync(device: str | Device = "auto", *, width: int = DEFAULT_WIDTH,
     per_batch = run_loop(LoopCase(PER_BATCH, width=width), dev, spec, count=count)
     per_epoch = run_loop(LoopCase(PER_EPOCH, width=width), dev, spec, count=count)
     return SyncComparison(per_batch, per_epoch)
+
+
+# -- the bare round trip: one .item() on an idle device ----------------------------------------
+
+#: What the round trip reads back: a value a fresh allocation does not hold by chance.
+ROUNDTRIP_VALUE = 7.25
+#: Round trips are read on the enqueue clock: the call itself blocks until the value is home.
+ROUNDTRIP_CLOCK = "enqueue_s"
+
+
+def measure_item_roundtrip(device: str | Device = "auto",
+                           spec: MeasureSpec | None = None) -> Measurement:
+    """Seconds one ``.item()`` of a one-element device tensor takes from an idle device: the
+    host asks, the device copies the value back, the host waits for it. Every call starts
+    after a synchronise (the host batches of ``measure``); the value read is verified
+    (VerificationError). An accelerator only."""
+    import torch
+
+    dev = resolve_device(device)
+    if not dev.is_accelerator:
+        raise XferbenchError(f".item() round trip on {dev}: the CPU has no device to wait for")
+    value = torch.full((), ROUNDTRIP_VALUE, dtype=torch.float32, device=dev.torch())
+    seen: list[float] = [value.item()]  # the first read pays for lazy initialisation
+
+    def read() -> None:
+        seen[0] = value.item()
+
+    m = measure(read, spec or DEFAULT_SPEC, device=dev, label=".item() round trip",
+                clock=ROUNDTRIP_CLOCK)
+    if seen[0] != ROUNDTRIP_VALUE:
+        raise VerificationError(f".item() on {dev} read {seen[0]!r}, not {ROUNDTRIP_VALUE}")
+    return m

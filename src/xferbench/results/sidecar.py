@@ -42,7 +42,8 @@ from .safefiles import load_json, remove_file, write_json_atomic
 #:      checked against the values (``reading.param_names``); + "observations" (per
 #:      benchmark, what each combination saw beside its number, one line: a behaviour
 #:      check's words, as bench_behaviour records them), replaced per benchmark as
-#:      "outcomes" are (older files have none).
+#:      "outcomes" are (older files have none). Fields added within 3 (absent means not
+#:      recorded): metadata.virtualized (the CPU reports a hypervisor).
 SCHEMA_VERSION = 3
 SCHEMA_VERSIONS = (1, 2, 3)
 SUFFIX = ".metadata"

@@ -23,7 +23,7 @@ from .markup import anchor, e, self_link
 
 #: A verdict's class on the page (its colour in style.css).
 VERDICT_CLASS = {"holds": "v-holds", "does not hold": "v-not", "cannot tell": "v-unsure",
-                 "not measurable here": "v-na", "not measured": "v-na"}
+                 "not measurable here": "v-na", "not measured": "v-na", "does not apply": "v-na"}
 
 
 def claims_report(cat: Catalog, alpha: float) -> ClaimsReport:

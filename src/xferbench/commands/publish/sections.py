@@ -156,6 +156,8 @@ def headline_section(heads: list[HeadlineRow], alpha: float) -> list[str]:
 # -- the copy table ----------------------------------------------------------------------------
 
 COPY_HEADERS = ["copy", "clock", "GB/s", "median", "IQR / median", "of PCIe", "samples", ""]
+#: Beside a GPU's copies: the published range for its GPU and link, and the verdict.
+REFERENCE_HEADERS = ["expected", "verdict"]
 
 
 def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> list[str]:
@@ -175,6 +177,8 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             body += ['<p class="na">No copy was measured at this size.</p>', "</details>"]
             continue
         out, cites = [], []
+        judged = any(row.cite.reference for row in rows)
+        headers = COPY_HEADERS[:-1] + REFERENCE_HEADERS * judged + COPY_HEADERS[-1:]
         for row in rows:
             r = row.result
             ident = anchor("copy", s.trend, s.torch, row.clock,
@@ -183,17 +187,29 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
             spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
             n = len(r.samples) if r.samples else None
-            out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
+            out.append(f'<tr id="{e(ident)}">' + cells(headers, [
                 f"{self_link(ident)} {e(what)}", e(row.clock),
                 f"{r.gbps:.2f}" if r.gbps else "n/a", e(format_value(r.value, r.unit)),
-                spread, share, samples(n), cite_link(ident)]) + "</tr>")
+                spread, share, samples(n), *(reference_cells(row) if judged else ()),
+                cite_link(ident)]) + "</tr>")
             cites.append(cite_entry(ident, f"{e(what)}, {e(row.clock)} clock",
                                     cite_body([row.cite])))
-        body += table("copies", COPY_HEADERS, out)
+        body += table("copies", headers, out)
         body += citations(cites)
         body.append("</details>")
     body.append("</section>")
     return body
+
+
+def reference_cells(row: CopyRow) -> list[str]:
+    """The expected range and the verdict of a copy (its citation's), the verdict marked
+    where the machine or the measurement is not right; its sentence in the title."""
+    a = row.cite.reference
+    if a is None:
+        return ["n/a", "n/a"]
+    cls = "sig" if a.worse else "ns"
+    return [e(a.expected),
+            f'<span class="verdict {cls}" title="{e(a.sentence())}">{e(a.verdict)}</span>']
 
 
 MACHINE_NOTE = ("One PyTorch release at a time (its builds may differ: each column names "
