@@ -11,7 +11,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from scipy.stats import mannwhitneyu, permutation_test
 
 from xferbench.analysis.mannwhitney import (
     EXACT_SMALLER,
@@ -19,6 +18,9 @@ from xferbench.analysis.mannwhitney import (
     mann_whitney_u,
     ratio_interval,
 )
+
+scipy_stats = pytest.importorskip("scipy.stats", reason="the check against scipy needs scipy")
+mannwhitneyu, permutation_test = scipy_stats.mannwhitneyu, scipy_stats.permutation_test
 
 SIZES = range(3, 21)
 
