@@ -325,3 +325,35 @@ def test_a_setup_before_every_call_needs_a_host_clock_on_an_accelerator(monkeypa
     m = timing.measure(_call, device=CUDA, setup=lambda: setups.append(1),
                        clock="completion_s", **BUDGET)
     assert len(setups) >= len(m.completion_s) >= 10
+
+
+def _blocking_call_of(fake: FakeDevice, clock: types.SimpleNamespace, own_s: float):
+    """A blocking call: it waits out the spin queued before it (never longer than a real
+    spin, MAX_HOLD_S), then takes ``own_s`` of its own."""
+    def blocking() -> None:
+        clock.now += min(fake.pending_hold, eb.MAX_HOLD_S) + own_s
+        fake.pending_hold = 0.0
+
+    return blocking
+
+
+def test_a_blocking_call_over_a_tenth_of_a_second_is_found_to_wait_for_itself(monkeypatch):
+    """The probe's spin is capped as every hold is: an uncapped probe of 4 x 150 ms asked the
+    call to wait 300 ms beyond its own time, longer than the 200 ms spin it could wait out."""
+    fake = FakeDevice(early=[]).install(monkeypatch)
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(eb, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    assert eb.waits_for_itself(_blocking_call_of(fake, clock, 0.15), CUDA, 0.15)
+    assert fake.holds and max(fake.holds) <= eb.MAX_HOLD_S
+    # a call as long that does not wait for the device is still told apart
+    assert not eb.waits_for_itself(lambda: setattr(clock, "now", clock.now + 0.15), CUDA, 0.15)
+
+
+def test_measure_labels_a_slow_blocking_call_host_inclusive_not_unheld(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(eb, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    m = timing.measure(_blocking_call_of(fake, clock, 0.15), device=CUDA,
+                       **{**BUDGET, "min_samples": 3})
+    assert m.extra["device_clock"] == "host-inclusive", m.extra
+    assert "device_clock_unavailable" not in m.extra and m.device_s

@@ -222,8 +222,10 @@ class EventSampler:
 def waits_for_itself(fn: Callable[[], Any], dev: Device, enqueue_s: float) -> bool:
     """Whether ``fn`` returns only once the device has caught up with it (a blocking copy to
     pageable memory, say): queued behind a spin it then waits the spin out, so holding the
-    stream for it costs the spin and gains nothing. Asked twice, both must agree."""
-    probe_s = max(0.005, 4 * enqueue_s)
+    stream for it costs the spin and gains nothing. Asked twice, both must agree. The probe's
+    spin is capped at MAX_HOLD_S, as every hold is: a call that waits compares with the spin
+    it really waited out, not with one it was never given."""
+    probe_s = min(MAX_HOLD_S, max(0.005, 4 * enqueue_s))
     for _ in range(2):
         hold_stream(dev, probe_s)
         t0 = time.perf_counter()
