@@ -449,6 +449,27 @@ def test_a_held_batch_that_meets_the_launch_queue_is_shrunk_not_stored_as_a_host
 
 
 @pytest.mark.gpu
+def test_a_pinned_copy_at_an_idle_sm_clock_keeps_its_batches(gpu_device, small_budget):
+    """A copy's speed is the copy engine's and the memory's, not the SM clock's: run_copy's
+    batches at an SM clock of 345 MHz (a GPU at idle) are all kept."""
+    if not is_emulated(gpu_device):
+        pytest.skip("the emulated device's own clock controls: a real card's settings are "
+                    "never changed")
+    import emu
+
+    from xferbench.practices.copies import CopyCase, run_copy
+
+    case = CopyCase("h2d", "pinned", "non_blocking", "one", 2**20)
+    emu.set_clock(345.0)
+    try:
+        m = run_copy(case, gpu_device, small_budget, clock="device_s")
+    finally:
+        emu.set_clock(None)
+    assert m.spec.sm_clocked is False and m.extra["device_clock"].startswith("held")
+    assert "discarded_batches" not in m.extra and m.device_s, m.extra
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("slow", ["thermal", "clock"])
 def test_batches_taken_on_a_slowed_device_are_discarded_and_the_figure_says_so(
         gpu_device, small_budget, slow):

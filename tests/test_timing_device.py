@@ -357,3 +357,15 @@ def test_measure_labels_a_slow_blocking_call_host_inclusive_not_unheld(monkeypat
                        **{**BUDGET, "min_samples": 3})
     assert m.extra["device_clock"] == "host-inclusive", m.extra
     assert "device_clock_unavailable" not in m.extra and m.device_s
+
+
+@pytest.mark.parametrize(("state", "discarded"), [
+    (ClockState(345.0, 1980.0), 0),  # an idle SM clock: a copy engine runs at full speed
+    (ClockState(1980.0, 1980.0, ("thermal",)), 2),
+])
+def test_a_copy_is_discarded_on_throttle_reasons_alone_not_on_the_sm_clock(
+        monkeypatch, state, discarded):
+    fast = ClockState(1980.0, 1980.0)
+    FakeDevice(early=[], call_s=RESOLVED, clock=[state, state, fast]).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, sm_clocked=False, **BUDGET)
+    assert m.extra.get("discarded_batches", 0) == discarded, m.extra

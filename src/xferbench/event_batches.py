@@ -166,9 +166,10 @@ class EventSampler:
         if self.batched:
             span = self.starts[0].elapsed_time(self.ends[self.calls - 1]) * 1e-3
             calls = [span / self.calls]
-        if state is not None and state.slowed:
+        why = state.slowed_for(self.spec.sm_clocked) if state is not None else None
+        if why:
             self.counts["discarded"] += 1
-            self.slowed.append(state.slowed)
+            self.slowed.append(why)
             self.discarded.extend(calls)
         else:
             self.samples.extend(calls)

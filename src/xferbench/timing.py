@@ -12,8 +12,9 @@ On an accelerator a call has three clocks:
     so: no figure stored as device time is a host rate. Calls too short for one pair of
     events to resolve (under RESOLVE_S) are timed in batches, from the first start event to
     the last end event over the calls. Each held batch reads the SM clock and throttle
-    reasons while it runs; a batch taken on a throttled device or below 75% of the maximum
-    clock is discarded and counted (nvbench's rule). A call that waits for the device itself
+    reasons while it runs; a batch taken on a throttled device or, for work that follows the
+    SM clock (``spec.sm_clocked``; a copy does not), below 75% of the maximum clock is
+    discarded and counted (nvbench's rule). A call that waits for the device itself
     (a blocking copy) gets no hold: its device time includes the host and is labelled so.
   * completion time: host clock from the call until its device work is done, read after a
     synchronise, each call starting from an idle device (what a user waits for);

@@ -309,6 +309,6 @@ def measure_copy(work: CopyWorkload, spec: MeasureSpec | None = None, *,
             "device_s" if dev_reason is None else "completion_s")
     m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, setup=setup,
                 nbytes=case.nbytes, label=case.label, clock=clock,
-                ops_per_call=len(work.expected))
+                ops_per_call=len(work.expected), sm_clocked=False)
     work.verify()
     return m
