@@ -174,7 +174,7 @@ def asv_samples(samples: Sequence[float], number: int = 1, what: str = "value") 
 def measured(m: Any, clock: str | None = None) -> dict[str, Any]:
     """A Measurement's samples of ``clock`` (its own clock by default) as asv_samples."""
     clock = clock or m.primary_clock
-    return asv_samples(m.samples(clock), m.calls_per_sample,
+    return asv_samples(m.samples(clock), m.calls_per_sample_of(clock),
                        f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
 
 

@@ -78,7 +78,7 @@ class Pipeline(Grid):
         result = run_pipeline(case, DEVICE, spec(BENCH_SPEC),
                               model_to=not _model_to_reason(*combo),
                               starvation=not _starvation_reason(*combo))
-        n = result.measurement.calls_per_sample
+        n = result.measurement.calls_per_sample_of()
         values = {"track_step_s": asv_samples(result.step_samples(), n)}
         if result.starvation:
             values["track_starvation_share"] = asv_samples(result.starvation)
@@ -86,7 +86,7 @@ class Pipeline(Grid):
             values["track_compile_s"] = result.compile_s
         if result.model_to is not None:
             values["track_step_model_to_s"] = asv_samples(
-                result.step_samples(result.model_to), result.model_to.calls_per_sample)
+                result.step_samples(result.model_to), result.model_to.calls_per_sample_of())
         return values
 
     @skip_when(params, _reason)

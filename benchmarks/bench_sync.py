@@ -42,7 +42,7 @@ class Loop(Grid):
         case = LoopCase(read, width=int(width))
         result = run_loop(case, DEVICE, spec(BENCH_SPEC))
         values = {"track_step_s": asv_samples(result.step_samples,
-                                              result.measurement.calls_per_sample)}
+                                              result.measurement.calls_per_sample_of())}
         if not _count_reason(read, width):
             values["track_syncs_per_step"] = syncs_per_step(case, DEVICE)
         return values

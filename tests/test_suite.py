@@ -217,3 +217,15 @@ def test_a_probe_that_fails_says_why(run_python, tmp_path):
     assert proc.returncode != 0
     assert "the device probe failed: xferbench.errors.XferbenchError: device 'cuda:7'" \
         in proc.stderr
+
+
+def test_a_batched_device_time_sample_is_filed_as_the_calls_it_averages(suite):
+    """asv's "number" of a device-time value is the calls each sample spans: 40 for a
+    batch of 40 short calls, one for the host clock's samples of the same measurement."""
+    from xferbench.measurement import Measurement
+
+    m = Measurement(device="cuda:0", completion_s=(3e-6,) * 3, device_s=(2e-6,) * 3,
+                    extra={"device_clock": "held, batched", "calls_per_batch": 40,
+                           "device_calls_per_sample": 40})
+    assert suite.measured(m, "device_s")["number"] == 40
+    assert suite.measured(m, "completion_s")["number"] == 1

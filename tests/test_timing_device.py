@@ -230,6 +230,9 @@ def test_calls_too_short_for_an_event_pair_are_timed_as_batches(monkeypatch):
     assert m.median == pytest.approx(2e-6, rel=0.01)
     # one sample per batch but the probe of waits_for_itself and the first, per-call batch
     assert len(m.device_s) == len(fake.holds) - 2
+    # each sample averages the whole batch: filed as that many calls, not as one
+    assert m.calls_per_sample_of("device_s") == m.extra["calls_per_batch"] > 1
+    assert m.calls_per_sample_of("completion_s") == 1
 
 
 @pytest.mark.parametrize(("state", "why"), [

@@ -44,11 +44,14 @@ class EventSampler:
         self.stream = current_stream(dev)
         self.clock = clock_reader(dev)
         self.samples: list[float] = []
+        #: per kept sample: the calls it spans and the SM clock (MHz) its batch ran at
+        self.spans: list[tuple[int, float | None]] = []
         self.unavailable: str | None = None
         self.mode = "unheld"  # "held", "unheld", "host-inclusive"
         self.batched = False
         self.recalibrations = 0
         self.discarded: list[float] = []
+        self.discarded_spans: list[tuple[int, float | None]] = []
         self.counts = {"held": 0, "redone": 0, "shrunk": 0, "lengthened": 0, "unheld": 0,
                        "discarded": 0}
         self.slowed: list[str] = []
@@ -166,13 +169,17 @@ class EventSampler:
         if self.batched:
             span = self.starts[0].elapsed_time(self.ends[self.calls - 1]) * 1e-3
             calls = [span / self.calls]
+        spans = [(self.calls if self.batched else 1, state.sm_mhz if state else None)] * \
+            len(calls)
         why = state.slowed_for(self.spec.sm_clocked) if state is not None else None
         if why:
             self.counts["discarded"] += 1
             self.slowed.append(why)
             self.discarded.extend(calls)
+            self.discarded_spans.extend(spans)
         else:
             self.samples.extend(calls)
+            self.spans.extend(spans)
 
     def watched(self) -> list[float]:
         """What the stop rule watches: the kept samples, or the discarded ones while none is
@@ -192,6 +199,7 @@ class EventSampler:
         taken so far are dropped: they are not of the same kind."""
         self.batched = True
         self.samples.clear()
+        self.spans.clear()
         per_call = max(sum(calls) / len(calls), EVENT_RESOLUTION_S)
         want = math.ceil(RESOLVE_S / per_call)
         by_queue = (MAX_QUEUED_OPS - 2) // (self.spec.ops_per_call + 2)
@@ -217,6 +225,12 @@ class EventSampler:
             out["all_discarded"] = not self.samples
         if self.clock.source is None and self.dev.is_accelerator:
             out["clock_checked"] = f"no: {self.clock.why_not}"
+        spans = self.spans if self.samples else self.discarded_spans  # as result() chooses
+        if spans and not self.unavailable:
+            # asv's "number": the calls each sample averages (at least, where batches shrank)
+            out["device_calls_per_sample"] = min(calls for calls, _mhz in spans)
+            if all(mhz is not None for _calls, mhz in spans):
+                out["sm_mhz"] = tuple(mhz for _calls, mhz in spans)
         return out
 
 

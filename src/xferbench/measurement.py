@@ -122,7 +122,7 @@ class Measurement:
     ``completion_s``: host clock from the call to the end of its device work (synchronised).
     ``enqueue_s``: host clock for how long the call held the Python thread (accelerators only).
     On the CPU only ``completion_s`` exists; each sample there averages ``calls_per_sample``
-    calls. ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
+    calls (a device-time sample of short calls averages a batch: ``calls_per_sample_of``). ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
     Statistics are derived from the samples on first use and kept, never stored.
     """
 
@@ -163,6 +163,14 @@ class Measurement:
         return self.spec.target_iqr
 
     # -- derived -------------------------------------------------------------------------
+    def calls_per_sample_of(self, clock: str | None = None) -> int:
+        """How many calls each sample of ``clock`` (the primary clock by default) averages:
+        a device-time sample of a batch of short calls spans the whole batch (at least the
+        count given, where batches shrank); every other sample ``calls_per_sample``."""
+        if (clock or self.primary_clock) == "device_s":
+            return int(self.extra.get("device_calls_per_sample") or self.calls_per_sample)
+        return self.calls_per_sample
+
     @property
     def primary_clock(self) -> str:
         """The clock that GB/s, the statistics and the warnings use: the spec's ``clock`` when
