@@ -131,6 +131,9 @@ BUDGET = _budget.Budget()
 #: Grid.measure's key for text beside its numbers, {track method: one line}: the sidecar's
 #: ``observations`` keep it (asv stores numbers only).
 TEXTS = "_texts"
+#: A value's key for how its figure was read (``Measurement.diagnostics``): Grid moves it
+#: out of the value asv gets, into the sidecar's ``diagnostics``.
+DIAGNOSTICS = "_diagnostics"
 
 
 def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
@@ -172,10 +175,12 @@ def asv_samples(samples: Sequence[float], number: int = 1, what: str = "value") 
 
 
 def measured(m: Any, clock: str | None = None) -> dict[str, Any]:
-    """A Measurement's samples of ``clock`` (its own clock by default) as asv_samples."""
+    """A Measurement's samples of ``clock`` (its own clock by default) as asv_samples, with
+    how they were read (DIAGNOSTICS, for the sidecar)."""
     clock = clock or m.primary_clock
-    return asv_samples(m.samples(clock), m.calls_per_sample_of(clock),
-                       f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
+    value = asv_samples(m.samples(clock), m.calls_per_sample_of(clock),
+                        f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
+    return {**value, DIAGNOSTICS: m.diagnostics(clock)}
 
 
 class NoFigure(Exception):
@@ -292,7 +297,8 @@ class Grid:
     def measure_grid(self) -> dict[tuple, dict[str, Any]]:
         """Every combination that runs here, measured in turn, the headline ones first.
 
-        Returns {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
+        Returns {combo: {"values": {...}, "skips": {method: reason}, "capped": reason,
+        "diagnostics": {method: how its figure was read}}}, or
         {combo: {"skip": reason}} (does not fit, or cut by the run's budget), or
         {combo: {"error": text}}; progress goes to XFERBENCH_PROGRESS."""
         # "bench_copies.Copy", as asv names it (without the benchmarks package)
@@ -338,6 +344,10 @@ class Grid:
             skips = {k: v.reason for k, v in values.items() if isinstance(v, Skip)}
             if skips:
                 entry["skips"] = skips
+            read = {k: v.pop(DIAGNOSTICS) for k, v in entry["values"].items()
+                    if isinstance(v, dict) and DIAGNOSTICS in v}
+            if read:
+                entry["diagnostics"] = read  # asv gets the samples alone
             if BUDGET.capped:
                 entry["capped"] = BUDGET.capped
             return entry
@@ -386,7 +396,8 @@ class _Progress:
             why="".join(why), values=tuple(_summary(entry.get("values", {})).items()),
             texts=tuple(sorted((str(k), str(v)) for k, v in texts.items())),
             skips=tuple(sorted((entry.get("skips") or {}).items())),
-            capped=entry.get("capped", ""), measuring_s=round(measuring, 3)))
+            capped=entry.get("capped", ""), measuring_s=round(measuring, 3),
+            diagnostics=tuple(sorted((entry.get("diagnostics") or {}).items()))))
 
     def _write(self, line: ProgressLine) -> None:
         if self.fh is not None:

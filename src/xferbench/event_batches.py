@@ -217,7 +217,7 @@ class EventSampler:
         }
         if self.unavailable:
             out["device_clock_unavailable"] = self.unavailable
-        for key in ("shrunk", "lengthened", "unheld", "discarded"):
+        for key in ("held", "shrunk", "lengthened", "unheld", "discarded"):
             if self.counts[key]:
                 out[f"{key}_batches"] = self.counts[key]
         if self.slowed:

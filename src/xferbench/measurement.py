@@ -35,8 +35,12 @@ def plausible_gbps(device: str) -> float:
 
 
 IQR_WARN = 0.10
+#: The event batches a device-time figure counts (timing.measure, ``extra[kind +
+#: "_batches"]``): held behind a stream hold, redone after the hold ended early, shrunk,
+#: held longer, run without a hold, and discarded (taken on a slowed device).
+BATCH_KINDS = ("held", "redone", "shrunk", "lengthened", "unheld", "discarded")
 
-__all__ = ["CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement", "Stats",
+__all__ = ["BATCH_KINDS", "CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement", "Stats",
            "quantile"]
 
 
@@ -268,6 +272,24 @@ class Measurement:
                 "discarded, taken on"
             out.append(f"{extra['discarded_batches']} event batches {kept} a slowed device "
                        f"({'; '.join(extra.get('slowed', []))})")
+        return out
+
+    def diagnostics(self, clock: str | None = None) -> dict[str, Any]:
+        """How ``clock``'s figure (the primary clock's by default) was read, for the record:
+        the clock; for device time the event batches' kind, their counts, whether every one
+        was discarded and the SM clock per sample (where read for each); the warnings where
+        ``clock`` is the figure's own."""
+        clock = clock or self.primary_clock
+        extra, out = self.extra, {"clock": clock}
+        if clock == "device_s" and extra.get("device_clock"):
+            out.update(device_clock=extra["device_clock"],
+                       all_discarded=bool(extra.get("all_discarded")),
+                       batches={k: int(extra[f"{k}_batches"]) for k in BATCH_KINDS
+                                if extra.get(f"{k}_batches")})
+            if len(extra.get("sm_mhz") or ()) == len(self.device_s):
+                out["sm_mhz"] = [float(x) for x in extra["sm_mhz"]]
+        if clock == self.primary_clock and self.samples(clock):
+            out["warnings"] = list(self.warnings)
         return out
 
     # -- persistence ---------------------------------------------------------------------

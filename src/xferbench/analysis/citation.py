@@ -5,7 +5,6 @@ sentence beside each headline and copy-table row, so the page and the command ne
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -16,7 +15,7 @@ from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
 from ..units import format_value
-from .provenance import CAPPED, link_caution, series_provenance
+from .provenance import CAPPED, link_caution, series_provenance, value_caution
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
 
@@ -62,6 +61,8 @@ class Citation:
     not_for_citation: tuple[str, ...] = ()
     mode: str = "default"  # how it was measured, as --mode takes it ("quick,threads=2")
     how: str = ""  # the same, as a series' label says it ("quick, 2 threads"; "" by default)
+    read: str | None = None  # its clock and event batches (Diagnostics.text), where recorded
+    read_warnings: tuple[str, ...] = ()  # the measurement's warnings, where recorded
 
     @property
     def spread(self) -> float | None:
@@ -141,8 +142,8 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
     everywhere = [r for r in found if r.ok]
     label = benchmark + (f" ({_kv(params)})" if params else "")
     measured = _in_mode(everywhere, label, mode, allow_quick)
-    uncapped = [r for r in measured if not r.capped]  # a capped number only where it is all
-    measured = uncapped or measured
+    # a capped number, or one of discarded batches alone, only where there is nothing else
+    measured = [r for r in measured if not (r.capped or r.not_citable)] or measured
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
@@ -248,36 +249,17 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
                                         value_caution(r)))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
         mode=mode_option(r.mode), how=labels(r.mode),
-    )
-
-
-def value_caution(r: Result) -> str | None:
-    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
-    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
-    t_compute): above 1 where the two together took longer than one after the other, below 0
-    where together they took less than the longer alone (which no overlap can do)."""
-    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
-            or 0.0 <= r.value <= 1.0:
-        return None
-    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
-        if r.value > 1.0:
-            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
-                    "matmuls together took longer than one after the other, so they slowed "
-                    "each other (contention), and the figure says how much, not how much of "
-                    "the copy was hidden")
-        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
-                "the matmuls took less than the longer of the two alone, which no overlap "
-                "can do: the run-to-run noise is larger than the effect")
-    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
-            "(read it as a fault of the measurement)")
+        read=r.diagnostics.text() if r.diagnostics else None,
+        read_warnings=r.diagnostics.warnings if r.diagnostics else ())
 
 
 def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
-    """The series' reasons, and this number's own cap where it was sampled under one."""
+    """The series' reasons, this number's own cap where it was sampled under one, and why
+    it is no ordinary figure where every event batch was discarded."""
     reasons = series_provenance(rs, r.series).reasons()
     if r.capped and CAPPED not in reasons:
         reasons.append(CAPPED)
-    return tuple(reasons)
+    return tuple(reasons) + ((r.not_citable,) if r.not_citable else ())
 
 
 def command(c: Citation) -> str:
@@ -339,6 +321,10 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         if c.share_of_pcie is not None:
             bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
         out.append(("bandwidth", bw))
+    if c.read:
+        out.append(("read on", c.read))
+    if c.read_warnings:
+        out.append(("warnings", "; ".join(c.read_warnings)))
     out += [("measured as", c.how or "the default way"),
             ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
             ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
@@ -367,6 +353,8 @@ def sentence(c: Citation) -> str:
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
             f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
             + (f" Measured as: {c.how}." if c.how else "")
+            + (f" Read on {c.read}." if c.read else "")
+            + (f" Warnings: {'; '.join(c.read_warnings)}." if c.read_warnings else "")
             + (f" Caution: {c.caution}." if c.caution else ""))
 
 
@@ -387,6 +375,7 @@ def as_dict(c: Citation) -> dict[str, Any]:
     out["measured"] = _date(c.measured_ms)
     out["sentence"] = sentence(c)
     out["not_for_citation"] = list(c.not_for_citation)
+    out["read_warnings"] = list(c.read_warnings)
     out["gpu"] = None if c.gpu == "unknown" and str(c.device).startswith("cpu") else c.gpu
     return out
 

@@ -11,6 +11,7 @@ sidecar's loader upgrades files of schema 1, which kept it elsewhere).
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -212,3 +213,24 @@ def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
               ("OS", a.os, b.os), ("suite commit", a.commit[:8], b.commit[:8]),
               ("how measured", a.how, b.how)]
     return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]
+
+
+def value_caution(r: Result) -> str | None:
+    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
+    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
+    t_compute): above 1 where the two together took longer than one after the other, below 0
+    where together they took less than the longer alone (which no overlap can do)."""
+    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
+            or 0.0 <= r.value <= 1.0:
+        return None
+    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
+        if r.value > 1.0:
+            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
+                    "matmuls together took longer than one after the other, so they slowed "
+                    "each other (contention), and the figure says how much, not how much of "
+                    "the copy was hidden")
+        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
+                "the matmuls took less than the longer of the two alone, which no overlap "
+                "can do: the run-to-run noise is larger than the effect")
+    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
+            "(read it as a fault of the measurement)")
