@@ -42,7 +42,7 @@ from xferbench.practices import headline_nbytes, quick
 from xferbench.results.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
 from xferbench.spec import DEFAULT_SPEC, MeasureSpec
 from xferbench.timing import measuring_s
-from xferbench.units import size_label
+from xferbench.units import parse_size, size_label
 
 from . import _budget
 
@@ -255,23 +255,35 @@ class Grid:
     measurements = 1
     #: The spec those measurements use by default (DEFAULT_SPEC, or the practices' BENCH_SPEC).
     base_spec = DEFAULT_SPEC
-
-    @classmethod
-    def combination_s(cls) -> float:
-        """What one combination is planned to cost at its default spec: the worst case of its
-        sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
-        plus the data a GPU machine moves (_budget.work_s). ``xferbench run --budget`` plans
-        with these, and a class cuts a combination that no longer fits before its deadline."""
-        spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
-        sampling = _budget.sampling_s(spec, cls.measurements)
-        return sampling + _budget.work_s(cls.__name__, sampling)
-
     @classmethod
     def headline(cls, combo: Sequence[Any]) -> bool:
         """Whether ``combo`` is one of the class's headline combinations, measured before
         the others: those at the headline size, where the class has a size."""
         names = list(cls.param_names)
         return "size" not in names or combo[names.index("size")] == size_label(headline_nbytes())
+
+    @classmethod
+    def measurements_of(cls, combo: Sequence[Any]) -> int:
+        """How many measure() calls ``combo`` makes (``measurements`` unless a class says)."""
+        return cls.measurements
+
+    @classmethod
+    def data_s(cls, combo: Sequence[Any]) -> float:
+        """What building and checking ``combo``'s data costs beside its sampling: by the
+        bytes of its size parameter (``_budget.data_s``; none where it has no size)."""
+        names = list(cls.param_names)
+        size = str(combo[names.index("size")]) if "size" in names else ""
+        return _budget.data_s(parse_size(size) if size[:1].isdigit() else 0)
+
+    @classmethod
+    def combination_s(cls, combo: Sequence[Any]) -> float:
+        """What ``combo`` is planned to cost at its default spec: the worst case of its
+        sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
+        plus its data (``data_s``). ``xferbench run --budget`` plans with these, and a class
+        cuts a combination that no longer fits before its deadline."""
+        spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
+        sampling = _budget.sampling_s(spec, cls.measurements_of(combo))
+        return sampling + _budget.work_s(cls.__name__, sampling) + cls.data_s(combo)
 
     def measure(self, *combo: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -320,8 +332,8 @@ class Grid:
                 started, measuring = time.monotonic(), measuring_s()
                 # a class with no number yet keeps trying past its time, within MAX_OVERRUNS
                 unsaved = not any(e.get("values") for e in out.values())
-                cut = BUDGET.before(self.combination_s(), len(combos) - i, self.measurements,
-                                    first=unsaved)
+                cut = BUDGET.before(self.combination_s(combo), len(combos) - i,
+                                    self.measurements_of(combo), first=unsaved)
                 out[combo] = {"skip": cut} if cut else self._measure_one(combo)
                 if not cut:
                     release_memory(device)
@@ -427,8 +439,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     (those that run; for a method with none, its first, which asv then records as skipped).
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
-    number; what each combination is planned to cost (``Grid.combination_s``), how many of them
-    are headline ones, the class's measured start (costs.json), per method the
+    number; what its combinations are planned to cost (``Grid.combination_s``: the headline
+    ones' sum, the rest's, their mean), how many are headline ones, the class's measured
+    start (costs.json), per method the
     combinations it measures, as text, for a run's budget to cut, and its values and units
     (for a claims table). Needs no torch: the probe is the environment's."""
     out = []
@@ -456,14 +469,18 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                 if not chosen and combos:
                     chosen.append([repr(p) for p in combos[0]])
             measured = cls.combinations()
-            headline = [c for c in measured if cls.headline(c)]
+            first = [cls.headline(c) for c in measured]
+            costs = [cls.combination_s(c) for c in measured]
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "params": [[str(v) for v in values] for values in cls.params],
                         "units": {m: getattr(getattr(cls, m), "unit", getattr(cls, "unit", "?"))
                                   for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
-                        "headline": len(headline), "combination_s": cls.combination_s(),
-                        "estimate_s": len(measured) * cls.combination_s(),
+                        "headline": sum(first),
+                        "headline_s": sum(s for s, yes in zip(costs, first) if yes),
+                        "rest_s": sum(s for s, yes in zip(costs, first) if not yes),
+                        "combination_s": sum(costs) / len(costs) if costs else 0.0,
+                        "estimate_s": sum(costs),
                         "start_s": _budget.start_s(name, real_accelerator), "runs": runs,
                         "combinations": len(list(itertools.product(*cls.params))),
                         "skips": skips, "select": select})

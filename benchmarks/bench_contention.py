@@ -55,6 +55,16 @@ class Contention(Grid):
     unit = "seconds"
     measurements = 2  # together and alone
 
+    @classmethod
+    def measurements_of(cls, combo):
+        """Together and alone, once per mode: its first stream copy measures them all."""
+        first = next(c for c in cls.combinations() if c[0] == combo[0])
+        return cls.measurements if tuple(combo) == tuple(first) else 0
+
+    @classmethod
+    def data_s(cls, combo):
+        return super().data_s(combo) if cls.measurements_of(combo) else 0.0
+
     def setup_cache(self):
         self.done = {}
         return self.measure_grid()

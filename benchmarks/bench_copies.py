@@ -81,6 +81,16 @@ class Copy(Grid):
         return size == HEADLINE[0] and (layout == "one" or (direction, host_memory) == (
             "h2d", "pinned"))
 
+    @classmethod
+    def measurements_of(cls, combo):
+        """Device time, the host clocks, or both: the clocks ``combo`` is read on."""
+        return (not _device_reason(*combo)) + (not _completion_reason(*combo))
+
+    @classmethod
+    def data_s(cls, combo):
+        """Each measurement builds its own buffers (run_copy)."""
+        return super().data_s(combo) * max(1, cls.measurements_of(combo))
+
     def setup_cache(self):
         return self.measure_grid()
 

@@ -16,6 +16,7 @@ from xferbench.practices.pipeline import (
     starvation_skip_reason,
 )
 
+from . import _budget
 from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when, spec
 
 #: Where model.to(device) every step is compared with the model moved once: the plain loop.
@@ -66,6 +67,17 @@ class Pipeline(Grid):
         """The headline's configuration: the input-bound model, two workers, every host
         memory and move (its size parameter is the model's, not bytes)."""
         return combo[0] == INPUT_BOUND and combo[2] == "2"
+
+    @classmethod
+    def measurements_of(cls, combo):
+        """The steps, and the starvation and model.to calls where ``combo`` has them."""
+        return 1 + (not _starvation_reason(*combo)) + (not _model_to_reason(*combo))
+
+    @classmethod
+    def data_s(cls, combo):
+        """Its model's weights (its size parameter is the model's, not bytes): initialised at
+        random on the host, about three passes, then moved once."""
+        return _budget.data_s(4 * MODEL_SIZES[combo[0]].parameters, passes=4)
 
     def setup_cache(self):
         return self.measure_grid()

@@ -3,10 +3,14 @@ given, in a second: the plan grows with the suite, and the run's grid budget is 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import runpy
+import sys
 from pathlib import Path
+
+import pytest
 
 from gpu_check_runs import CHECK_ENV, MIN_SPARE, SUITE_CLASSES
 
@@ -33,3 +37,44 @@ def test_the_gpu_check_grid_holds_the_planned_headline_parts_with_room_to_spare(
     assert need * (1 + MIN_SPARE) <= grid, (
         f"the headline parts plan {need:.0f} s ({per_class}): the gpu-check run's grid of "
         f"{grid} s needs at least {need * (1 + MIN_SPARE):.0f} s")
+
+
+@pytest.fixture
+def cuda_suite(monkeypatch):
+    """The suite's modules imported as a CUDA device's class processes import them (the
+    probe scripts/budget-plan plans CUDA with), default sweep."""
+    caps = runpy.run_path(str(REPO / "scripts" / "budget-plan"))["PROBES"]["cuda"]
+    monkeypatch.setenv("XFERBENCH_PROBE", json.dumps({"device": "cuda:0", "capabilities": caps}))
+    monkeypatch.setenv("XFERBENCH_SWEEP", "default")
+    monkeypatch.setenv("XFERBENCH_QUICK", "0")
+    for name in [m for m in sys.modules if m == "benchmarks" or m.startswith("benchmarks.")]:
+        monkeypatch.delitem(sys.modules, name)
+    return lambda module: importlib.import_module(f"benchmarks.{module}")
+
+
+def test_a_combination_is_planned_by_its_own_clocks_bytes_and_spec(cuda_suite, monkeypatch):
+    """What a combination costs grows with its bytes (Copy at 256 MiB, the large model,
+    Hazards' 100 trials at 64 MiB), counts the clocks it is read on, and samples at the spec
+    its class runs (UnsyncedTimer at BENCH_SPEC, Behaviour with no sampling at all)."""
+    budget = cuda_suite("_budget")
+    monkeypatch.setattr(budget, "COSTS", {})
+    monkeypatch.setattr(budget, "DEFAULT_COMBINATION_S", 0.0)  # the plan's own arithmetic
+    copy = cuda_suite("bench_copies").Copy
+    pinned = ("h2d", "pinned", "non_blocking", "one")
+    assert copy.measurements_of((*pinned, "64MiB")) == 2  # device time and the host clocks
+    assert copy.measurements_of(("h2d", "pinned", "blocking", "one", "64MiB")) == 1
+    assert copy.combination_s((*pinned, "256MiB")) - copy.combination_s((*pinned, "4KiB")) > 2
+    pipeline = cuda_suite("bench_pipeline").Pipeline
+    plain = ("pageable", "0", "blocking", "amp", "eager")
+    assert pipeline.combination_s(("large", *plain)) - pipeline.combination_s(("small", *plain)) \
+        > 2
+    hazards = cuda_suite("bench_hazards").Hazards
+    assert hazards.combination_s(("d2h_read_before_sync", "idle", "64MiB")) > 3 > \
+        hazards.combination_s(("d2h_read_before_sync", "busy", "1MiB"))
+    from xferbench.practices import BENCH_SPEC
+
+    timer = cuda_suite("bench_timer").UnsyncedTimer
+    assert timer.combination_s(("4096",)) == pytest.approx(
+        BENCH_SPEC.warmup_s + BENCH_SPEC.max_time_s + budget.DATA_S)
+    assert cuda_suite("bench_behaviour").Behaviour.combination_s(("tensor_to_new",)) == \
+        pytest.approx(budget.DATA_S)

@@ -189,7 +189,8 @@ def _cls(runs: dict[str, list[list[str]]], name: str = "Loop", headline: int = 0
          ) -> SuiteClass:
     measured = max((len(r) for r in runs.values()), default=0)
     return SuiteClass("bench_sync", name, tuple(runs), ("read", "width"), measured, measured,
-                      {}, {}, 2.0 * measured, runs, headline, 2.0, 5.0)
+                      {}, {}, 2.0 * measured, runs, headline, 2.0, 5.0, 2.0 * headline,
+                      2.0 * (measured - headline))
 
 
 def test_a_class_left_out_records_each_combination_it_would_have_measured():
@@ -228,7 +229,7 @@ class _Timed(_asv.Grid):
     seen: list[float] = []
 
     @classmethod
-    def combination_s(cls):
+    def combination_s(cls, combo):
         return 0.7  # planned: it sleeps 0.6 s
 
     def measure(self, n):

@@ -107,8 +107,8 @@ def class_plan(c: SuiteClass) -> ClassPlan:
     """``c``'s plan; a class that measures nothing here costs nothing."""
     if not c.measured:
         return ClassPlan(read_s=0.0)
-    return ClassPlan(c.start_s + c.headline * c.combination_s + read_time_s(c),
-                     (c.measured - c.headline) * c.combination_s, c.start_s, read_time_s(c))
+    return ClassPlan(c.start_s + c.headline_s + read_time_s(c), c.rest_s, c.start_s,
+                     read_time_s(c))
 
 
 def plan_of(classes: Sequence[SuiteClass]) -> ClassPlan:
