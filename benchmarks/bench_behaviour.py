@@ -20,6 +20,7 @@ class Behaviour(Grid):
     param_names = ["check"]
     unit = "holds"
     measurements = 0  # a check, not a sampling budget: all of it is work
+    first = ({},)  # a claim reads each check
 
     def setup_cache(self):
         return self.measure_grid()

@@ -54,6 +54,7 @@ class Contention(Grid):
     param_names = ["mode", STREAM_PARAM, "size"]
     unit = "seconds"
     measurements = 2  # together and alone
+    first = ({},)  # no claim reads it; a mode's stream copies are measured together
 
     @classmethod
     def measurements_of(cls, combo):

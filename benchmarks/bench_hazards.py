@@ -34,6 +34,7 @@ class Hazards(Grid):
     param_names = ["hazard", "stream", "size"]
     unit = "fraction"
     measurements = 0  # its trials are a count, not a sampling budget: all of it is work
+    first = ({"hazard": "d2h_read_before_sync", "stream": "busy", "size": "1MiB"},)  # a claim's
 
     @classmethod
     def data_s(cls, combo):

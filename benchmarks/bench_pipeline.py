@@ -61,12 +61,14 @@ class Pipeline(Grid):
     unit = "seconds"
     measurements = 2  # the step, and the step with model.to
     base_spec = BENCH_SPEC
-
-    @classmethod
-    def headline(cls, combo):
-        """The headline's configuration: the input-bound model, two workers, every host
-        memory and move (its size parameter is the model's, not bytes)."""
-        return combo[0] == INPUT_BOUND and combo[2] == "2"
+    # the pinned-prefetch headline's and starvation claim's pair, the model-once claim's plain
+    # loop and the large model's (autocast and compile claims: their eager, amp baseline)
+    first = ({"size": INPUT_BOUND, "host_memory": "pinned", "workers": "2", "move": "prefetch",
+              "precision": "amp", "compile": "eager"},
+             {"size": INPUT_BOUND, "host_memory": "pageable", "workers": "2", "move": "blocking",
+              "precision": "amp", "compile": "eager"},
+             *({"size": size, "host_memory": "pageable", "workers": "0", "move": "blocking",
+                "compile": "eager"} for size in MODEL_SIZES))
 
     @classmethod
     def measurements_of(cls, combo):

@@ -32,6 +32,9 @@ class Loop(Grid):
     param_names = ["read", "width"]
     unit = "seconds"
     base_spec = BENCH_SPEC
+    # the item-per-epoch headline's pair and the hidden-sync claims' reads
+    first = tuple({"read": read, "width": "256"} for read in (
+        "device_accumulate", "item_every_batch", "cpu", "tolist", "print"))
 
     def setup_cache(self):
         return self.measure_grid()

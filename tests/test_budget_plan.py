@@ -52,6 +52,54 @@ def cuda_suite(monkeypatch):
     return lambda module: importlib.import_module(f"benchmarks.{module}")
 
 
+def _read_by_claims_and_headlines() -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    """(benchmark, params) of every figure the claims table, the headlines and the copy table
+    read."""
+    from xferbench.analysis.claimtable import load_table
+    from xferbench.analysis.headline import HEADLINES
+    from xferbench.analysis.sitemap import BANDWIDTH_BENCHMARKS
+    from xferbench.practices import HEADLINE_NBYTES
+    from xferbench.practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS
+    from xferbench.units import size_label
+
+    def key(benchmark, params):
+        return benchmark, tuple(sorted((k, str(v)) for k, v in params.items()))
+
+    read = {key(f.benchmark, f.param_dict) for c in load_table().claims for f in c.figures}
+    for h in HEADLINES:
+        for params in (h.practice, h.baseline):
+            read |= {key(b, params) for b in (h.benchmark, h.counts) if b}
+    read |= {key(b, {"direction": d, "host_memory": m, "sync": s, "layout": "one",
+                     "size": size_label(HEADLINE_NBYTES)})
+             for b in BANDWIDTH_BENCHMARKS.values() for d in (*DIRECTIONS, "d2d")
+             for m in COPY_HOST_MEMORY for s in SYNCS}
+    return read
+
+
+def test_each_class_measures_first_exactly_what_the_claims_and_headlines_read(cuda_suite):
+    """The combinations a budgeted run measures first (each class's ``first``) are those the
+    claims table, the headlines and the copy table read, for every class they read; a class
+    none reads still measures some first. Hazards' busy 1 MiB figure, which a claim reads,
+    comes before its idle 64 MiB races."""
+    wanted: dict[str, set[tuple[str, ...]]] = {}
+    for benchmark, params in _read_by_claims_and_headlines():
+        module, name, method = benchmark.split(".")
+        cls = getattr(cuda_suite(module), name)
+        combo = tuple(dict(params)[p] for p in cls.param_names)
+        if combo in {tuple(map(str, c)) for c in cls.combinations()} and \
+                cls.reasons(combo)[method] is None:  # measured on this device and sweep
+            wanted.setdefault(name, set()).add(combo)
+    for module in ("bench_copies", "bench_creation", "bench_sync", "bench_pipeline",
+                   "bench_hazards", "bench_contention", "bench_timer", "bench_behaviour"):
+        for cls in vars(cuda_suite(module)).values():
+            if not (isinstance(cls, type) and cls.__module__.endswith(module)
+                    and cls.combinations()):
+                continue
+            first = {tuple(map(str, c)) for c in cls.combinations() if cls.headline(c)}
+            assert first == wanted.get(cls.__name__, first) and first, cls.__name__
+    assert wanted["Hazards"] == {("d2h_read_before_sync", "busy", "1MiB")}
+
+
 def test_a_combination_is_planned_by_its_own_clocks_bytes_and_spec(cuda_suite, monkeypatch):
     """What a combination costs grows with its bytes (Copy at 256 MiB, the large model,
     Hazards' 100 trials at 64 MiB), counts the clocks it is read on, and samples at the spec
