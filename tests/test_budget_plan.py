@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -37,6 +38,40 @@ def test_the_gpu_check_grid_holds_the_planned_headline_parts_with_room_to_spare(
     assert need * (1 + MIN_SPARE) <= grid, (
         f"the headline parts plan {need:.0f} s ({per_class}): the gpu-check run's grid of "
         f"{grid} s needs at least {need * (1 + MIN_SPARE):.0f} s")
+
+
+#: The share beyond the CUDA plan's headline parts that scripts/gpu-check's grid budget must
+#: hold: a GPU machine's classes start more slowly than planned on a loaded host too.
+CUDA_MIN_SPARE = 0.15
+
+
+def _check_default(name: str) -> int:
+    """scripts/gpu-check's default for one of its settings ("BUDGET"), read from the script."""
+    text = (REPO / "scripts" / "gpu-check").read_text()
+    return int(re.search(rf"^{name}=\$\{{XFERBENCH_GPU_CHECK_{name}:-(\d+)\}}$", text,
+                         re.M).group(1))
+
+
+def test_the_cuda_plan_holds_every_headline_part_within_the_check_grid_with_15pc_to_spare():
+    """What scripts/budget-plan prints for one CUDA device and the default sweep: the headline
+    parts of every class fit the grid budget gpu-check gives by default, with CUDA_MIN_SPARE
+    to spare. A class or a headline combination added, or a cost raised, fails here."""
+    from xferbench.commands.run.budget import REPORT_S, class_plan
+    from xferbench.commands.run.suite import describe_suite
+
+    plan = runpy.run_path(str(REPO / "scripts" / "budget-plan"))
+    env = {**os.environ, "XFERBENCH_SWEEP": "default", "XFERBENCH_QUICK": "0",
+           "XFERBENCH_PROBE": json.dumps({"device": "cuda:0",
+                                          "capabilities": plan["PROBES"]["cuda"]})}
+    plans = {c.name: class_plan(c) for c in describe_suite(str(REPO), env) if c.measured}
+    assert set(plans) == SUITE_CLASSES
+    budget = _check_default("BUDGET")
+    grid = plan["grid_budget"](budget, budget // 4)
+    need = sum(p.headline_s for p in plans.values()) + REPORT_S
+    per_class = ", ".join(f"{k} {p.headline_s:.0f} s" for k, p in plans.items())
+    assert need * (1 + CUDA_MIN_SPARE) <= grid, (
+        f"the CUDA plan's headline parts need {need:.0f} s ({per_class}): gpu-check's grid "
+        f"of {grid} s needs at least {need * (1 + CUDA_MIN_SPARE):.0f} s")
 
 
 @pytest.fixture
