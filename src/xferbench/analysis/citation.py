@@ -14,7 +14,7 @@ from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
-from ..units import format_value
+from ..units import D2D_COPIED, format_value
 from .provenance import CAPPED, link_caution, series_provenance, value_caution
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
@@ -318,6 +318,8 @@ def rows(c: Citation) -> list[tuple[str, str]]:
     out.append(("samples", str(c.n_samples) if c.n_samples else "not recorded"))
     if c.gbps is not None:
         bw = f"{c.gbps:.2f} GB/s (10^9 bytes/s; {c.nbytes} bytes / median)"
+        if c.params.get("direction") == "d2d":
+            bw += f"; {D2D_COPIED}"
         if c.share_of_pcie is not None:
             bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
         out.append(("bandwidth", bw))
@@ -345,6 +347,8 @@ def sentence(c: Citation) -> str:
     if c.n_samples:
         spread.append(f"{c.n_samples} samples")
     bw = f", {c.gbps:.2f} GB/s" if c.gbps is not None else ""
+    if bw and c.params.get("direction") == "d2d":
+        bw += " copied (its memory traffic, read and write, is twice that)"
     gpu = f"GPU {c.gpu}, PCIe {_pcie(c)}" if c.gpu != "unknown" else f"no GPU, device {c.device}"
     banned = ("Not for citation: " + "; ".join(c.not_for_citation) + ". ") \
         if c.not_for_citation else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...analysis.provenance import Provenance, banner, cautions
 from ...analysis.sitemap import headline_figure_path
 from ...results import Result
-from ...units import GBPS, format_seconds, format_value
+from ...units import D2D_COPIED, GBPS, format_seconds, format_value, rate_text
 from .catalog import SeriesView
 from .machines import MachineTable
 from .markup import (
@@ -163,8 +163,8 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             f"<p>Every measured copy at {e(size)}, per series: {GBPS}, bytes over the "
             "median time on the clock the row names (completion: host, from the call until "
             "the copy is done; device: events around calls queued back to back); the share "
-            "of the PCIe link's theoretical rate where the link is known. The newest release "
-            "of each machine is open.</p>"]
+            "of the PCIe link's theoretical rate where the link is known; "
+            f"{e(D2D_COPIED)}. The newest release of each machine is open.</p>"]
     newest = {s.trend: s.torch for s, _ in tables}
     for s, rows in tables:
         ident = anchor("copies", s.trend, s.torch)
@@ -185,7 +185,8 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
                 f"{self_link(ident)} {e(what)}", e(row.clock),
-                f"{r.gbps:.2f}" if r.gbps else "n/a", e(format_value(r.value, r.unit)),
+                rate_text(r.gbps, r.param_dict.get("direction")) if r.gbps else "n/a",
+                e(format_value(r.value, r.unit)),
                 spread, share, samples(n), cite_link(ident)]) + "</tr>")
             cites.append(cite_entry(ident, f"{e(what)}, {e(row.clock)} clock",
                                     cite_body([row.cite])))
@@ -242,7 +243,7 @@ def _rate(c: CopyRow | None) -> str:
     if c is None or not c.result.gbps:
         return "n/a"
     spread = "" if c.result.spread is None else f" (±{c.result.spread:.1%})"
-    return f"{c.result.gbps:.2f}{spread}"
+    return f"{rate_text(c.result.gbps, c.result.param_dict.get('direction'))}{spread}"
 
 
 def _value(r: Result | None) -> str:
