@@ -14,8 +14,14 @@ from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
-from ..units import D2D_COPIED, format_value
-from .provenance import CAPPED, link_caution, series_provenance, value_caution
+from ..units import D2D_COPIED, format_value, share_text
+from .provenance import (
+    CAPPED,
+    link_caution,
+    over_link_caution,
+    series_provenance,
+    value_caution,
+)
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
 
@@ -72,6 +78,9 @@ class Citation:
 
     @property
     def share_of_pcie(self) -> float | None:
+        """Of the PCIe link's theoretical rate; None for d2d, which crosses no link."""
+        if self.params.get("direction") == "d2d":
+            return None
         return share_of_link(self.gbps, self.pcie_theoretical_bytes_per_s)
 
 
@@ -240,13 +249,16 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         pcie_gen=integer("pcie_gen_load") or integer("pcie_gen"),
         pcie_width=integer("pcie_width_load") or integer("pcie_width"),
         pcie_under_load=integer("pcie_gen_load") is not None,
-        pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
-        pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s if gpu else None,
+        pcie_gen_max=max(integer("pcie_gen_max") or 0, integer("pcie_gen_gpu_max") or 0) or None,
+        pcie_width_max=integer("pcie_width_max"),
+        pcie_theoretical_bytes_per_s=meta.link_bytes_per_s if gpu else None,
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick,
-        caution="; ".join(filter(None, (link_caution(meta) if gpu else None,
-                                        value_caution(r)))) or None,
+        caution="; ".join(filter(None, (
+            link_caution(meta) if gpu else None, value_caution(r),
+            over_link_caution(meta.share_of_link(r.gbps))
+            if gpu and r.param_dict.get("direction") != "d2d" else None))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
         mode=mode_option(r.mode), how=labels(r.mode),
         read=r.diagnostics.text() if r.diagnostics else None,
@@ -321,7 +333,7 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         if c.params.get("direction") == "d2d":
             bw += f"; {D2D_COPIED}"
         if c.share_of_pcie is not None:
-            bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
+            bw += f", {share_text(c.share_of_pcie)} of the PCIe link's theoretical rate"
         out.append(("bandwidth", bw))
     if c.read:
         out.append(("read on", c.read))

@@ -13,7 +13,15 @@ from ..practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS, CopyCase, co
 from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_reason
 from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from ..results import Result, ResultSet, version_key
-from ..units import D2D_COPIED, format_seconds, gbps, parse_size, rate_text, size_label
+from ..units import (
+    D2D_COPIED,
+    format_seconds,
+    gbps,
+    parse_size,
+    rate_text,
+    share_text,
+    size_label,
+)
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
 
 H = size_label(HEADLINE_NBYTES)
@@ -231,7 +239,7 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
            "| --- | --- | --- | --- | ---: | ---: | ---: |"]
     for r in rows:
         noise = "n/a" if r["noise"] is None else f"{r['noise']:.1%}"
-        share = "n/a" if r["share_of_pcie"] is None else f"{r['share_of_pcie']:.0%}"
+        share = share_text(r["share_of_pcie"])
         out.append(f"| {r['direction']} | {r['host_memory']} | {r['sync']} | {r['clock']} "
                    f"| {rate_text(r['gbps'], r['direction'])} | {noise} | {share} |")
     return out

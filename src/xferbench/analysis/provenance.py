@@ -24,7 +24,8 @@ from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
 __all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banner",
-           "cautions", "differences", "link_caution", "provenance", "series_provenance"]
+           "cautions", "differences", "link_caution", "over_link_caution", "provenance",
+           "series_provenance"]
 
 #: The reason of a series run with ``--budget --cap`` (its mode ``capped: yes``, or a
 #: combination its sidecar lists as capped): the mode table's (``results.series``).
@@ -118,12 +119,24 @@ def link_caution(meta: MachineMetadata) -> str | None:
     where it ran at its maximum or was not read. nvbandwidth's first question of a slow copy:
     the machine (a riser, a slot, the BIOS) before PyTorch."""
     gen, width = _int(meta.pcie_gen_load), _int(meta.pcie_width_load)
-    gen_max, width_max = _int(meta.pcie_gen_max), _int(meta.pcie_width_max)
+    gen_max = max(_int(meta.pcie_gen_max) or 0, _int(meta.pcie_gen_gpu_max) or 0)
+    width_max = _int(meta.pcie_width_max)
     if not (gen and width and gen_max and width_max) or (gen >= gen_max and width >= width_max):
         return None
     return (f"the PCIe link ran at Gen{gen} x{width} under load, below its maximum "
             f"Gen{gen_max} x{width_max}: its host<->device copies are slower than the GPU's "
             "link allows (a slot, riser or BIOS setting, not PyTorch)")
+
+
+def over_link_caution(share: float | None) -> str | None:
+    """A copy's share of the PCIe link above 100%, in one sentence: no copy outruns its link,
+    so the link's maximum was misread (a VM's virtual root port may report less than the
+    GPU's own); None at or below 100%."""
+    if share is None or share <= 1:
+        return None
+    return (f"the copy ran at {share:.0%} of the PCIe link's theoretical rate: no copy outruns "
+            "its link, so the link's maximum was misread (a virtual root port may report less "
+            "than the GPU's own), not the copy faster than PCIe")
 
 
 def _iso_ms(text: Any) -> int | None:

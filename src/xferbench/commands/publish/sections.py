@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...analysis.provenance import Provenance, banner, cautions
 from ...analysis.sitemap import headline_figure_path
 from ...results import Result
-from ...units import D2D_COPIED, GBPS, format_seconds, format_value, rate_text
+from ...units import D2D_COPIED, GBPS, format_seconds, format_value, rate_text, share_text
 from .catalog import SeriesView
 from .machines import MachineTable
 from .markup import (
@@ -180,7 +180,7 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             ident = anchor("copy", s.trend, s.torch, row.clock,
                            *(str(v) for k, v in r.params if k != "size"))
             what = ", ".join(str(v) for k, v in r.params if k != "size")
-            share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
+            share = share_text(row.share_of_pcie)
             spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(COPY_HEADERS, [
