@@ -221,3 +221,34 @@ def test_nvml_records_the_gpus_own_maximum_generation(monkeypatch):
     assert link_peak_bytes_per_s(out) == pytest.approx(GEN5_X16)
     del fake.nvmlDeviceGetGpuMaxPcieLinkGeneration
     assert collect_nvml(None, 0)["pcie_gen_gpu_max"] is None
+
+
+def test_a_small_pageable_copy_is_cited_as_cache_hot(tmp_path):
+    from xferbench.analysis.provenance import cache_caution
+    from xferbench.metadata import last_level_cache_bytes
+    from xferbench.results import Result
+
+    for index, (kind, size) in enumerate([("Data", "48K"), ("Instruction", "64K"),
+                                          ("Unified", "32768K")]):
+        entry = tmp_path / f"index{index}"
+        entry.mkdir()
+        (entry / "type").write_text(kind + "\n")
+        (entry / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(str(tmp_path)) == 32 * 2**20
+    assert last_level_cache_bytes(str(tmp_path / "none")) is None
+
+    def copy(host_memory: str, size: str) -> Result:
+        return Result(benchmark="bench_copies.Copy.track_completion_s",
+                      params=(("direction", "h2d"), ("host_memory", host_memory),
+                              ("sync", "blocking"), ("layout", "one"), ("size", size)),
+                      value=1e-3, unit="seconds", machine="m", commit="c", date_ms=1,
+                      torch="2.13.0", cuda="12.8", python="3.12", env_name="e", path="/x")
+
+    meta = MachineMetadata(cpu_cache_bytes=32 * 2**20)
+    assert "fits the CPU's 32 MiB last-level cache" in cache_caution(copy("pageable", "4MiB"),
+                                                                    meta)
+    assert cache_caution(copy("pageable", "64MiB"), meta) is None
+    assert cache_caution(copy("pinned", "4MiB"), meta) is None  # read by the copy engine
+    # an older record, its cache not read: the sizes any server CPU's cache holds
+    assert cache_caution(copy("pageable", "4MiB"), MachineMetadata()) is not None
+    assert cache_caution(copy("pageable", "64MiB"), MachineMetadata()) is None

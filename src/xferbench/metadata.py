@@ -68,7 +68,31 @@ def collect_host() -> dict[str, Any]:
         "cpu_model": cpu_model,
         "cpu_count": os.cpu_count() or UNKNOWN,
         "cpu_affinity": _ranges(affinity) if isinstance(affinity, list) else affinity,
+        "cpu_cache_bytes": last_level_cache_bytes(),
     }
+
+
+def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
+    """The largest data cache of the first CPU (its last level), from sysfs; None off Linux.
+    A pageable copy no larger is read from cache, call after call."""
+    sizes = []
+    try:
+        for entry in os.listdir(root):
+            try:
+                with open(os.path.join(root, entry, "type")) as fh:
+                    if fh.read().strip() == "Instruction":
+                        continue
+                with open(os.path.join(root, entry, "size")) as fh:
+                    text = fh.read().strip().upper()
+            except OSError:
+                continue
+            scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+            digits = text.rstrip("KMG")
+            if digits.isdigit():
+                sizes.append(int(digits) * scale)
+    except OSError:
+        return None
+    return max(sizes) if sizes else None
 
 
 def collect_torch() -> dict[str, Any]:
@@ -248,6 +272,7 @@ class MachineMetadata:
     cpu_model: str | None = None
     cpu_count: int | str | None = None  # "unknown" where the OS does not say
     cpu_affinity: str | None = None  # "0-3,6"
+    cpu_cache_bytes: int | None = None  # the last-level cache: a pageable copy below it is hot
     torch: str | None = None
     torch_git: str | None = None
     cuda: str | None = None  # the CUDA the build targets; None: a CPU build

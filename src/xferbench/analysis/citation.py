@@ -17,6 +17,7 @@ from ..results.series import Mode, labels, mode_option, reasons
 from ..units import D2D_COPIED, format_value, share_text
 from .provenance import (
     CAPPED,
+    cache_caution,
     link_caution,
     over_link_caution,
     series_provenance,
@@ -256,7 +257,7 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick,
         caution="; ".join(filter(None, (
-            link_caution(meta) if gpu else None, value_caution(r),
+            link_caution(meta) if gpu else None, value_caution(r), cache_caution(r, meta),
             over_link_caution(meta.share_of_link(r.gbps))
             if gpu and r.param_dict.get("direction") != "d2d" else None))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,

@@ -128,6 +128,29 @@ def link_caution(meta: MachineMetadata) -> str | None:
             "link allows (a slot, riser or BIOS setting, not PyTorch)")
 
 
+#: Where a machine's last-level cache was not recorded: the sizes no server CPU's cache
+#: fails to hold (the default sweep's up to 4 MiB).
+CACHE_HOT_BYTES = 4 * 2**20
+
+
+def cache_caution(r: Result, meta: MachineMetadata) -> str | None:
+    """A pageable copy no larger than the CPU's last-level cache, in one sentence: measure()
+    copies the same host buffer call after call, so it is read from (or written into) the
+    cache, faster than data that comes from memory; None for the others."""
+    p = r.param_dict
+    if p.get("host_memory") != "pageable" or p.get("direction") not in ("h2d", "d2h") \
+            or r.nbytes is None:
+        return None
+    cache = _int(meta.cpu_cache_bytes)
+    if r.nbytes > (cache or CACHE_HOT_BYTES):
+        return None
+    held = (f"the CPU's {cache / 2**20:.0f} MiB last-level cache" if cache else
+            "any server CPU's last-level cache")
+    return (f"a pageable copy of {r.nbytes / 2**20:.3g} MiB fits {held}: its host buffer is "
+            "copied call after call from cache, so the figure is cache-hot, faster than data "
+            "coming from memory")
+
+
 def over_link_caution(share: float | None) -> str | None:
     """A copy's share of the PCIe link above 100%, in one sentence: no copy outruns its link,
     so the link's maximum was misread (a VM's virtual root port may report less than the
