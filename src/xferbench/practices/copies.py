@@ -245,10 +245,12 @@ def device_clock_reason(case: CopyCase, caps: Capabilities) -> str | None:
 
     Device time is the copy alone on the device, its calls queued back to back behind a
     stream hold: what a pinned non_blocking copy (and a d2d copy) costs the device. Every other
-    copy involves the host while it runs (a blocking copy waits for itself; a pageable one is
-    staged through a pinned buffer by the host even when non_blocking; 1,000 copies per call
-    overfill what one hold covers), so its device time would be part host, part device and
-    mislead beside the others: those are read on the completion clock, as a user waits."""
+    copy involves the host while it runs (a blocking copy waits for itself; an h2d copy from
+    pageable memory is staged through a pinned buffer by the host, and a d2h copy into
+    pageable memory returns only once it is done, both even when non_blocking, as CUDA's
+    rules have it; 1,000 copies per call overfill what one hold covers), so its device time
+    would be part host, part device and mislead beside the others: those are read on the
+    completion clock, as a user waits."""
     why = copy_skip_reason(case, caps)
     if why:
         return why
@@ -260,9 +262,14 @@ def device_clock_reason(case: CopyCase, caps: Capabilities) -> str | None:
     if case.direction != "d2d" and case.sync == "blocking":
         return ("a blocking copy waits for itself, so its device time would include the host: "
                 "timed on the completion clock (track_completion_s)")
-    if case.direction != "d2d" and case.host_memory != "pinned":
-        return ("a pageable copy is staged by the host even when non_blocking: timed on the "
-                "completion clock (track_completion_s)")
+    if case.direction == "h2d" and case.host_memory != "pinned":
+        return ("an h2d copy from pageable memory is staged through a pinned buffer by the "
+                "host, even when non_blocking: timed on the completion clock "
+                "(track_completion_s)")
+    if case.direction == "d2h" and case.host_memory != "pinned":
+        return ("a d2h copy into pageable memory returns only once it is done, even when "
+                "non_blocking (it waits for itself): timed on the completion clock "
+                "(track_completion_s)")
     return None
 
 
