@@ -90,6 +90,22 @@ def test_gpu_check_refuses_a_budget_too_short_for_the_headline_classes(readme_st
     assert not list((tmp_path / "out").glob("results/*/*.json"))
 
 
+def test_gpu_check_refuses_host_memory_it_cannot_pin_before_it_measures(readme_started,
+                                                                         minimal_machine,
+                                                                         tmp_path):
+    """The grid's largest pins are tried first: a machine that cannot pin them is one
+    sentence, exit 2, with its memory zones said, and nothing is measured."""
+    python, tree, tmp, path = minimal_machine
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **emu_env(),
+                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_PIN_BYTES=str(2**60))
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-check: pinning 1.07e+09 GiB of host "
+                                                   "memory failed ("), proc.stderr
+    assert "gpu-check: memory zones: " in proc.stdout and "== grid" not in proc.stdout
+    assert not list((tmp_path / "out").glob("results/*/*.json"))
+
+
 def _gpu_check(python: Path, tree: Path, tmp: Path, out: Path,
                **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(tree / "scripts" / "gpu-check"), str(out)], cwd=tree,
