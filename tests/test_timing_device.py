@@ -100,6 +100,9 @@ class FakeDevice:
         monkeypatch.setattr(eb, "can_hold_stream", lambda dev: fake.can_hold)
         monkeypatch.setattr(eb, "calibrate_spin", calibrate_spin)
         monkeypatch.setattr(eb, "clock_reader", lambda dev: fake.clock)
+        monkeypatch.setattr(eb, "launch_queue_depth", lambda dev: None)  # MAX_QUEUED_OPS
+        monkeypatch.setattr(eb, "_DEPTHS", {})
+        monkeypatch.delenv(eb.QUEUE_DEPTH_VAR, raising=False)
         for module in (eb, timing):
             monkeypatch.setattr(module, "synchronize", synchronize)
         return self
@@ -372,3 +375,12 @@ def test_a_copy_is_discarded_on_throttle_reasons_alone_not_on_the_sm_clock(
     FakeDevice(early=[], call_s=RESOLVED, clock=[state, state, fast]).install(monkeypatch)
     m = timing.measure(_call, device=CUDA, sm_clocked=False, **BUDGET)
     assert m.extra.get("discarded_batches", 0) == discarded, m.extra
+
+
+def test_the_launch_queue_depth_handed_down_sets_how_many_calls_one_hold_covers(monkeypatch):
+    """xferbench run measures the depth once and hands it down; half of it bounds a hold:
+    at 2,048, (1,024 - 2) // (200 + 2) = 5 calls of 200 operations, not 2."""
+    FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    monkeypatch.setenv(eb.QUEUE_DEPTH_VAR, "2048")
+    m = timing.measure(_call, device=CUDA, **BUDGET, ops_per_call=200)
+    assert m.extra["calls_per_batch"] == 5

@@ -7,19 +7,42 @@ and keeps the count of every batch redone, shrunk or discarded (a throttled devi
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from .devices import Device, current_stream, new_event, synchronize
 from .spec import MeasureSpec
-from .stream_hold import MAX_HOLD_S, calibrate_spin, can_hold_stream, hold_stream
+from .stream_hold import (
+    MAX_HOLD_S,
+    calibrate_spin,
+    can_hold_stream,
+    hold_stream,
+    launch_queue_depth,
+)
 from .telemetry import clock_reader
 
-#: Operations queued behind one stream hold, at most: about half of the ~1,000 a CUDA stream
-#: accepts before the host blocks in the launch call (the spin, the guard event and each
-#: call's two events count as operations too).
+#: Operations queued behind one stream hold, at most, where the launch queue's depth is not
+#: known: half of the 1,024 a CUDA stream is documented to accept before the host blocks in
+#: the launch call (the spin, the guard event and each call's two events count too).
 MAX_QUEUED_OPS = 512
+#: The launch queue's depth handed down by ``xferbench run`` (measured once, in its metadata).
+QUEUE_DEPTH_VAR = "XFERBENCH_LAUNCH_QUEUE_DEPTH"
+#: The launch queue's depth per device in this process (None: it could not be measured).
+_DEPTHS: dict[str, int | None] = {}
+
+
+def max_queued_ops(dev: Device) -> int:
+    """Operations one stream hold may cover on ``dev``: half its launch queue's depth, as
+    QUEUE_DEPTH_VAR hands it down or ``launch_queue_depth`` measures it once per process;
+    MAX_QUEUED_OPS where neither can say."""
+    if dev.name not in _DEPTHS:
+        given = os.environ.get(QUEUE_DEPTH_VAR, "").strip()
+        _DEPTHS[dev.name] = int(given) if given.isdigit() and int(given) > 0 else \
+            launch_queue_depth(dev)
+    depth = _DEPTHS[dev.name]
+    return depth // 2 if depth else MAX_QUEUED_OPS
 
 #: CUDA's event resolution is about half a microsecond: calls shorter than RESOLVE_S (100
 #: times that) are timed as batches, first start event to last end event over the calls.
@@ -56,8 +79,10 @@ class EventSampler:
                        "discarded": 0}
         self.slowed: list[str] = []
         self.calls, self.hold_s, self.enqueue_one = spec.batch, 0.0, 0.0
+        self.max_ops = MAX_QUEUED_OPS
         self._events(spec.batch)
         if can_hold_stream(dev):
+            self.max_ops = max_queued_ops(dev)
             self._plan_hold()
 
     def _events(self, n: int) -> None:
@@ -74,7 +99,7 @@ class EventSampler:
         self.ends[0].record(self.stream)
         self.enqueue_one = time.perf_counter() - t0
         synchronize(self.dev)
-        by_queue = (MAX_QUEUED_OPS - 2) // (self.spec.ops_per_call + 2)
+        by_queue = (self.max_ops - 2) // (self.spec.ops_per_call + 2)
         if by_queue < 1:  # known before any probe: one call alone overfills a hold
             self._resize(0)
             return
@@ -95,7 +120,7 @@ class EventSampler:
                         "short)")
             else:
                 held = (f"in {self.enqueue_one * 1e3:.3g} ms, beyond what one stream hold "
-                        f"covers (at most {MAX_QUEUED_OPS} operations, {MAX_HOLD_S:g} s)")
+                        f"covers (at most {self.max_ops} operations, {MAX_HOLD_S:g} s)")
             self.unavailable = (
                 f"one call could not be held: it queues {self.spec.ops_per_call} operation(s) "
                 f"{held}; read on the completion clock instead")
@@ -202,7 +227,7 @@ class EventSampler:
         self.spans.clear()
         per_call = max(sum(calls) / len(calls), EVENT_RESOLUTION_S)
         want = math.ceil(RESOLVE_S / per_call)
-        by_queue = (MAX_QUEUED_OPS - 2) // (self.spec.ops_per_call + 2)
+        by_queue = (self.max_ops - 2) // (self.spec.ops_per_call + 2)
         by_hold = int(MAX_HOLD_S / (2 * self.enqueue_one + 1e-9))
         self._resize(max(self.calls, min(want, by_queue, by_hold)))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import telemetry
 from .devices import Capabilities, Device, capabilities, resolve_device
+from .stream_hold import launch_queue_depth
 from .telemetry import numa_cpus
 from .version import __version__
 
@@ -202,7 +203,8 @@ def collect(device: str | Device = "auto", *, under_load: bool = False) -> Machi
     """Everything known about this machine and ``device``; unknown fields are None/"unknown".
     With ``under_load``, also the SM clock, throttle reasons and PCIe link read while the
     device copies and computes for a moment (``telemetry.under_load``: an idle link and clock
-    read low), as a run records them.
+    read low), and the launch queue's depth (``stream_hold.launch_queue_depth``), as a run
+    records them.
 
     Raises XferbenchError only when ``device`` itself does not exist.
     """
@@ -217,6 +219,7 @@ def collect(device: str | Device = "auto", *, under_load: bool = False) -> Machi
     meta.update(collect_numa(meta.get("pci_bus_id")))
     if under_load and dev.is_accelerator:
         meta.update(telemetry.under_load(dev))
+        meta["launch_queue_depth"] = launch_queue_depth(dev)
     meta["pcie_theoretical_bytes_per_s"] = link_peak_bytes_per_s(meta)
     caps = capabilities(dev)
     meta["capabilities"] = caps.to_dict()
@@ -254,7 +257,7 @@ NVML_FIELDS = ("driver", "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_m
 #: Written only where they were read, under load (``collect(under_load=True)``, a run on an
 #: accelerator): "telemetry" says why there are none where they could not be.
 LOAD_FIELDS = ("sm_clock_mhz_load", "sm_clock_max_mhz", "throttle_reasons_load",
-               "pcie_gen_load", "pcie_width_load", "telemetry")
+               "pcie_gen_load", "pcie_width_load", "telemetry", "launch_queue_depth")
 
 
 @dataclass(frozen=True)
@@ -305,6 +308,8 @@ class MachineMetadata:
     pcie_gen_load: int | None = None  # the link while copies ran (an idle link reads low)
     pcie_width_load: int | None = None
     telemetry: str | None = None  # why there is no reading under load, where there is none
+    #: operations the device's stream holds before a launch blocks the host (measured)
+    launch_queue_depth: int | None = None
     capabilities: Capabilities | None = None
     emulated: bool | None = None
 

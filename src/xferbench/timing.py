@@ -4,9 +4,9 @@ On an accelerator a call has three clocks:
   * device time, from timing events (``device_s``). The calls of a batch are queued back to
     back behind a spin that holds the stream until the host has queued them all
     (nvbandwidth's blocking kernel), so the host's launch time does not show as device time.
-    A hold covers at most MAX_QUEUED_OPS operations (a stream's launch queue holds about
-    1,000; past it the host blocks, the spin ends early and the device runs at the host's
-    pace): the batch is sized from ``spec.ops_per_call``, and a batch whose hold still ends
+    A hold covers at most half the operations a stream's launch queue holds (measured once:
+    ``event_batches.max_queued_ops``; past it the host blocks, the spin ends early and the
+    device runs at the host's pace): the batch is sized from ``spec.ops_per_call``, and a batch whose hold still ends
     early is redone once after recalibrating the spin, then made smaller, never held longer.
     A call that cannot be held even alone is read on the completion clock instead, and says
     so: no figure stored as device time is a host rate. Calls too short for one pair of

@@ -257,8 +257,8 @@ def device_clock_reason(case: CopyCase, caps: Capabilities) -> str | None:
     if caps.device == "cpu":
         return "the CPU has no device clock: its copy is timed on the host (track_completion_s)"
     if case.layout == "many":
-        return (f"{MANY_TENSORS:,} copies per call overfill one stream hold (a stream's launch "
-                "queue holds about 1,000): timed on the completion clock (track_completion_s)")
+        return (f"{MANY_TENSORS:,} copies per call overfill one stream hold (half a stream's "
+                "launch queue): timed on the completion clock (track_completion_s)")
     if case.direction != "d2d" and case.sync == "blocking":
         return ("a blocking copy waits for itself, so its device time would include the host: "
                 "timed on the completion clock (track_completion_s)")
