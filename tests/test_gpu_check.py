@@ -221,3 +221,24 @@ def test_the_sidecar_says_the_run_was_planned_under_the_check_budget(default_spe
     assert failed == []
     assert "the headline combinations (every class's, at the default spec" in \
         default_spec_gpu_check["log"]
+
+
+def test_the_check_says_what_a_second_run_needs(default_spec_gpu_check):
+    """The check's worst case (its budget and its time-outs' margins), that a whole second run
+    needs as much again, and, where the budget cut anything, the narrower second run."""
+    log = default_spec_gpu_check["log"]
+    assert re.search(r"gpu-check: its worst case is \d+ s \(the budget of \d+ s and the "
+                     r"margins its time-outs keep\); a whole second run needs as much again",
+                     log), log[-2000:]
+    cut = "a second run of what --budget cut: xferbench run --bench '" in log
+    assert cut == ("gpu-check: what this run cut needs a grid of " in log)
+
+
+def test_the_diagnostics_of_the_run_are_filed_and_cited(default_spec_gpu_check):
+    """Each device-time figure of the grid says in the sidecar how it was read: its clock,
+    its event batches and the SM clock per sample, one per sample asv filed."""
+    results = default_spec_gpu_check["out"] / "results"
+    found = [r for r in load(str(results)) if r.benchmark == "bench_copies.Copy.track_device_s"
+             and r.ok]
+    assert found and all(r.diagnostics and r.diagnostics.device_clock for r in found)
+    assert all(r.sm_mhz and len(r.sm_mhz) == len(r.samples) for r in found)

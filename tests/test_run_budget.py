@@ -422,3 +422,24 @@ def test_the_results_file_is_named_as_asv_names_it_even_for_a_long_environment()
     long_wrapper = "/tmp/" + "deep/" * 30 + "python-sweepsmoke-quick"
     name = os.path.basename(results_file("/r", "box", "a" * 40, long_wrapper))
     assert name.startswith("aaaaaaaa-env-") and len(name) < 60  # asv hashes a long name
+
+
+def test_a_run_that_cut_classes_says_what_a_second_run_needs():
+    """The report names a narrower second run: --bench the classes the budget left out or cut
+    short, --budget their whole plans, the run's own start and its report."""
+    from types import SimpleNamespace
+
+    from xferbench.commands.run.report import RUN_START_S, SECOND_RUN, RunReport
+
+    copy = _cls({"track_step_s": [["cpu", "256"]] * 3}, name="Copy", headline=1)
+    hazards = _cls({"track_step_s": [["cpu", "256"]] * 2}, name="Hazards")
+    plan = SimpleNamespace(options=SimpleNamespace(budget=60.0, sweep="smoke", results_dir="r"),
+                           meta=MachineMetadata(), ran=None, torch_version="2.13.0")
+    report = RunReport(plan, "r.json", None, 50.0, (0,), (), cut_classes=("Hazards",),
+                       second=(copy, hazards))
+    regex, seconds = report.second_run()
+    assert regex == r"^(bench_sync\.Copy|bench_sync\.Hazards)\."
+    planned = sum(budget.class_plan(c).total_s for c in (copy, hazards))
+    assert seconds == int(planned + RUN_START_S + budget.REPORT_S) + 1
+    assert f"{SECOND_RUN} --bench '{regex}' --budget {seconds}" in report.text()
+    assert RunReport(plan, "r.json", None, 50.0, (0,), ()).second_run() is None
