@@ -49,7 +49,8 @@ def test_cudas_own(message):
 {marks}def test_any_other_warning_still_fails():
     warnings.warn("something else", UserWarning)
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xferbench")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xferbench",
+                                           "-p", "no:benchmark")
     result.assert_outcomes(passed=3, failed=1)
     out = result.stdout.str()
     assert "warnings summary" in out and "cuBLAS" in out and "NVML" in out

@@ -11,6 +11,8 @@ from typing import Any
 
 from .devices import Device, current_stream, new_event, spin_module, synchronize
 
+# torch loads inside the functions that need it: `import xferbench` stays free of it.
+
 #: Spin rate of the backend's _sleep per device (cycles per second), measured once warm.
 _SPIN_CYCLES_PER_S: dict[str, float] = {}
 #: Longest hold: a batch that needs more is split by the caller, not held longer.
