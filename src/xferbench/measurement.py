@@ -40,8 +40,8 @@ IQR_WARN = 0.10
 #: held longer, run without a hold, and discarded (taken on a slowed device).
 BATCH_KINDS = ("held", "redone", "shrunk", "lengthened", "unheld", "discarded")
 
-__all__ = ["BATCH_KINDS", "CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement", "Stats",
-           "quantile"]
+__all__ = ["BATCH_KINDS", "CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement",
+           "Stats", "quantile"]
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -126,7 +126,8 @@ class Measurement:
     ``completion_s``: host clock from the call to the end of its device work (synchronised).
     ``enqueue_s``: host clock for how long the call held the Python thread (accelerators only).
     On the CPU only ``completion_s`` exists; each sample there averages ``calls_per_sample``
-    calls (a device-time sample of short calls averages a batch: ``calls_per_sample_of``). ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
+    calls (a device-time sample of short calls averages a batch: ``calls_per_sample_of``).
+    ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
     Statistics are derived from the samples on first use and kept, never stored.
     """
 

@@ -6,8 +6,9 @@ On an accelerator a call has three clocks:
     (nvbandwidth's blocking kernel), so the host's launch time does not show as device time.
     A hold covers at most half the operations a stream's launch queue holds (measured once:
     ``event_batches.max_queued_ops``; past it the host blocks, the spin ends early and the
-    device runs at the host's pace): the batch is sized from ``spec.ops_per_call``, and a batch whose hold still ends
-    early is redone once after recalibrating the spin, then made smaller, never held longer.
+    device runs at the host's pace): the batch is sized from ``spec.ops_per_call``, and a
+    batch whose hold still ends early is redone once after recalibrating the spin, then made
+    smaller, never held longer.
     A call that cannot be held even alone is read on the completion clock instead, and says
     so: no figure stored as device time is a host rate. Calls too short for one pair of
     events to resolve (under RESOLVE_S) are timed in batches, from the first start event to
