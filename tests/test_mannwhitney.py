@@ -12,17 +12,17 @@ from collections import Counter
 import numpy as np
 import pytest
 
-# scipy is the reference here, not a dependency: an interpreter without it (a GPU image's)
-# skips this file at collection rather than fail every test run there
-_scipy = pytest.importorskip("scipy.stats")
-mannwhitneyu, permutation_test = _scipy.mannwhitneyu, _scipy.permutation_test
-
 from xferbench.analysis.mannwhitney import (
     EXACT_SMALLER,
     exact_applies,
     mann_whitney_u,
     ratio_interval,
 )
+
+# scipy is the reference here, not a dependency: an interpreter without it (a GPU image's)
+# skips this file at collection rather than fail every test run there
+_scipy = pytest.importorskip("scipy.stats")
+mannwhitneyu, permutation_test = _scipy.mannwhitneyu, _scipy.permutation_test
 
 SIZES = range(3, 21)
 
