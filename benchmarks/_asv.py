@@ -39,11 +39,11 @@ from asv_runner.benchmarks.mark import skip_for_params
 
 from xferbench.device_memory import DoesNotFit, memory_allocated, release_memory
 from xferbench.devices import Capabilities, resolve_device
-from xferbench.practices import headline_nbytes, quick
+from xferbench.practices import quick
 from xferbench.results.runrecords import FAILED, MEASURED, SKIPPED, ProgressLine
 from xferbench.spec import DEFAULT_SPEC, MeasureSpec
 from xferbench.timing import measuring_s
-from xferbench.units import size_label
+from xferbench.units import parse_size
 
 from . import _budget
 
@@ -132,6 +132,9 @@ BUDGET = _budget.Budget()
 #: Grid.measure's key for text beside its numbers, {track method: one line}: the sidecar's
 #: ``observations`` keep it (asv stores numbers only).
 TEXTS = "_texts"
+#: A value's key for how its figure was read (``Measurement.diagnostics``): Grid moves it
+#: out of the value asv gets, into the sidecar's ``diagnostics``.
+DIAGNOSTICS = "_diagnostics"
 
 
 def spec(base: MeasureSpec = DEFAULT_SPEC) -> MeasureSpec:
@@ -173,10 +176,12 @@ def asv_samples(samples: Sequence[float], number: int = 1, what: str = "value") 
 
 
 def measured(m: Any, clock: str | None = None) -> dict[str, Any]:
-    """A Measurement's samples of ``clock`` (its own clock by default) as asv_samples."""
+    """A Measurement's samples of ``clock`` (its own clock by default) as asv_samples, with
+    how they were read (DIAGNOSTICS, for the sidecar)."""
     clock = clock or m.primary_clock
-    return asv_samples(m.samples(clock), m.calls_per_sample,
-                       f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
+    value = asv_samples(m.samples(clock), m.calls_per_sample_of(clock),
+                        f"{m.spec.label or 'the measurement'} on {clock} (stopped: {m.stop})")
+    return {**value, DIAGNOSTICS: m.diagnostics(clock)}
 
 
 class NoFigure(Exception):
@@ -251,23 +256,41 @@ class Grid:
     measurements = 1
     #: The spec those measurements use by default (DEFAULT_SPEC, or the practices' BENCH_SPEC).
     base_spec = DEFAULT_SPEC
-
-    @classmethod
-    def combination_s(cls) -> float:
-        """What one combination is planned to cost at its default spec: the worst case of its
-        sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
-        plus the data a GPU machine moves (_budget.work_s). ``xferbench run --budget`` plans
-        with these, and a class cuts a combination that no longer fits before its deadline."""
-        spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
-        sampling = _budget.sampling_s(spec, cls.measurements)
-        return sampling + _budget.work_s(cls.__name__, sampling)
+    #: The headline combinations, measured first, as {parameter: value} patterns (a
+    #: combination matches a pattern where it has each value the pattern names; {} matches
+    #: every one): those the claims and the headlines read, which
+    #: tests/test_budget_plan.py holds against both lists. A class they do not read names the
+    #: figures it is about.
+    first: tuple[dict[str, str], ...] = ()
 
     @classmethod
     def headline(cls, combo: Sequence[Any]) -> bool:
-        """Whether ``combo`` is one of the class's headline combinations, measured before
-        the others: those at the headline size, where the class has a size."""
+        """Whether ``combo`` is one of the class's headline combinations (``first``)."""
+        named = dict(zip(cls.param_names, (str(v) for v in combo)))
+        return any(all(named.get(k) == str(v) for k, v in p.items()) for p in cls.first)
+
+    @classmethod
+    def measurements_of(cls, combo: Sequence[Any]) -> int:
+        """How many measure() calls ``combo`` makes (``measurements`` unless a class says)."""
+        return cls.measurements
+
+    @classmethod
+    def data_s(cls, combo: Sequence[Any]) -> float:
+        """What building and checking ``combo``'s data costs beside its sampling: by the
+        bytes of its size parameter (``_budget.data_s``; none where it has no size)."""
         names = list(cls.param_names)
-        return "size" not in names or combo[names.index("size")] == size_label(headline_nbytes())
+        size = str(combo[names.index("size")]) if "size" in names else ""
+        return _budget.data_s(parse_size(size) if size[:1].isdigit() else 0)
+
+    @classmethod
+    def combination_s(cls, combo: Sequence[Any]) -> float:
+        """What ``combo`` is planned to cost at its default spec: the worst case of its
+        sampling budgets, or what scripts/grid-time measured where that is more (costs.json),
+        plus its data (``data_s``). ``xferbench run --budget`` plans with these, and a class
+        cuts a combination that no longer fits before its deadline."""
+        spec = cls.base_spec.for_quick() if QUICK else cls.base_spec
+        sampling = _budget.sampling_s(spec, cls.measurements_of(combo))
+        return sampling + _budget.work_s(cls.__name__, sampling) + cls.data_s(combo)
 
     def measure(self, *combo: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -293,7 +316,8 @@ class Grid:
     def measure_grid(self) -> dict[tuple, dict[str, Any]]:
         """Every combination that runs here, measured in turn, the headline ones first.
 
-        Returns {combo: {"values": {...}, "skips": {method: reason}, "capped": reason}}, or
+        Returns {combo: {"values": {...}, "skips": {method: reason}, "capped": reason,
+        "diagnostics": {method: how its figure was read}}}, or
         {combo: {"skip": reason}} (does not fit, or cut by the run's budget), or
         {combo: {"error": text}}; progress goes to XFERBENCH_PROGRESS."""
         # "bench_copies.Copy", as asv names it (without the benchmarks package)
@@ -315,8 +339,8 @@ class Grid:
                 started, measuring = time.monotonic(), measuring_s()
                 # a class with no number yet keeps trying past its time, within MAX_OVERRUNS
                 unsaved = not any(e.get("values") for e in out.values())
-                cut = BUDGET.before(self.combination_s(), len(combos) - i, self.measurements,
-                                    first=unsaved)
+                cut = BUDGET.before(self.combination_s(combo), len(combos) - i,
+                                    self.measurements_of(combo), first=unsaved)
                 out[combo] = {"skip": cut} if cut else self._measure_one(combo)
                 if not cut:
                     release_memory(device)
@@ -339,6 +363,10 @@ class Grid:
             skips = {k: v.reason for k, v in values.items() if isinstance(v, Skip)}
             if skips:
                 entry["skips"] = skips
+            read = {k: v.pop(DIAGNOSTICS) for k, v in entry["values"].items()
+                    if isinstance(v, dict) and DIAGNOSTICS in v}
+            if read:
+                entry["diagnostics"] = read  # asv gets the samples alone
             if BUDGET.capped:
                 entry["capped"] = BUDGET.capped
             return entry
@@ -387,7 +415,8 @@ class _Progress:
             why="".join(why), values=tuple(_summary(entry.get("values", {})).items()),
             texts=tuple(sorted((str(k), str(v)) for k, v in texts.items())),
             skips=tuple(sorted((entry.get("skips") or {}).items())),
-            capped=entry.get("capped", ""), measuring_s=round(measuring, 3)))
+            capped=entry.get("capped", ""), measuring_s=round(measuring, 3),
+            diagnostics=tuple(sorted((entry.get("diagnostics") or {}).items()))))
 
     def _write(self, line: ProgressLine) -> None:
         if self.fh is not None:
@@ -417,8 +446,9 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
     (those that run; for a method with none, its first, which asv then records as skipped).
     ``xferbench run`` reads this (``python -m benchmarks._asv FILE...``) to run the suite class
     by class, select what runs, count progress and record why each skipped combination has no
-    number; what each combination is planned to cost (``Grid.combination_s``), how many of them
-    are headline ones, the class's measured start (costs.json), per method the
+    number; what its combinations are planned to cost (``Grid.combination_s``: the headline
+    ones' sum, the rest's, their mean), how many are headline ones, the class's measured
+    start (costs.json), per method the
     combinations it measures, as text, for a run's budget to cut, and its values and units
     (for a claims table). Needs no torch: the probe is the environment's."""
     out = []
@@ -446,14 +476,18 @@ def describe(files: Sequence[str]) -> list[dict[str, Any]]:
                 if not chosen and combos:
                     chosen.append([repr(p) for p in combos[0]])
             measured = cls.combinations()
-            headline = [c for c in measured if cls.headline(c)]
+            first = [cls.headline(c) for c in measured]
+            costs = [cls.combination_s(c) for c in measured]
             out.append({"file": file, "class": name, "param_names": list(cls.param_names),
                         "params": [[str(v) for v in values] for values in cls.params],
                         "units": {m: getattr(getattr(cls, m), "unit", getattr(cls, "unit", "?"))
                                   for m in cls.methods()},
                         "methods": list(cls.methods()), "measured": len(measured),
-                        "headline": len(headline), "combination_s": cls.combination_s(),
-                        "estimate_s": len(measured) * cls.combination_s(),
+                        "headline": sum(first),
+                        "headline_s": sum(s for s, yes in zip(costs, first) if yes),
+                        "rest_s": sum(s for s, yes in zip(costs, first) if not yes),
+                        "combination_s": sum(costs) / len(costs) if costs else 0.0,
+                        "estimate_s": sum(costs),
                         "start_s": _budget.start_s(name, real_accelerator), "runs": runs,
                         "combinations": len(list(itertools.product(*cls.params))),
                         "skips": skips, "select": select})

@@ -5,8 +5,8 @@ asv saves a class's numbers only when its process ends, so the class keeps its d
 (``XFERBENCH_DEADLINE``, absolute, from ``commands/run/budget.py``) itself. Before each
 combination it compares the time left with what the combination is planned to cost at its
 default spec (``Grid.combination_s``: the worst case of its sampling budgets, or what
-``scripts/grid-time costs`` measured where that is more (``costs.json``), plus the data a GPU
-machine moves, ``DATA_S``):
+``scripts/grid-time costs`` measured where that is more (``costs.json``), plus what its data
+costs, by its bytes, ``data_s``):
 
 - by default a combination is measured at its default spec or not at all: one that no
   longer fits is cut, with the reason, and nothing is ever sampled under a cap, so every
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xferbench.flags import env_flag
+from xferbench.practices import SMOKE_NBYTES
 from xferbench.spec import MeasureSpec
 
 #: The moment (time.time()) this class must be done by, or None without a budget.
@@ -46,11 +47,17 @@ MAX_OVERRUNS = 2
 MIN_COMBINATION_S = 1.0
 #: A combination's seconds where costs.json names none for the class.
 DEFAULT_COMBINATION_S = 1.0
-#: Building and verifying one combination's data on a GPU machine, beyond what the smoke
-#: sweep's 1 MiB costs in costs.json. At the headline 64 MiB that is about three passes over
-#: the buffer through host memory and the PCIe link; at 10 GB/s or more each, under 0.03 s.
-#: 0.1 s leaves room for a slower host.
+#: What a combination's data costs on a GPU machine beside its sampling, beyond what
+#: costs.json measured at the smoke sweep's size: DATA_S, and DATA_PASSES passes over each
+#: byte beyond it for each build of its buffers (filled, pinned, copied to the device, copied
+#: back and compared before and after), at FRESH_BYTES_PER_S: fresh memory, whose first
+#: touches are slow in a VM whose memory grows as it is used (so a 256 MiB copy read on two
+#: clocks is planned about 3 s for its data). A buffer used again (a practice's trials) is
+#: warm: WARM_BYTES_PER_S.
 DATA_S = 0.1
+DATA_PASSES = 10
+FRESH_BYTES_PER_S = 2e9
+WARM_BYTES_PER_S = 5e9
 #: A class process's start before its first combination (asv's start and discovery, the
 #: interpreter, torch's import), where costs.json names none for the class.
 DEFAULT_START_S = 5.0
@@ -79,14 +86,20 @@ COSTS = load_costs()
 
 def work_s(class_name: str, sampling: float) -> float:
     """The work beside its sampling of one of ``class_name``'s combinations: what costs.json
-    measured per combination beyond ``sampling`` (the worst case of its sampling budgets),
-    plus DATA_S. So a combination is planned at the larger of its sampling's worst case and
-    what it was measured at, plus DATA_S: an upper bound wherever the GPU machine's host is
-    no slower than the one measured and its calls are short against max_time_s."""
+    measured per combination beyond ``sampling`` (the worst case of its sampling budgets).
+    So a combination is planned at the larger of its sampling's worst case and what it was
+    measured at, plus its data (``data_s``): an upper bound wherever the GPU machine's host
+    is no slower than the one measured and its calls are short against max_time_s."""
     value = COSTS.get(class_name, {}).get("combination_s")
     measured = float(value) if isinstance(value, (int, float)) and value >= 0 else \
         DEFAULT_COMBINATION_S
-    return max(0.0, measured - sampling) + DATA_S
+    return max(0.0, measured - sampling)
+
+
+def data_s(nbytes: int, passes: float = DATA_PASSES, rate: float = FRESH_BYTES_PER_S) -> float:
+    """What building and checking ``nbytes`` of a combination's data costs beyond costs.json's
+    measurement: DATA_S, and ``passes`` over each byte beyond the smoke sweep's at ``rate``."""
+    return DATA_S + passes * max(0, nbytes - SMOKE_NBYTES) / rate
 
 
 def start_s(class_name: str, real_accelerator: bool = False) -> float:

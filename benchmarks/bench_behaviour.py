@@ -19,6 +19,8 @@ class Behaviour(Grid):
     params = (list(CHECKS),)
     param_names = ["check"]
     unit = "holds"
+    measurements = 0  # a check, not a sampling budget: all of it is work
+    first = ({},)  # a claim reads each check
 
     def setup_cache(self):
         return self.measure_grid()

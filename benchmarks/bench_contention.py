@@ -54,6 +54,17 @@ class Contention(Grid):
     param_names = ["mode", STREAM_PARAM, "size"]
     unit = "seconds"
     measurements = 2  # together and alone
+    first = ({},)  # no claim reads it; a mode's stream copies are measured together
+
+    @classmethod
+    def measurements_of(cls, combo):
+        """Together and alone, once per mode: its first stream copy measures them all."""
+        first = next(c for c in cls.combinations() if c[0] == combo[0])
+        return cls.measurements if tuple(combo) == tuple(first) else 0
+
+    @classmethod
+    def data_s(cls, combo):
+        return super().data_s(combo) if cls.measurements_of(combo) else 0.0
 
     def setup_cache(self):
         self.done = {}

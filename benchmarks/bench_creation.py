@@ -58,6 +58,9 @@ class Creation(Grid):
 
     params = (list(FACTORIES), list(VARIANTS), SIZES)
     param_names = ["factory", "variant", "size"]
+    # the create-on-device headline's and claim's pair
+    first = ({"factory": "zeros", "variant": "on_device", "size": HEADLINE},
+             {"factory": "zeros", "variant": "to", "size": HEADLINE})
     unit = "seconds"
     base_spec = BENCH_SPEC
 
@@ -105,6 +108,8 @@ class CreatedInForward(Grid):
     param_names = ["mode", "seq"]
     unit = "seconds"
     base_spec = BENCH_SPEC
+    # the forward-device-arg claim's pair
+    first = ({"mode": "device_arg", "seq": "512"}, {"mode": "host_then_move", "seq": "512"})
 
     def setup_cache(self):
         return self.measure_grid()

@@ -12,6 +12,7 @@ from xferbench.practices.hazards import (
 )
 from xferbench.units import parse_size, size_label
 
+from . import _budget
 from ._asv import BUDGET, CAPS, DEVICE, Grid, NoFigure, grid_timeout, skip_when
 
 SIZES = [size_label(n) for n in hazard_sizes()]
@@ -33,6 +34,13 @@ class Hazards(Grid):
     param_names = ["hazard", "stream", "size"]
     unit = "fraction"
     measurements = 0  # its trials are a count, not a sampling budget: all of it is work
+    first = ({"hazard": "d2h_read_before_sync", "stream": "busy", "size": "1MiB"},)  # a claim's
+
+    @classmethod
+    def data_s(cls, combo):
+        """Each trial fills, copies and checks its buffers (about four warm passes)."""
+        return _budget.data_s(parse_size(combo[2]), passes=4 * TRIALS,
+                              rate=_budget.WARM_BYTES_PER_S)
 
     def setup_cache(self):
         return self.measure_grid()

@@ -16,6 +16,7 @@ from xferbench.practices.pipeline import (
     starvation_skip_reason,
 )
 
+from . import _budget
 from ._asv import CAPS, DEVICE, Grid, asv_samples, grid_timeout, skip_when, spec
 
 #: Where model.to(device) every step is compared with the model moved once: the plain loop.
@@ -60,12 +61,25 @@ class Pipeline(Grid):
     unit = "seconds"
     measurements = 2  # the step, and the step with model.to
     base_spec = BENCH_SPEC
+    # the pinned-prefetch headline's and starvation claim's pair, the model-once claim's plain
+    # loop and the large model's (autocast and compile claims: their eager, amp baseline)
+    first = ({"size": INPUT_BOUND, "host_memory": "pinned", "workers": "2", "move": "prefetch",
+              "precision": "amp", "compile": "eager"},
+             {"size": INPUT_BOUND, "host_memory": "pageable", "workers": "2", "move": "blocking",
+              "precision": "amp", "compile": "eager"},
+             *({"size": size, "host_memory": "pageable", "workers": "0", "move": "blocking",
+                "compile": "eager"} for size in MODEL_SIZES))
 
     @classmethod
-    def headline(cls, combo):
-        """The headline's configuration: the input-bound model, two workers, every host
-        memory and move (its size parameter is the model's, not bytes)."""
-        return combo[0] == INPUT_BOUND and combo[2] == "2"
+    def measurements_of(cls, combo):
+        """The steps, and the starvation and model.to calls where ``combo`` has them."""
+        return 1 + (not _starvation_reason(*combo)) + (not _model_to_reason(*combo))
+
+    @classmethod
+    def data_s(cls, combo):
+        """Its model's weights (its size parameter is the model's, not bytes): initialised at
+        random on the host, about three passes, then moved once."""
+        return _budget.data_s(4 * MODEL_SIZES[combo[0]].parameters, passes=4)
 
     def setup_cache(self):
         return self.measure_grid()
@@ -78,7 +92,7 @@ class Pipeline(Grid):
         result = run_pipeline(case, DEVICE, spec(BENCH_SPEC),
                               model_to=not _model_to_reason(*combo),
                               starvation=not _starvation_reason(*combo))
-        n = result.measurement.calls_per_sample
+        n = result.measurement.calls_per_sample_of()
         values = {"track_step_s": asv_samples(result.step_samples(), n)}
         if result.starvation:
             values["track_starvation_share"] = asv_samples(result.starvation)
@@ -86,7 +100,7 @@ class Pipeline(Grid):
             values["track_compile_s"] = result.compile_s
         if result.model_to is not None:
             values["track_step_model_to_s"] = asv_samples(
-                result.step_samples(result.model_to), result.model_to.calls_per_sample)
+                result.step_samples(result.model_to), result.model_to.calls_per_sample_of())
         return values
 
     @skip_when(params, _reason)

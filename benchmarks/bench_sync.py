@@ -32,6 +32,9 @@ class Loop(Grid):
     param_names = ["read", "width"]
     unit = "seconds"
     base_spec = BENCH_SPEC
+    # the item-per-epoch headline's pair and the hidden-sync claims' reads
+    first = tuple({"read": read, "width": "256"} for read in (
+        "device_accumulate", "item_every_batch", "cpu", "tolist", "print"))
 
     def setup_cache(self):
         return self.measure_grid()
@@ -42,7 +45,7 @@ class Loop(Grid):
         case = LoopCase(read, width=int(width))
         result = run_loop(case, DEVICE, spec(BENCH_SPEC))
         values = {"track_step_s": asv_samples(result.step_samples,
-                                              result.measurement.calls_per_sample)}
+                                              result.measurement.calls_per_sample_of())}
         if not _count_reason(read, width):
             values["track_syncs_per_step"] = syncs_per_step(case, DEVICE)
         return values

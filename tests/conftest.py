@@ -27,16 +27,17 @@ from pathlib import Path
 
 import emu  # tests/emu: stdlib only until load(), which imports torch
 import pytest
-from manyversions import write_many_versions
 from gpu_check_runs import (  # noqa: F401  scripts/gpu-check on the emulated device
     default_spec_gpu_check,
     gpu_check_runs,
+    mark_end_to_end,
     minimal_gpu_check,
     minimal_machine,
     readme_gpu_check,
     readme_started,
+    report_emulated_gpu_tests,
 )
-from gpu_check_runs import mark_end_to_end, report_emulated_gpu_tests
+from manyversions import write_many_versions
 from slowmark import mark_slow_and_order, report_unmarked_slow, slow_fixture
 
 from xferbench.cli import main
@@ -52,6 +53,23 @@ EMU_UNAVAILABLE: str | None = None
 #: How a skip's reason starts, by why the test cannot run on this device.
 CUDA_ONLY = "CUDA only: "
 HARDWARE_ONLY = "hardware only: "
+#: Warnings torch emits only on a real GPU: cuBLAS making the context a thread lacked, NVML
+#: or CUDA failing to start, torch.cuda's own (pynvml's deprecation). On a real accelerator a
+#: gpu test records them in the warnings summary instead of failing on them; every other
+#: warning, and every warning elsewhere, is an error (pyproject.toml's filterwarnings).
+REAL_GPU_WARNINGS = (
+    "always:.*cuBLAS.*:UserWarning",
+    "always:.*(NVML|nvml).*:UserWarning",
+    "always:CUDA initialization.*:UserWarning",
+    r"always::UserWarning:torch\.cuda.*",
+    r"always::FutureWarning:torch\.cuda.*",
+)
+
+
+def real_gpu_warnings(dev: Device | None) -> tuple[str, ...]:
+    """The warning filters a gpu test gets on ``dev``: REAL_GPU_WARNINGS on a real
+    accelerator, none on the emulated one (it emits none of them) or the CPU."""
+    return REAL_GPU_WARNINGS if dev is not None and not is_emulated(dev) else ()
 
 
 @pytest.fixture(autouse=True)
@@ -115,6 +133,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if os.environ.get("XFERBENCH_TELLING_FIRST") == "1":  # scripts/gpu-check's test stage
         items.sort(key=lambda item: not telling(item))  # stable: file order within each
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items and accelerator() is not None:
+        for item in gpu_items:
+            for spec in real_gpu_warnings(accelerator()):
+                item.add_marker(pytest.mark.filterwarnings(spec))
     if not gpu_items or accelerator() is not None:
         return
     skip = pytest.mark.skip(reason=_no_accelerator_reason())

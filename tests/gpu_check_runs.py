@@ -34,8 +34,8 @@ import json
 import os
 import re
 import runpy
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time

@@ -19,14 +19,14 @@ from xferbench.analysis.citation import (
     citation,
     cite,
     format_markdown,
-    parse_params,
     rows,
     sentence,
-    value_caution,
 )
+from xferbench.analysis.provenance import value_caution
 from xferbench.analysis.repeats import chart_machines as repeats
 from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main
+from xferbench.commands.options import parse_params
 from xferbench.results import Result, ResultSet, load
 from xferbench.units import format_seconds
 
@@ -224,3 +224,34 @@ def test_a_fraction_within_0_to_1_carries_no_caution_and_another_outside_says_so
     assert other and "outside 0 to 1" in other
     seconds = _fraction("bench_sync.Loop.track_step_s", 1.5)
     assert value_caution(dataclasses.replace(seconds, unit="seconds")) is None
+
+
+def _copy(direction: str) -> Result:
+    params = (("direction", direction), ("host_memory", "pageable"), ("sync", "blocking"),
+              ("layout", "one"), ("size", "64MiB"))
+    return Result(benchmark="bench_copies.Copy.track_device_s", params=params, value=2e-5,
+                  unit="seconds", machine="box", commit="a" * 40, date_ms=1, torch="2.13.0",
+                  cuda="12.8", python="3.12", env_name="e", path="/nowhere.json")
+
+
+def test_a_d2d_rate_is_cited_as_bytes_copied_with_twice_that_in_traffic():
+    r = _copy("d2d")
+    c = citation(ResultSet([r], {}, "/nowhere"), r, figure="f.svg")
+    assert "GB/s copied (its memory traffic, read and write, is twice that)" in sentence(c)
+    assert "is twice that" in dict(rows(c))["bandwidth"]
+    h2d = _copy("h2d")
+    assert "twice" not in sentence(citation(ResultSet([h2d], {}, "/nowhere"), h2d,
+                                            figure="f.svg"))
+
+
+def test_the_copy_table_marks_a_d2d_rate_as_copied_and_says_what_it_counts():
+    from xferbench.analysis.headline import format_copy_rows
+    from xferbench.units import D2D_COPIED
+
+    rows_ = [{"clock": "device", "direction": d, "host_memory": "pageable", "sync": "blocking",
+              "gbps": 3355.4, "noise": 0.01, "share_of_pcie": None} for d in ("d2d", "h2d")]
+    text = "\n".join(format_copy_rows(rows_))
+    assert "| d2d | pageable | blocking | device | 3355.40 copied |" in text
+    assert "| h2d | pageable | blocking | device | 3355.40 |" in text
+    assert D2D_COPIED in text
+    assert D2D_COPIED not in "\n".join(format_copy_rows(rows_[1:]))

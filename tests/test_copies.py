@@ -117,7 +117,10 @@ def test_device_time_is_the_figure_of_pinned_non_blocking_and_d2d_copies_alone(g
 
 @pytest.mark.parametrize(("row", "words"), [
     (("h2d", "pinned", "blocking", "one"), "a blocking copy waits for itself"),
-    (("h2d", "pageable", "non_blocking", "one"), "staged by the host even when non_blocking"),
+    (("h2d", "pageable", "non_blocking", "one"),
+     "staged through a pinned buffer by the host, even when non_blocking"),
+    # CUDA's rule: a copy into pageable memory returns once done, never merely staged
+    (("d2h", "pageable", "non_blocking", "one"), "returns only once it is done"),
     (("h2d", "pinned", "non_blocking", "many"), "1,000 copies per call overfill one stream"),
     (("d2d", "pageable", "blocking", "many"), "overfill one stream hold"),
 ])

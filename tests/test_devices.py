@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import types
 
 import pytest
@@ -360,3 +361,49 @@ def test_stream_hold_queues_a_spin_of_about_the_asked_length(gpu_device):
     # the clock may still move between calibration and the hold, by far less than the ratio
     # between a GPU's idle and boost clocks (5.7x in the emulated device's model)
     assert 0.005 < start.elapsed_time(end) * 1e-3 < 0.02
+
+
+ZONEINFO = """Node 0, zone      DMA
+  pages free     3840
+        managed  3840
+Node 0, zone   Normal
+        managed  2588672
+Node 0, zone  Movable
+        managed  25165824
+Node 0, zone   Device
+        managed  0
+"""
+
+
+def test_the_memory_zones_say_where_pinned_memory_cannot_come_from(tmp_path):
+    from xferbench.device_memory import memory_zones, zones_text
+
+    path = tmp_path / "zoneinfo"
+    path.write_text(ZONEINFO)
+    zones = memory_zones(str(path))
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert zones == [(0, "DMA", 3840 * page), (0, "Normal", 2588672 * page),
+                     (0, "Movable", 25165824 * page)]  # a zone with nothing is left out
+    text = zones_text(zones)
+    assert text.startswith("memory zones: node 0: DMA ") and "Movable" in text
+    assert "cannot hold pinned buffers" in text
+    assert memory_zones(str(tmp_path / "none")) == [] and "not known" in zones_text([])
+
+
+@pytest.mark.gpu
+def test_pinning_up_front_succeeds_or_is_one_sentence(gpu_device, monkeypatch):
+    import torch
+
+    from xferbench.device_memory import pin_check
+
+    if not capabilities(gpu_device).pinned_memory:
+        pytest.skip(f"{gpu_device} has no pinned host memory")
+    assert pin_check(2**20, gpu_device) is None
+
+    def refuse(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA error: out of memory\nmore lines")
+
+    monkeypatch.setattr(torch, "empty", refuse)
+    why = pin_check(2**30, gpu_device)
+    assert why.startswith("pinning 1 GiB of host memory failed (CUDA error: out of memory):")
+    assert "\n" not in why

@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from packaging.utils import canonicalize_name
 from gpu_check_runs import SUITE_COMMIT, emu_env, gpu_check_env, suite_classes
+from packaging.utils import canonicalize_name
 
 from xferbench.results import load
 from xferbench.results.sidecar import load_sidecar
@@ -87,6 +87,22 @@ def test_gpu_check_refuses_a_budget_too_short_for_the_headline_classes(readme_st
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "is too short for the headline classes" in lines[0], proc.stderr
     assert "== gpu tests" not in proc.stdout  # nothing ran after it
+    assert not list((tmp_path / "out").glob("results/*/*.json"))
+
+
+def test_gpu_check_refuses_host_memory_it_cannot_pin_before_it_measures(readme_started,
+                                                                         minimal_machine,
+                                                                         tmp_path):
+    """The grid's largest pins are tried first: a machine that cannot pin them is one
+    sentence, exit 2, with its memory zones said, and nothing is measured."""
+    python, tree, tmp, path = minimal_machine
+    proc = _gpu_check(python, tree, tmp, tmp_path / "out", PATH=path, **emu_env(),
+                      XFERBENCH_SWEEP="smoke", XFERBENCH_GPU_CHECK_PIN_BYTES=str(2**60))
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-check: pinning 1.07e+09 GiB of host "
+                                                   "memory failed ("), proc.stderr
+    assert "gpu-check: memory zones: " in proc.stdout and "== grid" not in proc.stdout
     assert not list((tmp_path / "out").glob("results/*/*.json"))
 
 
@@ -205,3 +221,24 @@ def test_the_sidecar_says_the_run_was_planned_under_the_check_budget(default_spe
     assert failed == []
     assert "the headline combinations (every class's, at the default spec" in \
         default_spec_gpu_check["log"]
+
+
+def test_the_check_says_what_a_second_run_needs(default_spec_gpu_check):
+    """The check's worst case (its budget and its time-outs' margins), that a whole second run
+    needs as much again, and, where the budget cut anything, the narrower second run."""
+    log = default_spec_gpu_check["log"]
+    assert re.search(r"gpu-check: its worst case is \d+ s \(the budget of \d+ s and the "
+                     r"margins its time-outs keep\); a whole second run needs as much again",
+                     log), log[-2000:]
+    cut = "a second run of what --budget cut: xferbench run --bench '" in log
+    assert cut == ("gpu-check: what this run cut needs a grid of " in log)
+
+
+def test_the_diagnostics_of_the_run_are_filed_and_cited(default_spec_gpu_check):
+    """Each device-time figure of the grid says in the sidecar how it was read: its clock,
+    its event batches and the SM clock per sample, one per sample asv filed."""
+    results = default_spec_gpu_check["out"] / "results"
+    found = [r for r in load(str(results)) if r.benchmark == "bench_copies.Copy.track_device_s"
+             and r.ok]
+    assert found and all(r.diagnostics and r.diagnostics.device_clock for r in found)
+    assert all(r.sm_mhz and len(r.sm_mhz) == len(r.samples) for r in found)

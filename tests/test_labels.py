@@ -432,7 +432,7 @@ def test_the_sidecar_records_each_benchmarks_parameter_names(tmp_path):
     run = RunRecord("c" * 40, "box", "cpu", "default", False, None, "2026-12-01T00:00:00Z")
     record_run(str(target), MachineMetadata(), run, [LOOP], {})
     data = json.loads(target.with_suffix(".metadata").read_text())
-    assert data["schema_version"] == SCHEMA_VERSION == 3
+    assert data["schema_version"] == SCHEMA_VERSION == 4
     assert data["param_names"] == {LOOP: ["read", "width"]}
     gain_a_parameter(root)  # a later suite: the file's own names stay as they were
     assert load_sidecar(str(target)).param_names[LOOP] == ("read", "width")
@@ -442,7 +442,7 @@ def test_a_version_2_sidecar_upgrades_in_one_place():
     old = json.loads(next(RESULTS.glob("*/*.metadata")).read_text())
     assert old["schema_version"] == 2 and "param_names" not in old
     new = upgrade(old)
-    assert new["schema_version"] == 3 and new["param_names"] == {}
+    assert new["schema_version"] == 4 and new["param_names"] == {} and new["diagnostics"] == {}
 
 
 def test_a_machine_folder_without_machine_json_is_said_not_dropped(results, capsys):

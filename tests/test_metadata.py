@@ -196,3 +196,15 @@ def test_collect_on_cuda_reads_the_device_properties_and_nvml(gpu_device):
     if meta["nvml"] == "ok" and meta["pcie_gen_max"]:
         # every PCIe slot a GPU sits in today is between Gen3 x4 and Gen6 x16
         assert 3.9e9 <= meta["pcie_theoretical_bytes_per_s"] <= 1.3e11
+
+
+@pytest.mark.gpu
+def test_a_run_records_the_launch_queue_depth_it_measured(gpu_device):
+    from xferbench.stream_hold import can_hold_stream, launch_queue_depth
+
+    if not can_hold_stream(gpu_device):
+        pytest.skip(f"{gpu_device} has no spin to hold its stream")
+    meta = collect(gpu_device, under_load=True)
+    assert meta.launch_queue_depth and meta.launch_queue_depth == launch_queue_depth(gpu_device)
+    assert MachineMetadata.from_dict(meta.to_dict()).launch_queue_depth == \
+        meta.launch_queue_depth

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import committed_results
 
-from xferbench.analysis.citation import parse_params
 from xferbench.analysis.stats import parse_threshold
+from xferbench.commands.options import parse_params
 from xferbench.errors import XferbenchError
 from xferbench.results import load
 

@@ -100,3 +100,31 @@ def test_cold_pinning_costs_more_than_warm(gpu_device):
     cold = run_pin_memory(64 * MiB, gpu_device, cache="cold")
     print(f"pin_memory 64 MiB: warm {warm.median * 1e3:.2f} ms, cold {cold.median * 1e3:.2f} ms")
     assert cold.median > warm.median
+
+
+@pytest.mark.gpu
+def test_a_warm_pin_takes_no_sample_of_a_fresh_allocation(gpu_device, small_budget,
+                                                           monkeypatch):
+    """The warm case's steady state holds two cached blocks (the one the last call keeps,
+    the one the next is handed). A warm-up of a single slow call left one, and the
+    calibrating call, kept as a sample, allocated the other: one cold sample among the warm.
+    No pinned allocation may happen while the warm case is measured."""
+    _pinned(gpu_device)
+    from xferbench.device_memory import host_allocations
+    from xferbench.practices import pinning
+
+    during = []
+
+    def counted(*args, **kwargs):
+        before = host_allocations(gpu_device)
+        m = measure(*args, **kwargs)
+        during.append((before, host_allocations(gpu_device)))
+        return m
+
+    measure = pinning.measure
+    monkeypatch.setattr(pinning, "measure", counted)
+    run_pin_memory(4 * MiB, gpu_device, small_budget.replace(warmup_s=0.0), cache="warm")
+    (before, after), = during
+    if before is None:
+        pytest.skip(f"{gpu_device}'s backend keeps no pinned allocation count")
+    assert after == before, f"{after - before} pinned allocation(s) while measuring warm"

@@ -51,22 +51,67 @@ def test_every_headline_part_is_set_aside_and_the_spare_shared_among_the_rests()
     assert fits.seconds == pytest.approx(400 - 120)
 
 
-def test_short_of_time_every_class_gets_its_share_of_what_is_left_by_its_headline_part():
+def test_short_of_time_every_class_gets_its_least_and_a_share_of_the_rest_by_headline_part():
     """A machine slower than planned: 80 s left for headline parts of 40 + 30 + 50 s. Each
-    class gets its headline part's share of what is left, so each still measures its first headline
-    combinations (in order, the last ones cut short), none is left without a number."""
-    spent, plans = 0.0, [ClassPlan(40, 10, 5), ClassPlan(30, 10, 5), ClassPlan(50, 10, 5)]
+    class's least (its start, its values' reading, MIN_SAMPLING_S: 9 s) is set aside first;
+    the 53 s beyond go by what each headline part needs beyond its least (31, 21, 41 of 93),
+    so each still measures its first headline combinations, none is left without a number."""
+    spent = 0.0
+    plans = [ClassPlan(40, 10, 5, 2), ClassPlan(30, 10, 5, 2), ClassPlan(50, 10, 5, 2)]
     shares = []
     for i in range(len(plans)):
         share = allot(80 + budget.REPORT_S, spent, plans[i:], read_s=2)
         shares.append(share.seconds)
         spent += share.seconds or 0
-    assert shares == pytest.approx([80 * 40 / 120, 20, 80 - 80 * 40 / 120 - 20])
+    first = 9 + 53 * 31 / 93
+    second = 9 + (80 - first - 18) * 21 / 62
+    assert shares == pytest.approx([first, second, 80 - first - second])
     assert spent == pytest.approx(80)
     # too little left to start a class: not started
     tiny = allot(80 + budget.REPORT_S, 76, [ClassPlan(50, 0, 5)], read_s=2)
     assert tiny.seconds is None and tiny.deadline(0) is None
     assert "had 4.0 s left for this class" in budget.cut_reason(80, tiny.left_s)
+
+
+def test_a_class_whose_share_falls_below_its_least_is_still_started():
+    """Shared by headline part alone, a class with a short headline part got less than its
+    start, its reading and MIN_SAMPLING_S need (9.1 of 9.3 s here) and was never started,
+    while the run ended with that time unused. Its least is now set aside first."""
+    plans = [ClassPlan(100, 50, 5, 2), ClassPlan(10, 10, 5, 2.3)]
+    first = allot(100 + budget.REPORT_S, 0, plans, read_s=2)
+    assert 100 * 10 / 110 < plans[1].need_s  # what the old share by headline part gave
+    second = allot(100 + budget.REPORT_S, first.seconds, plans[1:], read_s=2.3)
+    assert second.seconds == pytest.approx(100 - first.seconds)
+    assert second.seconds >= plans[1].need_s
+    # where even the leasts do not fit, the classes start in order, each with its least
+    tight = [ClassPlan(100, 0, 5, 2), ClassPlan(100, 0, 5, 2)]
+    assert allot(14 + budget.REPORT_S, 0, tight, read_s=2).seconds == pytest.approx(9)
+
+
+@pytest.mark.parametrize("budget_s", [210, 218, 230])
+def test_every_class_of_the_cuda_plan_starts_under_a_short_budget(budget_s):
+    """The real suite's CUDA plan, each class spending its whole share where its plan holds
+    more: every class is started, and the run's time is used, not left over (the last class,
+    whose whole grid fits, may leave a moment)."""
+    plans = [budget.class_plan(c) for c in _cuda_classes()]
+    spent = 0.0
+    for i, plan in enumerate(plans):
+        share = allot(budget_s, spent, plans[i:], read_s=plan.read_s)
+        assert share.seconds is not None, f"class {i} of {len(plans)} not started"
+        spent += min(share.seconds, plan.total_s)
+    assert budget_s - budget.REPORT_S - spent < 1.0
+
+
+def _cuda_classes() -> list[SuiteClass]:
+    """The suite as a CUDA device measures it (scripts/budget-plan's probe), default sweep."""
+    import runpy
+
+    from xferbench.commands.run.suite import describe_suite
+
+    caps = runpy.run_path(str(REPO / "scripts" / "budget-plan"))["PROBES"]["cuda"]
+    env = {**os.environ, "XFERBENCH_SWEEP": "default", "XFERBENCH_QUICK": "0",
+           "XFERBENCH_PROBE": json.dumps({"device": "cuda:0", "capabilities": caps})}
+    return [c for c in describe_suite(str(REPO), env) if c.measured]
 
 
 def test_a_bad_budget_is_one_sentence():
@@ -150,7 +195,8 @@ def _cls(runs: dict[str, list[list[str]]], name: str = "Loop", headline: int = 0
          ) -> SuiteClass:
     measured = max((len(r) for r in runs.values()), default=0)
     return SuiteClass("bench_sync", name, tuple(runs), ("read", "width"), measured, measured,
-                      {}, {}, 2.0 * measured, runs, headline, 2.0, 5.0)
+                      {}, {}, 2.0 * measured, runs, headline, 2.0, 5.0, 2.0 * headline,
+                      2.0 * (measured - headline))
 
 
 def test_a_class_left_out_records_each_combination_it_would_have_measured():
@@ -189,7 +235,7 @@ class _Timed(_asv.Grid):
     seen: list[float] = []
 
     @classmethod
-    def combination_s(cls):
+    def combination_s(cls, combo):
         return 0.7  # planned: it sleeps 0.6 s
 
     def measure(self, n):
@@ -402,3 +448,24 @@ def test_every_class_of_the_suite_has_a_measured_cost():
             f"benchmarks/costs.json has no cost for the class {name}: {again}"
     assert set(costs) <= names, \
         f"benchmarks/costs.json names {sorted(set(costs) - names)}, not in the suite: {again}"
+
+
+def test_a_run_that_cut_classes_says_what_a_second_run_needs():
+    """The report names a narrower second run: --bench the classes the budget left out or cut
+    short, --budget their whole plans, the run's own start and its report."""
+    from types import SimpleNamespace
+
+    from xferbench.commands.run.report import RUN_START_S, SECOND_RUN, RunReport
+
+    copy = _cls({"track_step_s": [["cpu", "256"]] * 3}, name="Copy", headline=1)
+    hazards = _cls({"track_step_s": [["cpu", "256"]] * 2}, name="Hazards")
+    plan = SimpleNamespace(options=SimpleNamespace(budget=60.0, sweep="smoke", results_dir="r"),
+                           meta=MachineMetadata(), ran=None, torch_version="2.13.0")
+    report = RunReport(plan, "r.json", None, 50.0, (0,), (), cut_classes=("Hazards",),
+                       second=(copy, hazards))
+    regex, seconds = report.second_run()
+    assert regex == r"^(bench_sync\.Copy|bench_sync\.Hazards)\."
+    planned = sum(budget.class_plan(c).total_s for c in (copy, hazards))
+    assert seconds == int(planned + RUN_START_S + budget.REPORT_S) + 1
+    assert f"{SECOND_RUN} --bench '{regex}' --budget {seconds}" in report.text()
+    assert RunReport(plan, "r.json", None, 50.0, (0,), ()).second_run() is None

@@ -11,7 +11,14 @@ import pytest
 from xferbench.errors import XferbenchError
 from xferbench.metadata import MachineMetadata
 from xferbench.results.runrecords import AsvCall, Observation, Outcome, ProgressLine, RunRecord
-from xferbench.results.sidecar import SCHEMA_VERSION, Sidecar, load_sidecar, record_run, upgrade
+from xferbench.results.sidecar import (
+    SCHEMA_VERSION,
+    Findings,
+    Sidecar,
+    load_sidecar,
+    record_run,
+    upgrade,
+)
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "results"
 
@@ -93,7 +100,8 @@ def test_observations_travel_with_the_run_and_are_replaced_per_benchmark(tmp_pat
     meta = MachineMetadata(device="cuda:0")
     said = Observation((("check", "mismatch_loss_weight"),), "RuntimeError: Expected all ...")
     name = "bench_behaviour.Behaviour.track_holds"
-    record_run(path, meta, _run("2026-01-01T00:00:00Z"), [name], {}, None, {name: [said]})
+    record_run(path, meta, _run("2026-01-01T00:00:00Z"), [name], {}, None,
+               Findings(observations={name: [said]}))
     side = load_sidecar(path)
     assert dict(side.observations) == {name: (said,)}
     assert Observation.from_dict(json.loads(json.dumps(said.to_dict()))) == said

@@ -217,3 +217,30 @@ def test_a_probe_that_fails_says_why(run_python, tmp_path):
     assert proc.returncode != 0
     assert "the device probe failed: xferbench.errors.XferbenchError: device 'cuda:7'" \
         in proc.stderr
+
+
+def test_a_batched_device_time_sample_is_filed_as_the_calls_it_averages(suite):
+    """asv's "number" of a device-time value is the calls each sample spans: 40 for a
+    batch of 40 short calls, one for the host clock's samples of the same measurement."""
+    from xferbench.measurement import Measurement
+
+    m = Measurement(device="cuda:0", completion_s=(3e-6,) * 3, device_s=(2e-6,) * 3,
+                    extra={"device_clock": "held, batched", "calls_per_batch": 40,
+                           "device_calls_per_sample": 40})
+    assert suite.measured(m, "device_s")["number"] == 40
+    assert suite.measured(m, "completion_s")["number"] == 1
+
+
+def test_how_a_figure_was_read_goes_to_the_progress_line_not_to_asv(suite, tmp_path):
+    from xferbench.measurement import Measurement
+
+    m = Measurement(device="cuda:0", completion_s=(2e-3,) * 3, device_s=(1e-3,) * 3,
+                    extra={"device_clock": "held", "held_batches": 3, "all_discarded": False,
+                           "sm_mhz": (1980.0,) * 3})
+    cache = toy_class(suite, lambda x, n: {"track_even": suite.measured(m, "device_s")})() \
+        .setup_cache()
+    entry = cache[("a", 2)]
+    assert set(entry["values"]["track_even"]) == {"samples", "number"}  # what asv stores
+    assert entry["diagnostics"]["track_even"]["device_clock"] == "held"
+    lines = [json.loads(x) for x in (tmp_path / "progress.jsonl").read_text().splitlines()]
+    assert lines[1]["diagnostics"]["track_even"]["sm_mhz"] == [1980.0] * 3

@@ -13,7 +13,12 @@ import pytest
 from xferbench import telemetry
 from xferbench.analysis.provenance import link_caution
 from xferbench.devices import Device
-from xferbench.metadata import MachineMetadata
+from xferbench.metadata import (
+    MachineMetadata,
+    collect_nvml,
+    link_peak_bytes_per_s,
+    pcie_theoretical_bytes_per_s,
+)
 from xferbench.telemetry import ClockReader, ClockState
 
 CUDA = Device("cuda", 0)
@@ -139,3 +144,111 @@ def test_the_caution_travels_with_the_citation(tmp_path):
     assert "Caution: the PCIe link ran at Gen3 x16 under load" in sentence(c)
     assert ("caution", c.caution) in rows(c) and "Gen3 x16 under load" in dict(rows(c))[
         "PCIe link"]
+
+
+GEN5_X16 = pcie_theoretical_bytes_per_s(5, 16)
+
+
+@pytest.mark.parametrize(("meta", "peak"), [
+    # a VM's virtual root port reports Gen1 as the device-and-system maximum: the GPU's own
+    # maximum is the link's
+    ({"pcie_gen_max": 1, "pcie_width_max": 16, "pcie_gen_gpu_max": 5}, GEN5_X16),
+    # no GPU maximum read: the link seen under load, where it is faster than NVML's maximum
+    ({"pcie_gen_max": 3, "pcie_width_max": 16, "pcie_gen_load": 5, "pcie_width_load": 16},
+     GEN5_X16),
+    ({"pcie_gen_max": 5, "pcie_width_max": 16, "pcie_gen_load": 4, "pcie_width_load": 16},
+     GEN5_X16),
+    ({"pcie_gen": 4, "pcie_width": 16}, pcie_theoretical_bytes_per_s(4, 16)),  # no maximum
+])
+def test_the_pcie_share_is_of_the_gpus_own_link_checked_against_the_link_under_load(meta, peak):
+    assert link_peak_bytes_per_s(meta) == pytest.approx(peak)
+    # a record made before the GPU's own maximum was read: the link under load still counts
+    old = MachineMetadata(pcie_theoretical_bytes_per_s=pcie_theoretical_bytes_per_s(3, 16),
+                          pcie_gen_load=5, pcie_width_load=16)
+    assert old.share_of_link(GEN5_X16 / 1e9) == pytest.approx(1.0)
+
+
+def test_a_share_above_100_percent_is_flagged_wherever_it_is_shown():
+    from xferbench.analysis.provenance import over_link_caution
+    from xferbench.units import share_text
+
+    assert share_text(0.85) == "85%" and share_text(None) == "n/a"
+    assert share_text(1.12).startswith("112% (over the link's rate: its maximum is misread")
+    assert over_link_caution(1.0) is None
+    assert "112% of the PCIe link's theoretical rate: no copy outruns its link" in \
+        over_link_caution(1.12)
+
+
+def test_a_citation_over_its_link_says_the_link_was_misread():
+    from xferbench.analysis.citation import citation, sentence
+    from xferbench.results import Result, ResultSet
+
+    r = Result(benchmark="bench_copies.Copy.track_completion_s",
+               params=(("direction", "h2d"), ("host_memory", "pinned"), ("sync", "blocking"),
+                       ("layout", "one"), ("size", "64MiB")),
+               value=64 * 2**20 / 70e9, unit="seconds", machine="box", commit="a" * 40,
+               date_ms=1, torch="2.13.0", cuda="12.8", python="3.12", env_name="e",
+               path="/nowhere.json", device="cuda:0")
+    meta = MachineMetadata(device="cuda:0", gpu_name="H200", pcie_gen_max=5, pcie_width_max=16,
+                           pcie_theoretical_bytes_per_s=GEN5_X16)
+
+    class Fixed(ResultSet):
+        def metadata_for(self, result):
+            return meta
+
+        def gpu_for(self, result):
+            return "H200"
+
+    c = citation(Fixed([r], {}, "/nowhere"), r, figure="f.svg")
+    assert c.share_of_pcie > 1 and "no copy outruns its link" in sentence(c)
+
+
+def test_nvml_records_the_gpus_own_maximum_generation(monkeypatch):
+    """nvmlDeviceGetGpuMaxPcieLinkGeneration (the GPU's own) beside the device-and-system
+    maximum that a virtual root port caps; an NVML without the call records None."""
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda i: "h", nvmlSystemGetDriverVersion=lambda: "560.1",
+        nvmlDeviceGetCurrPcieLinkGeneration=lambda h: 5,
+        nvmlDeviceGetCurrPcieLinkWidth=lambda h: 16,
+        nvmlDeviceGetMaxPcieLinkGeneration=lambda h: 1,
+        nvmlDeviceGetMaxPcieLinkWidth=lambda h: 16,
+        nvmlDeviceGetGpuMaxPcieLinkGeneration=lambda h: 5,
+        nvmlDeviceGetClockInfo=lambda h, c: 1980, NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    out = collect_nvml(None, 0)
+    assert (out["pcie_gen_max"], out["pcie_gen_gpu_max"], out["nvml"]) == (1, 5, "ok")
+    assert link_peak_bytes_per_s(out) == pytest.approx(GEN5_X16)
+    del fake.nvmlDeviceGetGpuMaxPcieLinkGeneration
+    assert collect_nvml(None, 0)["pcie_gen_gpu_max"] is None
+
+
+def test_a_small_pageable_copy_is_cited_as_cache_hot(tmp_path):
+    from xferbench.analysis.provenance import cache_caution
+    from xferbench.metadata import last_level_cache_bytes
+    from xferbench.results import Result
+
+    for index, (kind, size) in enumerate([("Data", "48K"), ("Instruction", "64K"),
+                                          ("Unified", "32768K")]):
+        entry = tmp_path / f"index{index}"
+        entry.mkdir()
+        (entry / "type").write_text(kind + "\n")
+        (entry / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(str(tmp_path)) == 32 * 2**20
+    assert last_level_cache_bytes(str(tmp_path / "none")) is None
+
+    def copy(host_memory: str, size: str) -> Result:
+        return Result(benchmark="bench_copies.Copy.track_completion_s",
+                      params=(("direction", "h2d"), ("host_memory", host_memory),
+                              ("sync", "blocking"), ("layout", "one"), ("size", size)),
+                      value=1e-3, unit="seconds", machine="m", commit="c", date_ms=1,
+                      torch="2.13.0", cuda="12.8", python="3.12", env_name="e", path="/x")
+
+    meta = MachineMetadata(cpu_cache_bytes=32 * 2**20)
+    assert "fits the CPU's 32 MiB last-level cache" in cache_caution(copy("pageable", "4MiB"),
+                                                                    meta)
+    assert cache_caution(copy("pageable", "64MiB"), meta) is None
+    assert cache_caution(copy("pinned", "4MiB"), meta) is None  # read by the copy engine
+    # an older record, its cache not read: the sizes any server CPU's cache holds
+    assert cache_caution(copy("pageable", "4MiB"), MachineMetadata()) is not None
+    assert cache_caution(copy("pageable", "64MiB"), MachineMetadata()) is None

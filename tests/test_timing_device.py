@@ -100,6 +100,9 @@ class FakeDevice:
         monkeypatch.setattr(eb, "can_hold_stream", lambda dev: fake.can_hold)
         monkeypatch.setattr(eb, "calibrate_spin", calibrate_spin)
         monkeypatch.setattr(eb, "clock_reader", lambda dev: fake.clock)
+        monkeypatch.setattr(eb, "launch_queue_depth", lambda dev: None)  # MAX_QUEUED_OPS
+        monkeypatch.setattr(eb, "_DEPTHS", {})
+        monkeypatch.delenv(eb.QUEUE_DEPTH_VAR, raising=False)
         for module in (eb, timing):
             monkeypatch.setattr(module, "synchronize", synchronize)
         return self
@@ -234,6 +237,9 @@ def test_calls_too_short_for_an_event_pair_are_timed_as_batches(monkeypatch):
     assert m.median == pytest.approx(2e-6, rel=0.01)
     # one sample per batch but the probe of waits_for_itself and the first, per-call batch
     assert len(m.device_s) == len(fake.holds) - 2
+    # each sample averages the whole batch: filed as that many calls, not as one
+    assert m.calls_per_sample_of("device_s") == m.extra["calls_per_batch"] > 1
+    assert m.calls_per_sample_of("completion_s") == 1
 
 
 @pytest.mark.parametrize(("state", "why"), [
@@ -329,3 +335,56 @@ def test_a_setup_before_every_call_needs_a_host_clock_on_an_accelerator(monkeypa
     m = timing.measure(_call, device=CUDA, setup=lambda: setups.append(1),
                        clock="completion_s", **BUDGET)
     assert len(setups) >= len(m.completion_s) >= 10
+
+
+def _blocking_call_of(fake: FakeDevice, clock: types.SimpleNamespace, own_s: float):
+    """A blocking call: it waits out the spin queued before it (never longer than a real
+    spin, MAX_HOLD_S), then takes ``own_s`` of its own."""
+    def blocking() -> None:
+        clock.now += min(fake.pending_hold, eb.MAX_HOLD_S) + own_s
+        fake.pending_hold = 0.0
+
+    return blocking
+
+
+def test_a_blocking_call_over_a_tenth_of_a_second_is_found_to_wait_for_itself(monkeypatch):
+    """The probe's spin is capped as every hold is: an uncapped probe of 4 x 150 ms asked the
+    call to wait 300 ms beyond its own time, longer than the 200 ms spin it could wait out."""
+    fake = FakeDevice(early=[]).install(monkeypatch)
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(eb, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    assert eb.waits_for_itself(_blocking_call_of(fake, clock, 0.15), CUDA, 0.15)
+    assert fake.holds and max(fake.holds) <= eb.MAX_HOLD_S
+    # a call as long that does not wait for the device is still told apart
+    assert not eb.waits_for_itself(lambda: setattr(clock, "now", clock.now + 0.15), CUDA, 0.15)
+
+
+def test_measure_labels_a_slow_blocking_call_host_inclusive_not_unheld(monkeypatch):
+    fake = FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(eb, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    m = timing.measure(_blocking_call_of(fake, clock, 0.15), device=CUDA,
+                       **{**BUDGET, "min_samples": 3})
+    assert m.extra["device_clock"] == "host-inclusive", m.extra
+    assert "device_clock_unavailable" not in m.extra and m.device_s
+
+
+@pytest.mark.parametrize(("state", "discarded"), [
+    (ClockState(345.0, 1980.0), 0),  # an idle SM clock: a copy engine runs at full speed
+    (ClockState(1980.0, 1980.0, ("thermal",)), 2),
+])
+def test_a_copy_is_discarded_on_throttle_reasons_alone_not_on_the_sm_clock(
+        monkeypatch, state, discarded):
+    fast = ClockState(1980.0, 1980.0)
+    FakeDevice(early=[], call_s=RESOLVED, clock=[state, state, fast]).install(monkeypatch)
+    m = timing.measure(_call, device=CUDA, sm_clocked=False, **BUDGET)
+    assert m.extra.get("discarded_batches", 0) == discarded, m.extra
+
+
+def test_the_launch_queue_depth_handed_down_sets_how_many_calls_one_hold_covers(monkeypatch):
+    """xferbench run measures the depth once and hands it down; half of it bounds a hold:
+    at 2,048, (1,024 - 2) // (200 + 2) = 5 calls of 200 operations, not 2."""
+    FakeDevice(early=[], call_s=RESOLVED).install(monkeypatch)
+    monkeypatch.setenv(eb.QUEUE_DEPTH_VAR, "2048")
+    m = timing.measure(_call, device=CUDA, **BUDGET, ops_per_call=200)
+    assert m.extra["calls_per_batch"] == 5

@@ -212,3 +212,65 @@ def check_fits(nbytes: int, device: Device, *, copies: int = 2, host_copies: int
                 f"{host_free / 2**30:.1f} GiB of {what}"
             )
     return None
+
+
+def memory_zones(path: str = "/proc/zoneinfo") -> list[tuple[int, str, int]]:
+    """(NUMA node, zone, bytes it manages) of each memory zone that holds any, from
+    /proc/zoneinfo; [] off Linux. Memory hot-plugged into a VM usually comes online in the
+    Movable zone, which the kernel keeps free of long-term pins: pinned buffers must fit in
+    the others."""
+    try:
+        with open(path) as fh:
+            text = fh.read()
+        page = os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return []
+    zones, current = [], None
+    for line in text.splitlines():
+        words = line.replace(",", " ").split()
+        if len(words) >= 4 and words[0] == "Node" and words[2] == "zone":
+            current = (int(words[1]), words[3])
+        elif current and len(words) == 2 and words[0] == "managed" and words[1].isdigit():
+            if int(words[1]):
+                zones.append((*current, int(words[1]) * page))
+            current = None
+    return zones
+
+
+def zones_text(zones: list[tuple[int, str, int]]) -> str:
+    """The zones in one line ("node 0: DMA32 2.9 GiB, Normal 9.9 GiB, Movable 96.0 GiB"), with
+    what the Movable zone means for pinning where there is one."""
+    if not zones:
+        return "memory zones: not known here (no /proc/zoneinfo)"
+    nodes: dict[int, list[str]] = {}
+    for node, zone, nbytes in zones:
+        nodes.setdefault(node, []).append(f"{zone} {nbytes / 2**30:.1f} GiB")
+    text = "; ".join(f"node {n}: {', '.join(parts)}" for n, parts in sorted(nodes.items()))
+    movable = any(zone == "Movable" for _n, zone, _b in zones)
+    return f"memory zones: {text}" + (
+        " (memory in Movable, hot-plugged memory usually, cannot hold pinned buffers)"
+        if movable else "")
+
+
+def pin_check(nbytes: int, device: Device) -> str | None:
+    """Why ``nbytes`` of pinned host memory cannot be had on ``device``'s host, in one
+    sentence, or None: the buffer is pinned, touched and given back at once (the caching host
+    allocator emptied), before anything is measured."""
+    import torch
+
+    try:
+        buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        buf.fill_(1)
+        pinned = buf.is_pinned()
+        del buf
+        empty_host_cache(device)
+    except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return (f"pinning {nbytes / 2**30:.3g} GiB of host memory failed ({first}): the grid's "
+                "largest pinned buffers would fail as out of memory mid-run; give the machine "
+                "memory that can be pinned (not hot-plugged memory, which comes online "
+                "movable)")
+    if not pinned:
+        return (f"{device} hands back no pinned host memory: the grid's pinned copies cannot "
+                "run here")
+    return None

@@ -7,19 +7,42 @@ and keeps the count of every batch redone, shrunk or discarded (a throttled devi
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from .devices import Device, current_stream, new_event, synchronize
 from .spec import MeasureSpec
-from .stream_hold import MAX_HOLD_S, calibrate_spin, can_hold_stream, hold_stream
+from .stream_hold import (
+    MAX_HOLD_S,
+    calibrate_spin,
+    can_hold_stream,
+    hold_stream,
+    launch_queue_depth,
+)
 from .telemetry import clock_reader
 
-#: Operations queued behind one stream hold, at most: about half of the ~1,000 a CUDA stream
-#: accepts before the host blocks in the launch call (the spin, the guard event and each
-#: call's two events count as operations too).
+#: Operations queued behind one stream hold, at most, where the launch queue's depth is not
+#: known: half of the 1,024 a CUDA stream is documented to accept before the host blocks in
+#: the launch call (the spin, the guard event and each call's two events count too).
 MAX_QUEUED_OPS = 512
+#: The launch queue's depth handed down by ``xferbench run`` (measured once, in its metadata).
+QUEUE_DEPTH_VAR = "XFERBENCH_LAUNCH_QUEUE_DEPTH"
+#: The launch queue's depth per device in this process (None: it could not be measured).
+_DEPTHS: dict[str, int | None] = {}
+
+
+def max_queued_ops(dev: Device) -> int:
+    """Operations one stream hold may cover on ``dev``: half its launch queue's depth, as
+    QUEUE_DEPTH_VAR hands it down or ``launch_queue_depth`` measures it once per process;
+    MAX_QUEUED_OPS where neither can say."""
+    if dev.name not in _DEPTHS:
+        given = os.environ.get(QUEUE_DEPTH_VAR, "").strip()
+        _DEPTHS[dev.name] = int(given) if given.isdigit() and int(given) > 0 else \
+            launch_queue_depth(dev)
+    depth = _DEPTHS[dev.name]
+    return depth // 2 if depth else MAX_QUEUED_OPS
 
 #: CUDA's event resolution is about half a microsecond: calls shorter than RESOLVE_S (100
 #: times that) are timed as batches, first start event to last end event over the calls.
@@ -44,17 +67,22 @@ class EventSampler:
         self.stream = current_stream(dev)
         self.clock = clock_reader(dev)
         self.samples: list[float] = []
+        #: per kept sample: the calls it spans and the SM clock (MHz) its batch ran at
+        self.spans: list[tuple[int, float | None]] = []
         self.unavailable: str | None = None
         self.mode = "unheld"  # "held", "unheld", "host-inclusive"
         self.batched = False
         self.recalibrations = 0
         self.discarded: list[float] = []
+        self.discarded_spans: list[tuple[int, float | None]] = []
         self.counts = {"held": 0, "redone": 0, "shrunk": 0, "lengthened": 0, "unheld": 0,
                        "discarded": 0}
         self.slowed: list[str] = []
         self.calls, self.hold_s, self.enqueue_one = spec.batch, 0.0, 0.0
+        self.max_ops = MAX_QUEUED_OPS
         self._events(spec.batch)
         if can_hold_stream(dev):
+            self.max_ops = max_queued_ops(dev)
             self._plan_hold()
 
     def _events(self, n: int) -> None:
@@ -71,7 +99,7 @@ class EventSampler:
         self.ends[0].record(self.stream)
         self.enqueue_one = time.perf_counter() - t0
         synchronize(self.dev)
-        by_queue = (MAX_QUEUED_OPS - 2) // (self.spec.ops_per_call + 2)
+        by_queue = (self.max_ops - 2) // (self.spec.ops_per_call + 2)
         if by_queue < 1:  # known before any probe: one call alone overfills a hold
             self._resize(0)
             return
@@ -92,7 +120,7 @@ class EventSampler:
                         "short)")
             else:
                 held = (f"in {self.enqueue_one * 1e3:.3g} ms, beyond what one stream hold "
-                        f"covers (at most {MAX_QUEUED_OPS} operations, {MAX_HOLD_S:g} s)")
+                        f"covers (at most {self.max_ops} operations, {MAX_HOLD_S:g} s)")
             self.unavailable = (
                 f"one call could not be held: it queues {self.spec.ops_per_call} operation(s) "
                 f"{held}; read on the completion clock instead")
@@ -166,12 +194,17 @@ class EventSampler:
         if self.batched:
             span = self.starts[0].elapsed_time(self.ends[self.calls - 1]) * 1e-3
             calls = [span / self.calls]
-        if state is not None and state.slowed:
+        spans = [(self.calls if self.batched else 1, state.sm_mhz if state else None)] * \
+            len(calls)
+        why = state.slowed_for(self.spec.sm_clocked) if state is not None else None
+        if why:
             self.counts["discarded"] += 1
-            self.slowed.append(state.slowed)
+            self.slowed.append(why)
             self.discarded.extend(calls)
+            self.discarded_spans.extend(spans)
         else:
             self.samples.extend(calls)
+            self.spans.extend(spans)
 
     def watched(self) -> list[float]:
         """What the stop rule watches: the kept samples, or the discarded ones while none is
@@ -191,9 +224,10 @@ class EventSampler:
         taken so far are dropped: they are not of the same kind."""
         self.batched = True
         self.samples.clear()
+        self.spans.clear()
         per_call = max(sum(calls) / len(calls), EVENT_RESOLUTION_S)
         want = math.ceil(RESOLVE_S / per_call)
-        by_queue = (MAX_QUEUED_OPS - 2) // (self.spec.ops_per_call + 2)
+        by_queue = (self.max_ops - 2) // (self.spec.ops_per_call + 2)
         by_hold = int(MAX_HOLD_S / (2 * self.enqueue_one + 1e-9))
         self._resize(max(self.calls, min(want, by_queue, by_hold)))
 
@@ -208,7 +242,7 @@ class EventSampler:
         }
         if self.unavailable:
             out["device_clock_unavailable"] = self.unavailable
-        for key in ("shrunk", "lengthened", "unheld", "discarded"):
+        for key in ("held", "shrunk", "lengthened", "unheld", "discarded"):
             if self.counts[key]:
                 out[f"{key}_batches"] = self.counts[key]
         if self.slowed:
@@ -216,14 +250,22 @@ class EventSampler:
             out["all_discarded"] = not self.samples
         if self.clock.source is None and self.dev.is_accelerator:
             out["clock_checked"] = f"no: {self.clock.why_not}"
+        spans = self.spans if self.samples else self.discarded_spans  # as result() chooses
+        if spans and not self.unavailable:
+            # asv's "number": the calls each sample averages (at least, where batches shrank)
+            out["device_calls_per_sample"] = min(calls for calls, _mhz in spans)
+            if all(mhz is not None for _calls, mhz in spans):
+                out["sm_mhz"] = tuple(mhz for _calls, mhz in spans)
         return out
 
 
 def waits_for_itself(fn: Callable[[], Any], dev: Device, enqueue_s: float) -> bool:
     """Whether ``fn`` returns only once the device has caught up with it (a blocking copy to
     pageable memory, say): queued behind a spin it then waits the spin out, so holding the
-    stream for it costs the spin and gains nothing. Asked twice, both must agree."""
-    probe_s = max(0.005, 4 * enqueue_s)
+    stream for it costs the spin and gains nothing. Asked twice, both must agree. The probe's
+    spin is capped at MAX_HOLD_S, as every hold is: a call that waits compares with the spin
+    it really waited out, not with one it was never given."""
+    probe_s = min(MAX_HOLD_S, max(0.005, 4 * enqueue_s))
     for _ in range(2):
         hold_stream(dev, probe_s)
         t0 = time.perf_counter()

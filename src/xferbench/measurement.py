@@ -35,9 +35,13 @@ def plausible_gbps(device: str) -> float:
 
 
 IQR_WARN = 0.10
+#: The event batches a device-time figure counts (timing.measure, ``extra[kind +
+#: "_batches"]``): held behind a stream hold, redone after the hold ended early, shrunk,
+#: held longer, run without a hold, and discarded (taken on a slowed device).
+BATCH_KINDS = ("held", "redone", "shrunk", "lengthened", "unheld", "discarded")
 
-__all__ = ["CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement", "Stats",
-           "quantile"]
+__all__ = ["BATCH_KINDS", "CLOCKS", "IQR_WARN", "SCHEMA_VERSION", "FrozenDict", "Measurement",
+           "Stats", "quantile"]
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -122,7 +126,8 @@ class Measurement:
     ``completion_s``: host clock from the call to the end of its device work (synchronised).
     ``enqueue_s``: host clock for how long the call held the Python thread (accelerators only).
     On the CPU only ``completion_s`` exists; each sample there averages ``calls_per_sample``
-    calls. ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
+    calls (a device-time sample of short calls averages a batch: ``calls_per_sample_of``).
+    ``warmup_s`` and ``total_s`` are the seconds warm-up and sampling really took.
     Statistics are derived from the samples on first use and kept, never stored.
     """
 
@@ -163,6 +168,14 @@ class Measurement:
         return self.spec.target_iqr
 
     # -- derived -------------------------------------------------------------------------
+    def calls_per_sample_of(self, clock: str | None = None) -> int:
+        """How many calls each sample of ``clock`` (the primary clock by default) averages:
+        a device-time sample of a batch of short calls spans the whole batch (at least the
+        count given, where batches shrank); every other sample ``calls_per_sample``."""
+        if (clock or self.primary_clock) == "device_s":
+            return int(self.extra.get("device_calls_per_sample") or self.calls_per_sample)
+        return self.calls_per_sample
+
     @property
     def primary_clock(self) -> str:
         """The clock that GB/s, the statistics and the warnings use: the spec's ``clock`` when
@@ -260,6 +273,24 @@ class Measurement:
                 "discarded, taken on"
             out.append(f"{extra['discarded_batches']} event batches {kept} a slowed device "
                        f"({'; '.join(extra.get('slowed', []))})")
+        return out
+
+    def diagnostics(self, clock: str | None = None) -> dict[str, Any]:
+        """How ``clock``'s figure (the primary clock's by default) was read, for the record:
+        the clock; for device time the event batches' kind, their counts, whether every one
+        was discarded and the SM clock per sample (where read for each); the warnings where
+        ``clock`` is the figure's own."""
+        clock = clock or self.primary_clock
+        extra, out = self.extra, {"clock": clock}
+        if clock == "device_s" and extra.get("device_clock"):
+            out.update(device_clock=extra["device_clock"],
+                       all_discarded=bool(extra.get("all_discarded")),
+                       batches={k: int(extra[f"{k}_batches"]) for k in BATCH_KINDS
+                                if extra.get(f"{k}_batches")})
+            if len(extra.get("sm_mhz") or ()) == len(self.device_s):
+                out["sm_mhz"] = [float(x) for x in extra["sm_mhz"]]
+        if clock == self.primary_clock and self.samples(clock):
+            out["warnings"] = list(self.warnings)
         return out
 
     # -- persistence ---------------------------------------------------------------------

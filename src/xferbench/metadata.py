@@ -17,6 +17,7 @@ from typing import Any
 
 from . import telemetry
 from .devices import Capabilities, Device, capabilities, resolve_device
+from .stream_hold import launch_queue_depth
 from .telemetry import numa_cpus
 from .version import __version__
 
@@ -75,7 +76,31 @@ def collect_host() -> dict[str, Any]:
         "cpu_count": os.cpu_count() or UNKNOWN,
         "cpu_affinity": _ranges(affinity) if isinstance(affinity, list) else affinity,
         "virtualized": virtualized,
+        "cpu_cache_bytes": last_level_cache_bytes(),
     }
+
+
+def last_level_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int | None:
+    """The largest data cache of the first CPU (its last level), from sysfs; None off Linux.
+    A pageable copy no larger is read from cache, call after call."""
+    sizes = []
+    try:
+        for entry in os.listdir(root):
+            try:
+                with open(os.path.join(root, entry, "type")) as fh:
+                    if fh.read().strip() == "Instruction":
+                        continue
+                with open(os.path.join(root, entry, "size")) as fh:
+                    text = fh.read().strip().upper()
+            except OSError:
+                continue
+            scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+            digits = text.rstrip("KMG")
+            if digits.isdigit():
+                sizes.append(int(digits) * scale)
+    except OSError:
+        return None
+    return max(sizes) if sizes else None
 
 
 def collect_torch() -> dict[str, Any]:
@@ -122,10 +147,12 @@ def collect_device(dev: Device) -> dict[str, Any]:
 
 
 def collect_nvml(pci_bus_id: str | None, index: int | None) -> dict[str, Any]:
-    """Driver, PCIe link (current/max generation and width) and clocks through NVML."""
+    """Driver, PCIe link (current and maximum generation and width; the GPU's own maximum
+    generation) and clocks through NVML."""
     out: dict[str, Any] = {
         "driver": None, "pcie_gen": None, "pcie_width": None, "pcie_gen_max": None,
-        "pcie_width_max": None, "sm_clock_mhz": None, "mem_clock_mhz": None, "nvml": None,
+        "pcie_width_max": None, "pcie_gen_gpu_max": None, "sm_clock_mhz": None,
+        "mem_clock_mhz": None, "nvml": None,
     }
     try:
         import pynvml  # from nvidia-ml-py, the "nvml" extra
@@ -149,6 +176,9 @@ def collect_nvml(pci_bus_id: str | None, index: int | None) -> dict[str, Any]:
             ("pcie_width", pynvml.nvmlDeviceGetCurrPcieLinkWidth),
             ("pcie_gen_max", pynvml.nvmlDeviceGetMaxPcieLinkGeneration),
             ("pcie_width_max", pynvml.nvmlDeviceGetMaxPcieLinkWidth),
+            # the GPU's own: the device-and-system maximum above is capped by the root port,
+            # which a VM's virtual one may report below the link the GPU trains to
+            ("pcie_gen_gpu_max", getattr(pynvml, "nvmlDeviceGetGpuMaxPcieLinkGeneration", None)),
         ):
             try:
                 out[key] = int(call(handle))
@@ -180,7 +210,8 @@ def collect(device: str | Device = "auto", *, under_load: bool = False) -> Machi
     """Everything known about this machine and ``device``; unknown fields are None/"unknown".
     With ``under_load``, also the SM clock, throttle reasons and PCIe link read while the
     device copies and computes for a moment (``telemetry.under_load``: an idle link and clock
-    read low), as a run records them.
+    read low), and the launch queue's depth (``stream_hold.launch_queue_depth``), as a run
+    records them.
 
     Raises XferbenchError only when ``device`` itself does not exist.
     """
@@ -193,18 +224,30 @@ def collect(device: str | Device = "auto", *, under_load: bool = False) -> Machi
     if dev.type == "cuda" and not meta.get("hip"):
         meta.update(collect_nvml(meta.get("pci_bus_id"), dev.index))
     meta.update(collect_numa(meta.get("pci_bus_id")))
-    peak = pcie_theoretical_bytes_per_s(meta.get("pcie_gen_max"), meta.get("pcie_width_max"))
-    now = pcie_theoretical_bytes_per_s(meta.get("pcie_gen"), meta.get("pcie_width"))
-    # NVML's "max" is what this device and slot can train to; the current link often drops
-    # to a lower generation while the GPU idles, so the share-of-peak figures use the max.
-    meta["pcie_theoretical_bytes_per_s"] = peak or now
     if under_load and dev.is_accelerator:
         meta.update(telemetry.under_load(dev))
+        meta["launch_queue_depth"] = launch_queue_depth(dev)
+    meta["pcie_theoretical_bytes_per_s"] = link_peak_bytes_per_s(meta)
     caps = capabilities(dev)
     meta["capabilities"] = caps.to_dict()
     # Results made on an emulated device must never pass for measurements: said at the top.
     meta["emulated"] = caps.emulated
     return MachineMetadata.from_dict(meta)
+
+
+def link_peak_bytes_per_s(meta: dict[str, Any]) -> float | None:
+    """The PCIe link's theoretical one-way rate that shares of it are taken of: the highest
+    generation of the GPU's own maximum, NVML's device-and-system maximum and the link seen
+    under load (a VM's virtual root port can report a maximum below what the GPU trains to),
+    at the widest width known. The current link only where no maximum is known: an idle link
+    trains down."""
+    gens = [g for g in (meta.get("pcie_gen_gpu_max"), meta.get("pcie_gen_max"),
+                        meta.get("pcie_gen_load")) if isinstance(g, int) and g > 0]
+    widths = [w for w in (meta.get("pcie_width_max"), meta.get("pcie_width_load"))
+              if isinstance(w, int) and w > 0]
+    if gens and widths:
+        return pcie_theoretical_bytes_per_s(max(gens), max(widths))
+    return pcie_theoretical_bytes_per_s(meta.get("pcie_gen"), meta.get("pcie_width"))
 
 
 def share_of_link(gbps: float | None, link_bytes_per_s: float | None) -> float | None:
@@ -217,11 +260,11 @@ def share_of_link(gbps: float | None, link_bytes_per_s: float | None) -> float |
 
 #: Written only where NVML was asked (a CUDA device): "nvml" then says how that went.
 NVML_FIELDS = ("driver", "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max",
-               "sm_clock_mhz", "mem_clock_mhz", "nvml")
+               "pcie_gen_gpu_max", "sm_clock_mhz", "mem_clock_mhz", "nvml")
 #: Written only where they were read, under load (``collect(under_load=True)``, a run on an
 #: accelerator): "telemetry" says why there are none where they could not be.
 LOAD_FIELDS = ("sm_clock_mhz_load", "sm_clock_max_mhz", "throttle_reasons_load",
-               "pcie_gen_load", "pcie_width_load", "telemetry")
+               "pcie_gen_load", "pcie_width_load", "telemetry", "launch_queue_depth")
 
 
 @dataclass(frozen=True)
@@ -240,6 +283,7 @@ class MachineMetadata:
     cpu_count: int | str | None = None  # "unknown" where the OS does not say
     cpu_affinity: str | None = None  # "0-3,6"
     virtualized: bool | None = None  # the CPU reports a hypervisor; None: it does not say
+    cpu_cache_bytes: int | None = None  # the last-level cache: a pageable copy below it is hot
     torch: str | None = None
     torch_git: str | None = None
     cuda: str | None = None  # the CUDA the build targets; None: a CPU build
@@ -259,6 +303,7 @@ class MachineMetadata:
     pcie_width: int | None = None
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
+    pcie_gen_gpu_max: int | None = None  # the GPU's own maximum generation, whatever its slot
     sm_clock_mhz: int | None = None
     mem_clock_mhz: int | None = None
     nvml: str | None = None  # None: NVML was not asked (not a CUDA device)
@@ -271,12 +316,23 @@ class MachineMetadata:
     pcie_gen_load: int | None = None  # the link while copies ran (an idle link reads low)
     pcie_width_load: int | None = None
     telemetry: str | None = None  # why there is no reading under load, where there is none
+    #: operations the device's stream holds before a launch blocks the host (measured)
+    launch_queue_depth: int | None = None
     capabilities: Capabilities | None = None
     emulated: bool | None = None
 
+    @property
+    def link_bytes_per_s(self) -> float | None:
+        """The PCIe link's theoretical rate: as recorded, or the link seen under load where
+        that is faster (a record made before the GPU's own maximum was read)."""
+        rates = [r for r in (self.pcie_theoretical_bytes_per_s, pcie_theoretical_bytes_per_s(
+            self.pcie_gen_load, self.pcie_width_load)) if r]
+        return max(rates) if rates else None
+
     def share_of_link(self, gbps: float | None) -> float | None:
-        """``gbps`` as a share of this machine's PCIe link (``share_of_link``)."""
-        return share_of_link(gbps, self.pcie_theoretical_bytes_per_s)
+        """``gbps`` as a share of this machine's PCIe link (``share_of_link``); above 1 the
+        link's maximum is misread (``units.share_text`` says so)."""
+        return share_of_link(gbps, self.link_bytes_per_s)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

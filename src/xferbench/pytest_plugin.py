@@ -336,7 +336,7 @@ class XferBenchmark:
         if bench.group and "{clock}" in bench.group:  # the group says what it was read on
             bench.group = bench.group.replace("{clock}", CLOCK_IN_GROUP[info["clock"]])
         options = result_options(m)
-        meta = Metadata(bench, iterations=m.calls_per_sample, options=options)
+        meta = Metadata(bench, iterations=m.calls_per_sample_of(), options=options)
         for seconds in m.samples():
             meta.stats.update(seconds)
         # The session's list of results (what `benchmark` itself appends to), then the same
@@ -360,7 +360,7 @@ def result_info(m: Measurement, software: dict[str, Any]) -> dict[str, Any]:
         "clock": clock_name(m),
         "clock_field": m.primary_clock,
         "device": m.device,
-        "calls_per_sample": m.calls_per_sample,
+        "calls_per_sample": m.calls_per_sample_of(),
         "nbytes": m.nbytes,
         "gbps": m.gbps,
         "stop": m.stop,

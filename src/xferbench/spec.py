@@ -38,7 +38,9 @@ class MeasureSpec:
     samples that clock alone ("device_s": event batches; "completion_s" and "enqueue_s": host
     batches, which give both); ``ops_per_call``, the operations one call queues on the stream
     (1,000 for a call that copies 1,000 tensors), which bounds how many calls are queued
-    behind one stream hold (the launch queue holds about 1,000).
+    behind one stream hold (half the launch queue's depth); ``sm_clocked``, whether the
+    call's speed follows the SM clock (kernels): a copy's does not (copy engines and memory
+    set it), so its event batches are discarded on throttle reasons alone.
     How: warm-up and sampling budgets in seconds; the stop rule (IQR/median of the figure's
     clock at or below ``target_iqr`` after ``min_time_s`` and ``min_samples``, else
     ``max_time_s``); ``batch``, the calls per batch. ``quick`` says the budgets were scaled
@@ -54,6 +56,7 @@ class MeasureSpec:
     min_samples: int = 6
     batch: int = 10
     ops_per_call: int = 1
+    sm_clocked: bool = True
     quick: bool = False
 
     def __post_init__(self) -> None:

@@ -6,9 +6,12 @@ a GPU's does). Part of the device layer."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .devices import Device, current_stream, new_event, spin_module, synchronize
+
+# torch loads inside the functions that need it: `import xferbench` stays free of it.
 
 #: Spin rate of the backend's _sleep per device (cycles per second), measured once warm.
 _SPIN_CYCLES_PER_S: dict[str, float] = {}
@@ -74,3 +77,53 @@ def hold_stream(device: Device, seconds: float) -> bool:
     with _on_device(module, device):  # the spin goes to the current device
         module._sleep(int(min(seconds, MAX_HOLD_S) * rate))
     return True
+
+
+#: Launches tried behind one spin, at most, while the launch queue is measured.
+QUEUE_PROBE_LIMIT = 16384
+#: A launch that took this share of the spin or more waited for the spin to end: the queue
+#: was full. A host descheduled for a moment takes milliseconds, not a share of the spin.
+BLOCKED_SHARE = 0.25
+
+
+def launch_queue_depth(device: Device, limit: int = QUEUE_PROBE_LIMIT) -> int | None:
+    """How many operations ``device``'s current stream holds before a launch blocks the
+    host (the spin and an event among them), or None where that cannot be seen: no spin, or
+    ``limit`` tiny device-to-device copies queued behind a spin of MAX_HOLD_S without one
+    blocking. The copies are timed one by one; the first that returns only once the spin has
+    ended (an event recorded after the spin has completed) found the queue full."""
+    module = spin_module(device)
+    if module is None:
+        return None
+    import torch
+
+    src = torch.zeros(1, device=device.torch())
+    dst = torch.empty_like(src)
+    guard = new_event(device, timing=False)
+    synchronize(device)
+    if not hold_stream(device, MAX_HOLD_S):
+        return None
+    guard.record(current_stream(device))  # completes when the spin does
+    depth = None
+    for queued in range(limit):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        if time.perf_counter() - t0 >= BLOCKED_SHARE * MAX_HOLD_S and _ends_soon(guard):
+            depth = queued + 2  # it waited for the spin: the copies before it, spin, guard
+            break
+        if guard.query():  # the spin ran out before any launch blocked
+            break
+    synchronize(device)
+    return depth
+
+
+def _ends_soon(event: Any, within_s: float = 0.01) -> bool:
+    """Whether ``event`` completes within ``within_s``: after a launch that waited for the
+    spin it does at once, while a launch slowed by the host alone finds the spin running."""
+    deadline = time.perf_counter() + within_s
+    while not event.query():
+        if time.perf_counter() > deadline:
+            return False
+        time.sleep(0.0005)
+    return True
+

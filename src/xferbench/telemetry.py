@@ -44,11 +44,24 @@ class ClockState:
     reasons: tuple[str, ...] = ()
 
     @property
-    def slowed(self) -> str | None:
-        """Why a sample taken now would misread the device, or None when it would not."""
+    def throttled(self) -> str | None:
+        """The active slowdown reasons in words ("thermal throttling"), or None."""
         why = sorted(SLOWDOWNS.intersection(self.reasons))
-        if why:
-            return f"{' and '.join(why)} throttling"
+        return f"{' and '.join(why)} throttling" if why else None
+
+    def slowed_for(self, sm_clocked: bool) -> str | None:
+        """Why a sample taken now would misread the device: ``slowed`` for work that follows
+        the SM clock (kernels), ``throttled`` alone for work that does not (copies: an idle
+        GPU's SM clock reads a fraction of its maximum while its copy engines and memory run
+        at full speed)."""
+        return self.slowed if sm_clocked else self.throttled
+
+    @property
+    def slowed(self) -> str | None:
+        """Why a sample of kernels taken now would misread the device, or None when it would
+        not: a slowdown reason, or the SM clock below THROTTLE_CLOCK_SHARE of its maximum."""
+        if self.throttled:
+            return self.throttled
         if self.max_mhz > 0 and self.sm_mhz < THROTTLE_CLOCK_SHARE * self.max_mhz:
             return (f"SM clock {self.sm_mhz:.0f} MHz, below {THROTTLE_CLOCK_SHARE:.0%} of its "
                     f"maximum {self.max_mhz:.0f} MHz")

@@ -4,16 +4,18 @@ On an accelerator a call has three clocks:
   * device time, from timing events (``device_s``). The calls of a batch are queued back to
     back behind a spin that holds the stream until the host has queued them all
     (nvbandwidth's blocking kernel), so the host's launch time does not show as device time.
-    A hold covers at most MAX_QUEUED_OPS operations (a stream's launch queue holds about
-    1,000; past it the host blocks, the spin ends early and the device runs at the host's
-    pace): the batch is sized from ``spec.ops_per_call``, and a batch whose hold still ends
-    early is redone once after recalibrating the spin, then made smaller, never held longer.
+    A hold covers at most half the operations a stream's launch queue holds (measured once:
+    ``event_batches.max_queued_ops``; past it the host blocks, the spin ends early and the
+    device runs at the host's pace): the batch is sized from ``spec.ops_per_call``, and a
+    batch whose hold still ends early is redone once after recalibrating the spin, then made
+    smaller, never held longer.
     A call that cannot be held even alone is read on the completion clock instead, and says
     so: no figure stored as device time is a host rate. Calls too short for one pair of
     events to resolve (under RESOLVE_S) are timed in batches, from the first start event to
     the last end event over the calls. Each held batch reads the SM clock and throttle
-    reasons while it runs; a batch taken on a throttled device or below 75% of the maximum
-    clock is discarded and counted (nvbench's rule). A call that waits for the device itself
+    reasons while it runs; a batch taken on a throttled device or, for work that follows the
+    SM clock (``spec.sm_clocked``; a copy does not), below 75% of the maximum clock is
+    discarded and counted (nvbench's rule). A call that waits for the device itself
     (a blocking copy) gets no hold: its device time includes the host and is labelled so.
   * completion time: host clock from the call until its device work is done, read after a
     synchronise, each call starting from an idle device (what a user waits for);

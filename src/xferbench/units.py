@@ -17,6 +17,23 @@ GiB = 1024**3
 
 #: How bandwidth is labelled wherever it is shown.
 GBPS = "GB/s (10^9 bytes/s)"
+#: What a d2d copy's rate counts, said wherever one is shown: each byte once, as copied; the
+#: device's memory moves it twice (read, then written).
+D2D_COPIED = "d2d counts bytes copied: its memory traffic (read and write) is twice that"
+
+
+def share_text(share: float | None) -> str:
+    """A share of the PCIe link's theoretical rate as a cell ("85%"); above 100% flagged, for
+    no copy outruns its link: the link's maximum was misread."""
+    if share is None:
+        return "n/a"
+    return f"{share:.0%}" + (" (over the link's rate: its maximum is misread)" if share > 1
+                             else "")
+
+
+def rate_text(gbps: float, direction: object = None) -> str:
+    """``gbps`` as a table cell ("12.34"), marked "copied" for a d2d copy (D2D_COPIED)."""
+    return f"{gbps:.2f}" + (" copied" if direction == "d2d" else "")
 
 
 def size_label(nbytes: int) -> str:

@@ -5,7 +5,6 @@ sentence beside each headline and copy-table row, so the page and the command ne
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -15,8 +14,15 @@ from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
 from ..results.series import Mode, labels, mode_option, reasons
-from ..units import format_value
-from .provenance import CAPPED, link_caution, series_provenance
+from ..units import D2D_COPIED, format_value, share_text
+from .provenance import (
+    CAPPED,
+    cache_caution,
+    link_caution,
+    over_link_caution,
+    series_provenance,
+    value_caution,
+)
 from .reference import Assessment, assess_result, not_a_record
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
@@ -64,6 +70,8 @@ class Citation:
     mode: str = "default"  # how it was measured, as --mode takes it ("quick,threads=2")
     how: str = ""  # the same, as a series' label says it ("quick, 2 threads"; "" by default)
     reference: Assessment | None = None  # a GPU's copy beside its published range and verdict
+    read: str | None = None  # its clock and event batches (Diagnostics.text), where recorded
+    read_warnings: tuple[str, ...] = ()  # the measurement's warnings, where recorded
 
     @property
     def spread(self) -> float | None:
@@ -73,25 +81,13 @@ class Citation:
 
     @property
     def share_of_pcie(self) -> float | None:
+        """Of the PCIe link's theoretical rate; None for d2d, which crosses no link."""
+        if self.params.get("direction") == "d2d":
+            return None
         return share_of_link(self.gbps, self.pcie_theoretical_bytes_per_s)
 
 
 # -- choosing the result -----------------------------------------------------------------------
-
-def parse_params(groups: list[str], singles: list[str]) -> dict[str, str]:
-    """"a=1,b=2" groups and "a=1" singles into one dict; raises on a malformed item."""
-    out: dict[str, str] = {}
-    items = [i for g in groups for i in g.split(",") if i.strip()] + list(singles)
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise XferbenchError(f"parameter {item!r} is not name=value (as direction=h2d)")
-        if key.strip() in out and out[key.strip()] != value.strip():
-            raise XferbenchError(f"parameter {key.strip()} is given twice ({out[key.strip()]} "
-                                 f"and {value.strip()}): give it once")
-        out[key.strip()] = value.strip()
-    return out
-
 
 def resolve_benchmark(rs: ResultSet, name: str) -> str:
     names = sorted(set(rs.benchmarks) | {r.benchmark for r in rs})
@@ -143,8 +139,8 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
     everywhere = [r for r in found if r.ok]
     label = benchmark + (f" ({_kv(params)})" if params else "")
     measured = _in_mode(everywhere, label, mode, allow_quick)
-    uncapped = [r for r in measured if not r.capped]  # a capped number only where it is all
-    measured = uncapped or measured
+    # a capped number, or one of discarded batches alone, only where there is nothing else
+    measured = [r for r in measured if not (r.capped or r.not_citable)] or measured
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
@@ -241,46 +237,31 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         pcie_gen=integer("pcie_gen_load") or integer("pcie_gen"),
         pcie_width=integer("pcie_width_load") or integer("pcie_width"),
         pcie_under_load=integer("pcie_gen_load") is not None,
-        pcie_gen_max=integer("pcie_gen_max"), pcie_width_max=integer("pcie_width_max"),
-        pcie_theoretical_bytes_per_s=meta.pcie_theoretical_bytes_per_s if gpu else None,
+        pcie_gen_max=max(integer("pcie_gen_max") or 0, integer("pcie_gen_gpu_max") or 0) or None,
+        pcie_width_max=integer("pcie_width_max"),
+        pcie_theoretical_bytes_per_s=meta.link_bytes_per_s if gpu else None,
         machine=r.machine, commit=r.commit, measured_ms=r.started_ms or r.date_ms,
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick,
-        caution="; ".join(filter(None, (link_caution(meta) if gpu else None,
-                                        value_caution(r)))) or None,
+        caution="; ".join(filter(None, (
+            link_caution(meta) if gpu else None, value_caution(r), cache_caution(r, meta),
+            over_link_caution(meta.share_of_link(r.gbps))
+            if gpu and r.param_dict.get("direction") != "d2d" else None))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
         mode=mode_option(r.mode), how=labels(r.mode), reference=assess_result(rs, r),
-    )
-
-
-def value_caution(r: Result) -> str | None:
-    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
-    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
-    t_compute): above 1 where the two together took longer than one after the other, below 0
-    where together they took less than the longer alone (which no overlap can do)."""
-    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
-            or 0.0 <= r.value <= 1.0:
-        return None
-    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
-        if r.value > 1.0:
-            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
-                    "matmuls together took longer than one after the other, so they slowed "
-                    "each other (contention), and the figure says how much, not how much of "
-                    "the copy was hidden")
-        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
-                "the matmuls took less than the longer of the two alone, which no overlap "
-                "can do: the run-to-run noise is larger than the effect")
-    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
-            "(read it as a fault of the measurement)")
+        read=r.diagnostics.text() if r.diagnostics else None,
+        read_warnings=r.diagnostics.warnings if r.diagnostics else ())
 
 
 def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
-    """The series' reasons, this number's own cap where it was sampled under one, and a rate
-    above its link's (a measurement problem)."""
+    """The series' reasons, this number's own cap where it was sampled under one, why it is
+    no ordinary figure where every event batch was discarded, and a rate above its link's (a
+    measurement problem)."""
     reasons = series_provenance(rs, r.series).reasons()
     if r.capped and CAPPED not in reasons:
         reasons.append(CAPPED)
-    return tuple(reasons) + tuple(filter(None, [not_a_record(assess_result(rs, r))]))
+    return (tuple(reasons) + ((r.not_citable,) if r.not_citable else ())
+            + tuple(filter(None, [not_a_record(assess_result(rs, r))])))
 
 
 def command(c: Citation) -> str:
@@ -339,10 +320,16 @@ def rows(c: Citation) -> list[tuple[str, str]]:
     out.append(("samples", str(c.n_samples) if c.n_samples else "not recorded"))
     if c.gbps is not None:
         bw = f"{c.gbps:.2f} GB/s (10^9 bytes/s; {c.nbytes} bytes / median)"
+        if c.params.get("direction") == "d2d":
+            bw += f"; {D2D_COPIED}"
         if c.share_of_pcie is not None:
-            bw += f", {c.share_of_pcie:.0%} of the PCIe link's theoretical rate"
+            bw += f", {share_text(c.share_of_pcie)} of the PCIe link's theoretical rate"
         bw += f"; expected {c.reference.sentence()}" if c.reference else ""
         out.append(("bandwidth", bw))
+    if c.read:
+        out.append(("read on", c.read))
+    if c.read_warnings:
+        out.append(("warnings", "; ".join(c.read_warnings)))
     out += [("measured as", c.how or "the default way"),
             ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
             ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
@@ -363,6 +350,8 @@ def sentence(c: Citation) -> str:
     if c.n_samples:
         spread.append(f"{c.n_samples} samples")
     bw = f", {c.gbps:.2f} GB/s" if c.gbps is not None else ""
+    if bw and c.params.get("direction") == "d2d":
+        bw += " copied (its memory traffic, read and write, is twice that)"
     gpu = f"GPU {c.gpu}, PCIe {_pcie(c)}" if c.gpu != "unknown" else f"no GPU, device {c.device}"
     banned = ("Not for citation: " + "; ".join(c.not_for_citation) + ". ") \
         if c.not_for_citation else ""
@@ -372,6 +361,8 @@ def sentence(c: Citation) -> str:
             f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
             + (f" Measured as: {c.how}." if c.how else "")
             + (f" Expected: {c.reference.sentence()}." if c.reference else "")
+            + (f" Read on {c.read}." if c.read else "")
+            + (f" Warnings: {'; '.join(c.read_warnings)}." if c.read_warnings else "")
             + (f" Caution: {c.caution}." if c.caution else ""))
 
 
@@ -392,6 +383,7 @@ def as_dict(c: Citation) -> dict[str, Any]:
     out["measured"] = _date(c.measured_ms)
     out["sentence"] = sentence(c)
     out["not_for_citation"] = list(c.not_for_citation)
+    out["read_warnings"] = list(c.read_warnings)
     out["gpu"] = None if c.gpu == "unknown" and str(c.device).startswith("cpu") else c.gpu
     return out
 

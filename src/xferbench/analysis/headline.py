@@ -13,7 +13,15 @@ from ..practices.copies import COPY_HOST_MEMORY, DIRECTIONS, SYNCS, CopyCase, co
 from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_reason
 from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from ..results import Result, ResultSet, version_key
-from ..units import format_seconds, gbps, parse_size, size_label
+from ..units import (
+    D2D_COPIED,
+    format_seconds,
+    gbps,
+    parse_size,
+    rate_text,
+    share_text,
+    size_label,
+)
 from .comparisons import ComparisonSpec, H, comparison
 from .reference import assess_result, legend
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
@@ -216,7 +224,8 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
     out = [f"Copies of one {size_label(nbytes)} tensor, each on its clock: completion (host, "
            "from the call until the copy is done, from an idle device) or device (events "
            "around calls queued back to back); GB/s = 10^9 bytes/s; noise = IQR/median; "
-           "share = of the PCIe link's theoretical rate; host: a CPU's host copy."
+           "share = of the PCIe link's theoretical rate; host: a CPU's host copy"
+           + (f"; {D2D_COPIED}." if any(r["direction"] == "d2d" for r in rows) else ".")
            + (f" {legend()}" if judged else ""),
            "",
            "| direction | host memory | sync | clock | GB/s | noise | share of PCIe |"
@@ -224,10 +233,10 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
            "| --- | --- | --- | --- | ---: | ---: | ---: |" + (" --- | --- |" if judged else "")]
     for r in rows:
         noise = "n/a" if r["noise"] is None else f"{r['noise']:.1%}"
-        share = "n/a" if r["share_of_pcie"] is None else f"{r['share_of_pcie']:.0%}"
+        share = share_text(r["share_of_pcie"])
         a = r.get("reference")
         out.append(f"| {r['direction']} | {r['host_memory']} | {r['sync']} | {r['clock']} "
-                   f"| {r['gbps']:.2f} | {noise} | {share} |"
+                   f"| {rate_text(r['gbps'], r['direction'])} | {noise} | {share} |"
                    + (f" {a.expected} | {a.verdict} |" if a else " n/a | n/a |" if judged else ""))
     notes = [f"{r['direction']} {r['host_memory']} {r['sync']} ({r['clock']}): "
              f"{r['reference'].verdict}: {r['reference'].cause}"

@@ -11,6 +11,7 @@ sidecar's loader upgrades files of schema 1, which kept it elsewhere).
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,8 @@ from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
 __all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banner",
-           "cautions", "differences", "link_caution", "provenance", "series_provenance"]
+           "cautions", "differences", "link_caution", "over_link_caution", "provenance",
+           "series_provenance"]
 
 #: The reason of a series run with ``--budget --cap`` (its mode ``capped: yes``, or a
 #: combination its sidecar lists as capped): the mode table's (``results.series``).
@@ -117,12 +119,47 @@ def link_caution(meta: MachineMetadata) -> str | None:
     where it ran at its maximum or was not read. nvbandwidth's first question of a slow copy:
     the machine (a riser, a slot, the BIOS) before PyTorch."""
     gen, width = _int(meta.pcie_gen_load), _int(meta.pcie_width_load)
-    gen_max, width_max = _int(meta.pcie_gen_max), _int(meta.pcie_width_max)
+    gen_max = max(_int(meta.pcie_gen_max) or 0, _int(meta.pcie_gen_gpu_max) or 0)
+    width_max = _int(meta.pcie_width_max)
     if not (gen and width and gen_max and width_max) or (gen >= gen_max and width >= width_max):
         return None
     return (f"the PCIe link ran at Gen{gen} x{width} under load, below its maximum "
             f"Gen{gen_max} x{width_max}: its host<->device copies are slower than the GPU's "
             "link allows (a slot, riser or BIOS setting, not PyTorch)")
+
+
+#: Where a machine's last-level cache was not recorded: the sizes no server CPU's cache
+#: fails to hold (the default sweep's up to 4 MiB).
+CACHE_HOT_BYTES = 4 * 2**20
+
+
+def cache_caution(r: Result, meta: MachineMetadata) -> str | None:
+    """A pageable copy no larger than the CPU's last-level cache, in one sentence: measure()
+    copies the same host buffer call after call, so it is read from (or written into) the
+    cache, faster than data that comes from memory; None for the others."""
+    p = r.param_dict
+    if p.get("host_memory") != "pageable" or p.get("direction") not in ("h2d", "d2h") \
+            or r.nbytes is None:
+        return None
+    cache = _int(meta.cpu_cache_bytes)
+    if r.nbytes > (cache or CACHE_HOT_BYTES):
+        return None
+    held = (f"the CPU's {cache / 2**20:.0f} MiB last-level cache" if cache else
+            "any server CPU's last-level cache")
+    return (f"a pageable copy of {r.nbytes / 2**20:.3g} MiB fits {held}: its host buffer is "
+            "copied call after call from cache, so the figure is cache-hot, faster than data "
+            "coming from memory")
+
+
+def over_link_caution(share: float | None) -> str | None:
+    """A copy's share of the PCIe link above 100%, in one sentence: no copy outruns its link,
+    so the link's maximum was misread (a VM's virtual root port may report less than the
+    GPU's own); None at or below 100%."""
+    if share is None or share <= 1:
+        return None
+    return (f"the copy ran at {share:.0%} of the PCIe link's theoretical rate: no copy outruns "
+            "its link, so the link's maximum was misread (a virtual root port may report less "
+            "than the GPU's own), not the copy faster than PCIe")
 
 
 def _iso_ms(text: Any) -> int | None:
@@ -212,3 +249,24 @@ def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
               ("OS", a.os, b.os), ("suite commit", a.commit[:8], b.commit[:8]),
               ("how measured", a.how, b.how)]
     return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]
+
+
+def value_caution(r: Result) -> str | None:
+    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
+    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
+    t_compute): above 1 where the two together took longer than one after the other, below 0
+    where together they took less than the longer alone (which no overlap can do)."""
+    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
+            or 0.0 <= r.value <= 1.0:
+        return None
+    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
+        if r.value > 1.0:
+            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
+                    "matmuls together took longer than one after the other, so they slowed "
+                    "each other (contention), and the figure says how much, not how much of "
+                    "the copy was hidden")
+        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
+                "the matmuls took less than the longer of the two alone, which no overlap "
+                "can do: the run-to-run noise is larger than the effect")
+    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
+            "(read it as a fault of the measurement)")

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from ..results import Result
 from .mannwhitney import mann_whitney_u, ratio_interval
 
-
 #: Default threshold: a change smaller than this is never a regression, however significant.
 THRESHOLD = 0.10
 #: Two-sided significance level of the Mann-Whitney U test, and the false discovery rate

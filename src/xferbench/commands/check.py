@@ -35,12 +35,12 @@ from ..devices import Device, resolve_device
 from ..errors import ExitCode, XferbenchError
 from ..metadata import MachineMetadata, collect
 from ..practices.health import CHECK_NBYTES, CHECK_SPEC, HealthFigure, measure_health
-from ..spec import MeasureSpec
 from ..results import check_folder
 from ..results.machines import default_machine_name
 from ..results.quickseries import FiledFigure, Filing, file_quick_series
 from ..results.repo import suite_commit
 from ..results.suite import find_suite
+from ..spec import MeasureSpec
 from ..units import parse_size, size_label
 from .options import add_device, add_format, parse_devices, resolve_devices
 

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from ..analysis.citation import Citation, as_dict, cite, format_markdown, parse_params
+from ..analysis.citation import Citation, as_dict, cite, format_markdown
 from ..analysis.claims import choose, evaluate
 from ..analysis.claimtable import ClaimTable, load_table
 from ..analysis.claimtext import cite_dict, cite_lines, figure_citations
@@ -19,7 +19,7 @@ from ..analysis.reference import not_a_record
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.discovery import suite_repo
-from .options import add_format, add_mode, add_results, mode_of_option
+from .options import add_format, add_mode, add_results, mode_of_option, parse_params
 
 
 def register_cli(sub: Any) -> None:

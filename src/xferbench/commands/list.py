@@ -28,35 +28,41 @@ def register_cli(sub: Any) -> None:
 
 def listing(rs: ResultSet) -> list[dict[str, Any]]:
     """One entry per benchmark, in name order; per series (machine, torch, how measured:
-    each mode a series of its own) its newest result of each combination, counted."""
+    each mode a series of its own) its newest result of each combination, counted, with how
+    its figures were read (clock and event batches, where the sidecar says)."""
     names = sorted(set(rs.benchmarks) | {r.benchmark for r in rs})
     newest = rs.newest()
     out = []
     for name in names:
         declared = rs.declared_params(name)
         listed = list(rs.benchmarks.get(name, {}).get("param_names") or ())
+        series: dict[SeriesKey, dict[str, Any]] = {}
         mine = [r for r in newest if r.benchmark == name]
-        series: dict[SeriesKey, list[Any]] = {}
         for r in mine:
-            entry = series.setdefault(r.series, [0, 0, [], 0])
-            entry[0] += r.ok
-            entry[1] += 1
-            entry[2] = entry[2] or [k for k, _ in r.params]
-            entry[3] += bool(r.ok and r.capped)  # sampled under a budget cap
+            s = series.setdefault(r.series, {"measured": 0, "combinations": 0, "names": [],
+                                             "capped": 0, "all_discarded": 0, "read": {}})
+            s["measured"] += r.ok
+            s["combinations"] += 1
+            s["names"] = s["names"] or [k for k, _ in r.params]
+            s["capped"] += bool(r.ok and r.capped)  # sampled under a budget cap
+            s["all_discarded"] += bool(r.ok and r.not_citable)  # discarded batches alone
+            if r.ok and r.diagnostics:
+                clock = r.diagnostics.text().split(":")[0].split(";")[0]
+                s["read"][clock] = s["read"].get(clock, 0) + 1
         out.append({
             "benchmark": name,
-            "unit": rs.benchmarks.get(name, {}).get("unit") or (mine[0].unit if mine else None),
+            "unit": rs.benchmarks.get(name, {}).get("unit") or next(
+                (r.unit for r in newest if r.benchmark == name), None),
             "params": {k: [str(v) for v in values] for k, values in declared.items()},
             "series": [{"machine": k.machine, "torch": k.torch, "mode": mode_option(k.mode),
                         "how": k.how, "quick": any(m == "quick" for m, _ in k.mode),
-                        "not_for_citation": k.reasons(), "measured": n, "combinations": c,
-                        "capped": capped,
-                        "param_names": names if names != listed else None,
+                        "not_for_citation": k.reasons(), "measured": s["measured"],
+                        "combinations": s["combinations"], "capped": s["capped"],
+                        "all_discarded": s["all_discarded"], "read": s["read"],
+                        "param_names": s["names"] if s["names"] != listed else None,
                         **references(newest, [r for r in mine if r.series == k])}
-                       for k, (n, c, names, capped) in sorted(
-                           series.items(), key=lambda kv: (kv[0].machine,
-                                                           version_key(kv[0].torch),
-                                                           kv[0].mode))],
+                       for k, s in sorted(series.items(), key=lambda kv: (
+                           kv[0].machine, version_key(kv[0].torch), kv[0].mode))],
         })
     return out
 
@@ -82,12 +88,18 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
                    if s["param_names"] is not None else "")
             capped = (f" ({s['capped']} sampled under a budget cap: not for citation)"
                       if s.get("capped") else "")
+            if s.get("all_discarded"):
+                capped += (f" ({s['all_discarded']} from discarded batches alone, taken on a "
+                           "slowed device: not for citation)")
             lines.append(f"  measured {s['measured']} of {s['combinations']}{capped}: "
                          f"{s['machine']}, torch {s['torch']}{how}{own}")
             lines += [f"    {' '.join(ref['params'].values())}: {ref['gbps']:.2f} GB/s, expected "
                       f"{ref['expected']}: {ref['verdict']}"
                       + (f" ({ref['cause']})" if ref["cause"] else "")
                       for ref in s.get("references", ())]
+            if s.get("read"):
+                lines.append("    read on: " + "; ".join(
+                    f"{clock} ({n})" for clock, n in sorted(s["read"].items())))
         lines.append("")
     lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value"
                  " [--mode MODE for a series measured another way]")

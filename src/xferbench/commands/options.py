@@ -136,3 +136,18 @@ def resolve_devices(chosen: tuple[str, ...], device: str = "auto") -> list[Devic
         except XferbenchError as exc:
             raise XferbenchError(f"--devices {words}: {exc}") from None
     return out
+
+
+def parse_params(groups: list[str], singles: list[str]) -> dict[str, str]:
+    """"a=1,b=2" groups and "a=1" singles into one dict; raises on a malformed item."""
+    out: dict[str, str] = {}
+    items = [i for g in groups for i in g.split(",") if i.strip()] + list(singles)
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise XferbenchError(f"parameter {item!r} is not name=value (as direction=h2d)")
+        if key.strip() in out and out[key.strip()] != value.strip():
+            raise XferbenchError(f"parameter {key.strip()} is given twice ({out[key.strip()]} "
+                                 f"and {value.strip()}): give it once")
+        out[key.strip()] = value.strip()
+    return out

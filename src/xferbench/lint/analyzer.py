@@ -14,12 +14,12 @@ from fnmatch import fnmatchcase
 from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
-from .facts import TIME, Val, dotted, purpose
+from .facts import TIME, Val, purpose
 from .implicit import Implicit
 from .moves import Moves
 from .reads import Reads
-from .returns import Returns
 from .records import D2h, Fac
+from .returns import Returns
 from .rules import BY_CODE
 from .steps import SOME_STEPS, Steps, lossy_names
 from .syncs import Syncs

@@ -245,24 +245,31 @@ def device_clock_reason(case: CopyCase, caps: Capabilities) -> str | None:
 
     Device time is the copy alone on the device, its calls queued back to back behind a
     stream hold: what a pinned non_blocking copy (and a d2d copy) costs the device. Every other
-    copy involves the host while it runs (a blocking copy waits for itself; a pageable one is
-    staged through a pinned buffer by the host even when non_blocking; 1,000 copies per call
-    overfill what one hold covers), so its device time would be part host, part device and
-    mislead beside the others: those are read on the completion clock, as a user waits."""
+    copy involves the host while it runs (a blocking copy waits for itself; an h2d copy from
+    pageable memory is staged through a pinned buffer by the host, and a d2h copy into
+    pageable memory returns only once it is done, both even when non_blocking, as CUDA's
+    rules have it; 1,000 copies per call overfill what one hold covers), so its device time
+    would be part host, part device and mislead beside the others: those are read on the
+    completion clock, as a user waits."""
     why = copy_skip_reason(case, caps)
     if why:
         return why
     if caps.device == "cpu":
         return "the CPU has no device clock: its copy is timed on the host (track_completion_s)"
     if case.layout == "many":
-        return (f"{MANY_TENSORS:,} copies per call overfill one stream hold (a stream's launch "
-                "queue holds about 1,000): timed on the completion clock (track_completion_s)")
+        return (f"{MANY_TENSORS:,} copies per call overfill one stream hold (half a stream's "
+                "launch queue): timed on the completion clock (track_completion_s)")
     if case.direction != "d2d" and case.sync == "blocking":
         return ("a blocking copy waits for itself, so its device time would include the host: "
                 "timed on the completion clock (track_completion_s)")
-    if case.direction != "d2d" and case.host_memory != "pinned":
-        return ("a pageable copy is staged by the host even when non_blocking: timed on the "
-                "completion clock (track_completion_s)")
+    if case.direction == "h2d" and case.host_memory != "pinned":
+        return ("an h2d copy from pageable memory is staged through a pinned buffer by the "
+                "host, even when non_blocking: timed on the completion clock "
+                "(track_completion_s)")
+    if case.direction == "d2h" and case.host_memory != "pinned":
+        return ("a d2h copy into pageable memory returns only once it is done, even when "
+                "non_blocking (it waits for itself): timed on the completion clock "
+                "(track_completion_s)")
     return None
 
 
@@ -309,6 +316,6 @@ def measure_copy(work: CopyWorkload, spec: MeasureSpec | None = None, *,
             "device_s" if dev_reason is None else "completion_s")
     m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, setup=setup,
                 nbytes=case.nbytes, label=case.label, clock=clock,
-                ops_per_call=len(work.expected))
+                ops_per_call=len(work.expected), sm_clocked=False)
     work.verify()
     return m

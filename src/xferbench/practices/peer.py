@@ -167,7 +167,8 @@ def measure_peer(work: PeerWorkload, spec: MeasureSpec | None = None) -> Measure
     work.run()
     work.verify()  # a wrong first copy fails before any number exists
     m = measure(work.run, spec or DEFAULT_SPEC, device=work.src, nbytes=work.case.nbytes,
-                label=work.case.label, clock="device_s", ops_per_call=PEER_OPS_PER_CALL)
+                label=work.case.label, clock="device_s", ops_per_call=PEER_OPS_PER_CALL,
+                sm_clocked=work.case.layout != "contiguous")  # a strided copy is a kernel
     work.verify()
     return m
 

@@ -293,15 +293,15 @@ def merge_results(old: dict[str, Any], new: dict[str, Any], path: str
 def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidecar:
     """Two sidecars of one results file (both read, so upgraded, by ``sidecar.load_sidecar``):
     every run of both (newest last, as ``sidecar.record_run`` keeps them); per benchmark, the
-    run whose result was kept, with its outcomes and observations; the metadata of the side
-    with the newest run."""
+    run whose result was kept, with its outcomes, observations and diagnostics; the metadata
+    of the side with the newest run."""
     if old is None:
         old = Sidecar(None)
     runs: dict[str, RunRecord] = {str(r.started_at): r for s in (old, new) for r in s.runs}
     ordered = tuple(runs[k] for k in sorted(runs))[-RUNS_KEPT:]
     benchmarks, outcomes = dict(old.benchmarks), dict(old.outcomes)
     observations, names = dict(old.observations), dict(old.param_names)
-    capped = dict(old.capped)
+    capped, read = dict(old.capped), dict(old.diagnostics)
     for name in taken:
         if name in new.benchmarks:
             benchmarks[name] = new.benchmarks[name]
@@ -313,10 +313,13 @@ def merge_sidecars(old: Sidecar | None, new: Sidecar, taken: list[str]) -> Sidec
         observations.pop(name, None)  # the kept result's run says what it saw, or nothing
         if name in new.observations:
             observations[name] = new.observations[name]
+        read.pop(name, None)  # how the kept result was read, or nothing
+        if name in new.diagnostics:
+            read[name] = new.diagnostics[name]
         if name in new.param_names:  # the kept result's parameter names
             names[name] = new.param_names[name]
     newest = max((old, new), key=lambda s: str(s.run.started_at if s.run else ""))
     return Sidecar(newest.metadata, ordered, MappingProxyType(benchmarks),
                    MappingProxyType(outcomes), capped=MappingProxyType(capped),
                    observations=MappingProxyType(observations),
-                   param_names=MappingProxyType(names))
+                   param_names=MappingProxyType(names), diagnostics=MappingProxyType(read))

@@ -7,7 +7,8 @@ from a run that failed after asv saved them. Each is one sentence naming the fil
 Each benchmark's parameter names are the file's own: those its sidecar recorded (schema 3),
 else benchmarks.json's where they fit its values, else the declared parameters whose values
 hold them (a suite that gained a parameter since), so an old file is never read under new
-names."""
+names. How each figure was read (its clock, its event batches, the SM clock per sample) comes
+from the sidecar (schema 4)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import XferbenchError
@@ -102,6 +104,27 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]],
     except (TypeError, ValueError, AttributeError) as exc:
         raise XferbenchError(f"results file {path} holds a malformed result ({exc}): "
                              f"{RESTORE}") from None
+    return with_diagnostics(out, side)
+
+
+def with_diagnostics(results: list[Result], side: Sidecar | None) -> list[Result]:
+    """``results`` with how each figure was read, where its sidecar says (schema 4): its
+    ``diagnostics``, and its SM clock per sample (``sm_mhz``) where that list holds one
+    reading per sample (any other length is ignored: it would pair clocks with the wrong
+    samples)."""
+    if side is None or not side.diagnostics:
+        return results
+    def key(name: str, params: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return name, tuple(sorted((str(k), str(v)) for k, v in params))  # any order
+
+    read = {key(name, d.params): d for name, rows in side.diagnostics.items() for d in rows}
+    out = []
+    for r in results:
+        d = read.get(key(r.benchmark, r.params))
+        if d is not None:
+            fits = d.sm_mhz and r.samples and len(d.sm_mhz) == len(r.samples)
+            r = replace(r, diagnostics=d, sm_mhz=d.sm_mhz if fits else None)
+        out.append(r)
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..units import gbps, parse_size
+from .runrecords import Diagnostics
 from .series import Mode, SeriesKey, labels
 
 
@@ -45,6 +46,13 @@ class Result:
     #: the SM clock (MHz) each sample ran at, one per sample in the samples' order (a held
     #: batch's reading for each of its samples); None where not recorded
     sm_mhz: tuple[float, ...] | None = None
+    #: how its figure was read (its sidecar's "diagnostics"), None where not recorded
+    diagnostics: Diagnostics | None = None
+
+    @property
+    def not_citable(self) -> str | None:
+        """Why this number is no ordinary figure (every event batch discarded), or None."""
+        return self.diagnostics.not_citable if self.diagnostics else None
 
     @functools.cached_property
     def series(self) -> SeriesKey:

@@ -1,7 +1,8 @@
 """The records a run makes, typed: what a suite class's process reports as it measures
 (``ProgressLine``, one JSON line each), every combination left without a number and why
-(``Outcome``), what a combination saw beside its number (``Observation``), and each run that
-wrote into a results file (``RunRecord``, with one ``AsvCall`` per asv call). Each has
+(``Outcome``), what a combination saw beside its number (``Observation``), how its figure
+was read (``Diagnostics``), and each run that wrote into a results file (``RunRecord``, with
+one ``AsvCall`` per asv call). Each has
 ``to_dict`` (what is written) and ``from_dict`` (what is read; old versions of the sidecar
 are upgraded before, in ``sidecar.py``, in one place)."""
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from typing import Any
+
+from ..measurement import BATCH_KINDS
 
 #: An Outcome's status: skipped (at discovery, or did not fit) or failed while measuring.
 SKIPPED = "skipped"
@@ -72,6 +75,64 @@ class Observation:
     def from_dict(cls, data: dict[str, Any]) -> Observation:
         params = data.get("params") or {}
         return cls(tuple((str(k), str(v)) for k, v in params.items()), str(data.get("text", "")))
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """How one benchmark's figure at one combination was read: the clock, and for device
+    time how its event batches went, whether every one was discarded, and the SM clock
+    (MHz) each sample ran at (one per sample, in the order asv files them); the
+    measurement's warnings. asv stores numbers only; the sidecar keeps these."""
+
+    params: tuple[tuple[str, str], ...]  # (name, value as text), in declared order
+    clock: str  # "device_s", "completion_s", "enqueue_s"
+    device_clock: str = ""  # the batches' kind: "held", "held, batched", "host-inclusive"...
+    batches: tuple[tuple[str, int], ...] = ()  # (BATCH_KINDS entry, count), counted ones
+    all_discarded: bool = False  # every batch was taken on a slowed device: not citable
+    warnings: tuple[str, ...] = ()
+    sm_mhz: tuple[float, ...] = ()
+
+    @property
+    def not_citable(self) -> str | None:
+        """Why the figure is no ordinary one, or None."""
+        if not self.all_discarded:
+            return None
+        return ("every event batch was discarded: its samples were all taken on a slowed "
+                "device")
+
+    def text(self) -> str:
+        """One line: the clock and its batches ("device time, held: 12 held, 1 redone
+        batches; SM clock 1755 to 1980 MHz")."""
+        clock = {"device_s": "device time", "completion_s": "completion clock",
+                 "enqueue_s": "enqueue clock"}.get(self.clock, self.clock)
+        out = f"{clock}, {self.device_clock}" if self.device_clock else clock
+        counts = ", ".join(f"{n} {kind}" for kind, n in self.batches if n)
+        if counts:
+            out += f": {counts} batches"
+        if self.sm_mhz:
+            out += f"; SM clock {min(self.sm_mhz):.0f} to {max(self.sm_mhz):.0f} MHz"
+        return out + (" (all discarded)" if self.all_discarded else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"params": dict(self.params), "clock": self.clock}
+        if self.device_clock:
+            out.update(device_clock=self.device_clock, batches=dict(self.batches),
+                       all_discarded=self.all_discarded)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.sm_mhz:
+            out["sm_mhz"] = list(self.sm_mhz)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Diagnostics:
+        params, batches = data.get("params") or {}, data.get("batches") or {}
+        return cls(tuple((str(k), str(v)) for k, v in params.items()),
+                   str(data.get("clock", "")), str(data.get("device_clock") or ""),
+                   tuple((k, int(batches[k])) for k in BATCH_KINDS if k in batches),
+                   data.get("all_discarded") is True,
+                   tuple(str(w) for w in data.get("warnings") or ()),
+                   tuple(float(x) for x in data.get("sm_mhz") or ()))
 
 
 @dataclass(frozen=True)
@@ -165,6 +226,8 @@ class ProgressLine:
     skips: tuple[tuple[str, str], ...] = ()
     capped: str = ""  # why its values were sampled under a budget cap, "" where they were not
     measuring_s: float = 0.0  # of its seconds, those spent inside measure()
+    #: (track method, how its figure was read: Diagnostics.to_dict() without params)
+    diagnostics: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.event, "class": self.class_name,
@@ -182,6 +245,8 @@ class ProgressLine:
                 out["skips"] = dict(self.skips)
             if self.capped:
                 out["capped"] = self.capped
+            if self.diagnostics:
+                out["diagnostics"] = dict(self.diagnostics)
         return out
 
     @classmethod
@@ -200,4 +265,6 @@ class ProgressLine:
             texts=tuple((str(k), str(v)) for k, v in sorted((data.get("texts") or {}).items())),
             skips=tuple((str(k), str(v)) for k, v in sorted((data.get("skips") or {}).items())),
             capped=str(data.get("capped") or ""),
-            measuring_s=float(data.get("measuring_s") or 0.0))
+            measuring_s=float(data.get("measuring_s") or 0.0),
+            diagnostics=tuple((str(k), dict(v)) for k, v in sorted(
+                (data.get("diagnostics") or {}).items()) if isinstance(v, dict)))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
-from .runrecords import Observation, Outcome, RunRecord
+from .runrecords import Diagnostics, Observation, Outcome, RunRecord
 from .safefiles import load_json, remove_file, write_json_atomic
 
 #: Version of the .metadata sidecar. Changelog:
@@ -44,8 +44,13 @@ from .safefiles import load_json, remove_file, write_json_atomic
 #:      check's words, as bench_behaviour records them), replaced per benchmark as
 #:      "outcomes" are (older files have none). Fields added within 3 (absent means not
 #:      recorded): metadata.virtualized (the CPU reports a hypervisor).
-SCHEMA_VERSION = 3
-SCHEMA_VERSIONS = (1, 2, 3)
+#:   4: + "diagnostics" (per benchmark, how each measured combination's figure was read: its
+#:      clock; for device time the event batches' kind and counts (held, redone, shrunk,
+#:      lengthened, unheld, discarded), all_discarded (not citable), and "sm_mhz", the SM
+#:      clock per sample in the order asv files the samples; the measurement's warnings),
+#:      replaced per benchmark as "outcomes" are. Files of versions 1 to 3 recorded none.
+SCHEMA_VERSION = 4
+SCHEMA_VERSIONS = (1, 2, 3, 4)
 SUFFIX = ".metadata"
 #: Runs kept in a sidecar's history.
 RUNS_KEPT = 20
@@ -76,6 +81,9 @@ class Sidecar:
     #: benchmark -> its parameter names when that run measured it (absent: not recorded)
     param_names: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: benchmark -> how each measured combination's figure was read in that run
+    diagnostics: Mapping[str, tuple[Diagnostics, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @property
     def run(self) -> RunRecord | None:
@@ -97,6 +105,9 @@ class Sidecar:
             **({"observations": {name: [o.to_dict() for o in rows]
                                  for name, rows in self.observations.items()}}
                if self.observations else {}),
+            **({"diagnostics": {name: [d.to_dict() for d in rows]
+                                for name, rows in self.diagnostics.items()}}
+               if self.diagnostics else {}),
             "param_names": {name: list(names) for name, names in self.param_names.items()}}
 
     @classmethod
@@ -105,6 +116,7 @@ class Sidecar:
         meta = data.get("metadata") or {}
         observations = data.get("observations") or {}
         names = data.get("param_names") or {}
+        read = data.get("diagnostics") or {}
         return cls(
             metadata=MachineMetadata.from_dict(meta) if meta else None,
             runs=tuple(RunRecord.from_dict(r) for r in data.get("runs") or ()
@@ -119,7 +131,10 @@ class Sidecar:
                  for name, rows in observations.items() if isinstance(rows, list)}),
             param_names=MappingProxyType(
                 {str(name): tuple(str(n) for n in value)
-                 for name, value in names.items() if isinstance(value, list)}))
+                 for name, value in names.items() if isinstance(value, list)}),
+            diagnostics=MappingProxyType(
+                {str(name): tuple(Diagnostics.from_dict(d) for d in rows if isinstance(d, dict))
+                 for name, rows in read.items() if isinstance(rows, list)}))
 
 
 def _rows(data: Any) -> Mapping[str, tuple[Outcome, ...]]:
@@ -133,7 +148,8 @@ def _rows(data: Any) -> Mapping[str, tuple[Outcome, ...]]:
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """A sidecar's JSON of any version this xferbench reads, as the current version's (keys
     no version reads any more are left for ``from_dict`` to ignore). Version 2 lacks only
-    "param_names" (none recorded: the reader names the values from benchmarks.json)."""
+    "param_names" (none recorded: the reader names the values from benchmarks.json), and
+    version 3 "diagnostics" (none recorded)."""
     data = dict(data)
     if data.get("schema_version") == 1:
         run = dict(data.get("run") or {})
@@ -154,6 +170,8 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
             runs = [run]
     if data.get("schema_version") in (1, 2):
         data["param_names"] = {}
+    if data.get("schema_version") in (1, 2, 3):
+        data["diagnostics"] = {}
     data.update({"runs": runs, "schema_version": SCHEMA_VERSION})
     return data
 
@@ -200,11 +218,21 @@ def _readable(results_path: str) -> Sidecar | None:
         return None
 
 
+@dataclass(frozen=True)
+class Findings:
+    """What a run found beside its numbers, per benchmark: what its combinations saw
+    (``observations``), those sampled under a budget cap (``capped``), and how each figure
+    was read (``diagnostics``)."""
+
+    observations: Mapping[str, list[Observation]] = field(default_factory=dict)
+    capped: Mapping[str, list[Outcome]] = field(default_factory=dict)
+    diagnostics: Mapping[str, list[Diagnostics]] = field(default_factory=dict)
+
+
 def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
                outcomes: Mapping[str, list[Outcome]],
                unrun: Mapping[str, list[Outcome]] | None = None,
-               observations: Mapping[str, list[Observation]] | None = None,
-               capped: Mapping[str, list[Outcome]] | None = None) -> None:
+               found: Findings | None = None) -> None:
     """Update the sidecar of ``results_path`` after ``run`` saved its benchmarks into it.
 
     Args:
@@ -216,8 +244,7 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
         unrun: the outcomes of benchmarks the run did not start (cut by its budget). They
             are kept only where no run measured them before: a number saved earlier stays,
             with its outcomes.
-        observations: per benchmark, what its combinations saw beside their numbers.
-        capped: per benchmark, its combinations sampled under a budget cap.
+        found: what the run found beside its numbers (observations, caps, diagnostics).
 
     The sidecar keeps every run that wrote into the file (``runs``), which run measured each
     benchmark (``benchmarks``), and each benchmark's combinations without a number
@@ -225,19 +252,23 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     the others', so an interrupted run never hides the complete one before it.
     """
     old = _readable(results_path) or Sidecar(None)
+    found = found or Findings()
     runs = [r for r in old.runs if r.started_at != run.started_at] + [run]
     benchmarks = dict(old.benchmarks)
     kept, kept_capped = dict(old.outcomes), dict(old.capped)
-    seen = dict(old.observations)
+    seen, read = dict(old.observations), dict(old.diagnostics)
     names = dict(old.param_names)
     declared = _declared_names(results_path)
     for name in saved:
         benchmarks[name] = run.started_at
         kept[name] = tuple(outcomes.get(name, ()))
-        kept_capped[name] = tuple((capped or {}).get(name, ()))  # this run's, or none
+        kept_capped[name] = tuple(found.capped.get(name, ()))  # this run's, or none
         seen.pop(name, None)  # what an earlier run saw is not what this one measured
-        if (observations or {}).get(name):
-            seen[name] = tuple(observations[name])  # type: ignore[index]
+        if found.observations.get(name):
+            seen[name] = tuple(found.observations[name])
+        read.pop(name, None)  # as observations: this run's, or none
+        if found.diagnostics.get(name):
+            read[name] = tuple(found.diagnostics[name])
         if name in declared:
             names[name] = declared[name]
     for name, rows in (unrun or {}).items():
@@ -246,7 +277,8 @@ def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: 
     new = Sidecar(meta, tuple(runs[-RUNS_KEPT:]), MappingProxyType(benchmarks),
                   MappingProxyType(kept),
                   MappingProxyType({k: v for k, v in kept_capped.items() if v}),
-                  observations=MappingProxyType(seen), param_names=MappingProxyType(names))
+                  observations=MappingProxyType(seen), param_names=MappingProxyType(names),
+                  diagnostics=MappingProxyType(read))
     write_json_atomic(metadata_path(results_path), new.to_dict())
 
 

@@ -9,7 +9,7 @@ import json
 
 from ...analysis.comparison import AMBIGUOUS, CLOCK, FAILED_IN_B, SAME
 from ...analysis.stats import Decision
-from ...units import GBPS, confidence, format_value
+from ...units import D2D_COPIED, GBPS, confidence, format_value
 from .changes import Step, StepRow
 from .markup import (
     anchor,
@@ -139,7 +139,9 @@ def bandwidth_section(panels: list[BandwidthPanel]) -> list[str]:
             "figure names its clock: the completion clock (host, from the call until the copy "
             "is done: every copy, blocking and non_blocking alike) or device time (events "
             "around calls queued back to back: the pinned non_blocking and d2d copies "
-            "alone).</p>"]
+            f"alone); {D2D_COPIED}. A pageable copy no larger than the CPU's last-level cache "
+            "is cache-hot: its host buffer is copied call after call from cache (its citation "
+            "says so).</p>"]
     if not panels:
         body.append('<p class="na">No copy was measured.</p>')
     body.append('<div class="figures">')

@@ -329,7 +329,8 @@ def plot_bandwidth(panel: BandwidthPanel, path: str) -> Any:
     if ticks:
         _size_axis(ax, ticks, WIDTH - 0.74)
     ax.set_xlabel("size")
-    ax.set_ylabel("GB/s (10^9 bytes/s)")
+    ax.set_ylabel("GB/s copied (10^9 bytes/s; traffic 2x)" if panel.direction == "d2d"
+                  else "GB/s (10^9 bytes/s)")
     ax.set_title(title)
     fig.legend(loc="lower center", ncols=2, frameon=False, borderaxespad=0.1)
     _save(fig, path)

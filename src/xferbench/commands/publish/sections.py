@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...analysis.provenance import Provenance, banner, cautions
 from ...analysis.sitemap import headline_figure_path
 from ...results import Result
-from ...units import GBPS, format_seconds, format_value
+from ...units import D2D_COPIED, GBPS, format_seconds, format_value, rate_text, share_text
 from .catalog import SeriesView
 from .machines import MachineTable
 from .markup import (
@@ -165,8 +165,8 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             f"<p>Every measured copy at {e(size)}, per series: {GBPS}, bytes over the "
             "median time on the clock the row names (completion: host, from the call until "
             "the copy is done; device: events around calls queued back to back); the share "
-            "of the PCIe link's theoretical rate where the link is known. The newest release "
-            "of each machine is open.</p>"]
+            "of the PCIe link's theoretical rate where the link is known; "
+            f"{e(D2D_COPIED)}. The newest release of each machine is open.</p>"]
     newest = {s.trend: s.torch for s, _ in tables}
     for s, rows in tables:
         ident = anchor("copies", s.trend, s.torch)
@@ -184,12 +184,13 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
             ident = anchor("copy", s.trend, s.torch, row.clock,
                            *(str(v) for k, v in r.params if k != "size"))
             what = ", ".join(str(v) for k, v in r.params if k != "size")
-            share = "n/a" if row.share_of_pcie is None else f"{row.share_of_pcie:.0%}"
+            share = share_text(row.share_of_pcie)
             spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(headers, [
                 f"{self_link(ident)} {e(what)}", e(row.clock),
-                f"{r.gbps:.2f}" if r.gbps else "n/a", e(format_value(r.value, r.unit)),
+                rate_text(r.gbps, r.param_dict.get("direction")) if r.gbps else "n/a",
+                e(format_value(r.value, r.unit)),
                 spread, share, samples(n), *(reference_cells(row) if judged else ()),
                 cite_link(ident)]) + "</tr>")
             cites.append(cite_entry(ident, f"{e(what)}, {e(row.clock)} clock",
@@ -258,7 +259,7 @@ def _rate(c: CopyRow | None) -> str:
     if c is None or not c.result.gbps:
         return "n/a"
     spread = "" if c.result.spread is None else f" (±{c.result.spread:.1%})"
-    return f"{c.result.gbps:.2f}{spread}"
+    return f"{rate_text(c.result.gbps, c.result.param_dict.get('direction'))}{spread}"
 
 
 def _value(r: Result | None) -> str:

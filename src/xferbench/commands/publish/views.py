@@ -166,7 +166,7 @@ def _panels(order: dict[tuple[str, str], int], s: SeriesView, clock: str,
 
 def peak_gbps(s: SeriesView) -> float | None:
     for r in s.results:
-        peak = s.results.metadata_for(r).pcie_theoretical_bytes_per_s
+        peak = s.results.metadata_for(r).link_bytes_per_s
         if peak:
             return float(peak) / 1e9
     return None

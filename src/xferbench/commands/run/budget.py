@@ -18,12 +18,14 @@ time left is shared out again:
 - the headline parts of the classes still to run are set aside first;
 - what is left beyond them is shared among the rests of the grid in proportion to their
   plans (each rest in full where it all fits), and a class's unused time flows to the next;
-- short of time for the headline parts (a machine slower than planned), what is left is
-  shared among the classes still to run in proportion to their headline parts, so that each
-  still measures its first headline combinations (a class that is started measures at least one:
-  ``benchmarks/_budget.py``);
-- a class left less than its start and ``MIN_SAMPLING_S`` is not started: every combination
-  it would have measured is recorded as skipped, with the reason.
+- short of time for the headline parts (a machine slower than planned), every class still to
+  run first has its least set aside (its start, its values' reading and ``MIN_SAMPLING_S``),
+  and what is left beyond is shared in proportion to what each headline part needs beyond
+  its least, so that each still measures its first headline combinations (a class that is
+  started measures at least one: ``benchmarks/_budget.py``);
+- where even the leasts do not fit, the classes start in order, each with its least, and a
+  class left less than that is not started: every combination it would have measured is
+  recorded as skipped, with the reason.
 
 A budget too short for the headline parts of the headline classes (``HEADLINE_CLASSES``) is
 refused before anything runs.
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import XferbenchError
 from .suite import HEADLINE_CLASSES, SuiteClass
@@ -79,27 +81,39 @@ class ClassPlan:
     headline_s: float = 0.0
     rest_s: float = 0.0
     start_s: float = 0.0  # of headline_s: the process's start before its first combination
+    read_s: float = CLASS_END_S  # of headline_s: asv's reading of its values
 
     def __add__(self, other: ClassPlan) -> ClassPlan:
         return ClassPlan(self.headline_s + other.headline_s, self.rest_s + other.rest_s,
-                         self.start_s + other.start_s)
+                         self.start_s + other.start_s, self.read_s + other.read_s)
 
     @property
     def total_s(self) -> float:
         return self.headline_s + self.rest_s
 
+    @property
+    def need_s(self) -> float:
+        """The least ``allot`` starts the class with: its start, its values' reading and
+        MIN_SAMPLING_S (nothing for a class that measures nothing here)."""
+        return self.start_s + self.read_s + MIN_SAMPLING_S if self.total_s > 0 else 0.0
+
+    @property
+    def part_s(self) -> float:
+        """Its headline part as ``allot`` sets it aside: at least what starts the class."""
+        return max(self.headline_s, self.need_s)
+
 
 def class_plan(c: SuiteClass) -> ClassPlan:
     """``c``'s plan; a class that measures nothing here costs nothing."""
     if not c.measured:
-        return ClassPlan()
-    return ClassPlan(c.start_s + c.headline * c.combination_s + read_time_s(c),
-                     (c.measured - c.headline) * c.combination_s, c.start_s)
+        return ClassPlan(read_s=0.0)
+    return ClassPlan(c.start_s + c.headline_s + read_time_s(c), c.rest_s, c.start_s,
+                     read_time_s(c))
 
 
 def plan_of(classes: Sequence[SuiteClass]) -> ClassPlan:
     """One asv call's plan: its classes' together."""
-    out = ClassPlan()
+    out = ClassPlan(read_s=0.0)
     for c in classes:
         out = out + class_plan(c)
     return out
@@ -130,18 +144,24 @@ def allot(budget_s: float, spent_s: float, plans: Sequence[ClassPlan], read_s: f
         read_s: what asv's reading of the next call's values is planned at.
     """
     left = budget_s - spent_s - REPORT_S
-    own = plans[0]
+    own = replace(plans[0], read_s=read_s)
     if own.total_s <= 0:  # measures nothing here: asv only records the skips
         return Allotment(max(left, 0.0), 0.0, left)
     later = plans[1:]
-    headline_parts = own.headline_s + sum(p.headline_s for p in later)
-    if left >= headline_parts:  # every headline part fits: the spare shared among the rests
+    parts = own.part_s + sum(p.part_s for p in later)
+    if left >= parts:  # every headline part fits: the spare shared among the rests
         rests = own.rest_s + sum(p.rest_s for p in later)
-        share_of_rest = min(1.0, (left - headline_parts) / rests) if rests else 1.0
-        share = left - sum(p.headline_s + share_of_rest * p.rest_s for p in later)
-    else:
-        share = left * own.headline_s / headline_parts
-    if share < own.start_s + read_s + MIN_SAMPLING_S:
+        share_of_rest = min(1.0, (left - parts) / rests) if rests else 1.0
+        share = left - sum(p.part_s + share_of_rest * p.rest_s for p in later)
+    else:  # each class's least set aside first, what is left beyond shared by headline part
+        needs = own.need_s + sum(p.need_s for p in later)
+        beyond = parts - needs
+        spare = left - needs
+        share = own.need_s + (max(spare, 0.0) * (own.part_s - own.need_s) / beyond
+                              if beyond > 0 else 0.0)
+        if spare < 0:  # not every class can start: the earlier ones first, each at its least
+            share = min(left, own.need_s)
+    if share < own.need_s:
         return Allotment(None, read_s, left)
     return Allotment(share, read_s, left)
 
@@ -181,12 +201,12 @@ def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: boo
                 "at the default spec: each combination's sampling is capped at its share of "
                 "what is left, and what no longer fits is cut; a series of its own (-capped), "
                 "every capped combination marked, none of it for citation")
-    total = ClassPlan()
+    total = ClassPlan(read_s=0.0)
     for _title, p in groups:
         total = total + p
     left = budget_s - spent_s - REPORT_S  # what the classes have
     # what allot needs to start a class, at least (its values' reading is in headline_s)
-    need = sum(max(p.headline_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S) for _t, p in groups)
+    need = sum(p.part_s for _t, p in groups)
     head = (f"--budget {budget_s:g} s: the headline combinations (every class's, at the "
             f"default spec, each class's start included) are planned at "
             f"{seconds_text(total.headline_s)}, the rest of the grid at "
@@ -201,7 +221,7 @@ def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: boo
                 "is sampled under a cap)")
     held, used = [], 0.0
     for title, p in groups:
-        part = max(p.headline_s, p.start_s + CLASS_END_S + MIN_SAMPLING_S)
+        part = p.part_s
         if used + part > left:
             break
         held.append(title)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from ...devices import Device, resolve_device
 from ...errors import XferbenchError
+from ...event_batches import QUEUE_DEPTH_VAR
 from ...flags import env_flag
 from ...metadata import MachineMetadata, collect
 from ...practices import parse_sweep
@@ -206,6 +207,10 @@ class RunPlan:
             "XFERBENCH_QUICK": "1" if self.options.quick else "0",
             "XFERBENCH_CAP": "1" if self.options.cap else "0",
         })
+        if self.meta.launch_queue_depth:  # measured once: each class process takes it from here
+            env[QUEUE_DEPTH_VAR] = str(self.meta.launch_queue_depth)
+        else:
+            env.pop(QUEUE_DEPTH_VAR, None)
         if self.options.devices:  # --devices: the devices every series of the run measures
             env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
         else:

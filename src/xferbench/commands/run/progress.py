@@ -1,7 +1,8 @@
 """Progress of a run: the suite's classes report each measured combination as a JSON line in
 a file (XFERBENCH_PROGRESS); a thread here prints them as they come, with done/total and an
-estimate of the time left, and keeps what was skipped or failed at run time and what a
-measured combination saw beside its numbers (a behaviour check's words)."""
+estimate of the time left, and keeps what was skipped or failed at run time, what a
+measured combination saw beside its numbers (a behaviour check's words) and how each figure
+was read (its clock and event batches)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ...results.runrecords import (
     FAILED,
     MEASURED,
     SKIPPED,
+    Diagnostics,
     Observation,
     Outcome,
     ProgressLine,
@@ -37,6 +39,8 @@ class Progress:
         self.method_outcomes: dict[str, list[Outcome]] = {}
         #: class -> its combinations sampled under a budget cap (--budget --cap)
         self.capped: dict[str, list[Outcome]] = {}
+        #: benchmark -> how each of its measured combinations' figure was read
+        self.diagnostics: dict[str, list[Diagnostics]] = {}
         self._param_names: dict[str, list[str]] = {}
         self.expect: dict[str, str] = {}
         #: Set when a class's process ran another interpreter or torch than this run's.
@@ -102,6 +106,9 @@ class Progress:
                 Outcome(params, SKIPPED, why))
         if line.capped:
             self.capped.setdefault(name, []).append(Outcome(params, CAPPED, line.capped))
+        for method, read in line.diagnostics:
+            self.diagnostics.setdefault(f"{name}.{method}", []).append(
+                Diagnostics.from_dict({**read, "params": dict(params)}))
         print(self.format(line), file=self.out, flush=True)
 
     def format(self, line: ProgressLine) -> str:

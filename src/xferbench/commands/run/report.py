@@ -4,7 +4,9 @@ next commands) or as a JSON summary, with the exit status it earns."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,11 +15,18 @@ from ...errors import ExitCode
 from ...results import ResultSet, load
 from ...results.runrecords import FAILED, Outcome
 from ...results.sidecar import metadata_path
+from .budget import REPORT_S, class_plan
 from .plan import RunPlan
+from .suite import SuiteClass
 from .transaction import Done
 
 #: Failed combinations named one by one on stderr; the rest are counted.
 FAILURES_SHOWN = 10
+#: What a run spends before its first class (its probe, the suite's description, the
+#: device's metadata read under load), planned for a second run's budget.
+RUN_START_S = 10.0
+#: How the report says what a second run would take: scripts/gpu-check reads this line.
+SECOND_RUN = "a second run of what --budget cut: xferbench run"
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,18 @@ class RunReport:
     interrupted: bool = False
     cut_classes: tuple[str, ...] = ()  # classes --budget left out, each recorded as skipped
     log: str = ""  # asv's own output
+    #: the classes --budget left out or cut short: what a second run would measure
+    second: tuple[SuiteClass, ...] = ()
+
+    def second_run(self) -> tuple[str, int] | None:
+        """(the --bench regex, the --budget) of a second run that measures what this run's
+        budget cut, whole: those classes' plans, the run's own start and its report; None
+        where nothing was cut."""
+        if not self.second:
+            return None
+        regex = "^(" + "|".join(re.escape(c.full_name) for c in self.second) + r")\."
+        seconds = sum(class_plan(c).total_s for c in self.second) + RUN_START_S + REPORT_S
+        return regex, math.ceil(seconds)
 
     def _rs(self) -> ResultSet:
         return self.results if self.results is not None else ResultSet([], {}, "")
@@ -66,6 +87,7 @@ class RunReport:
             "asv_exit": list(self.asv_exit), "budget_s": plan.options.budget,
             "capped": plan.options.cap,
             "cut_classes": list(self.cut_classes),
+            "second_run": dict(zip(("bench", "budget_s"), self.second_run() or ())) or None,
             "headlines": {v.headline.key: v.ratio for v in headlines(self._rs())},
         }
 
@@ -80,6 +102,9 @@ class RunReport:
             lines.append(f"cut by --budget {plan.options.budget:g} s, not started: "
                          f"{'; '.join(self.cut_classes)} (each combination is in the sidecar "
                          "as skipped, with the reason)")
+        second = self.second_run()
+        if second:
+            lines.append(f"{SECOND_RUN} --bench '{second[0]}' --budget {second[1]}")
         if plan.options.sweep == "smoke":
             lines.append("smoke sweep: every branch ran at one size; it quotes no headline")
         else:
@@ -117,4 +142,12 @@ def report(plan: RunPlan, done: Done) -> RunReport:
     if os.path.exists(done.results_file) and not done.interrupted:
         results = load(plan.options.results_dir).filter(path=done.results_file)
     return RunReport(plan, done.results_file, results, done.seconds, done.codes, failures,
-                     done.interrupted, done.cut_classes, done.log)
+                     done.interrupted, done.cut_classes, done.log, cut_by_budget(plan, done))
+
+
+def cut_by_budget(plan: RunPlan, done: Done) -> tuple[SuiteClass, ...]:
+    """The classes the run's budget left out or cut short, in run order."""
+    short = {name for name, rows in done.progress.outcomes.items()
+             if any(o.reason.startswith("cut:") for o in rows)}
+    return tuple(c for g in plan.groups for c in g.classes if c.measured and (
+        g.measured_names in done.cut_classes or c.full_name in short))

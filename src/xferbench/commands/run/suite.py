@@ -49,8 +49,10 @@ class SuiteClass:
     #: per method, the combinations it measures here (values as text)
     runs: dict[str, list[list[str]]] = field(default_factory=dict, compare=False)
     headline: int = 0  # of ``measured``, the headline combinations, measured first
-    combination_s: float = 0.0  # what one combination is planned to cost (Grid)
+    combination_s: float = 0.0  # what a combination is planned to cost, on average (Grid)
     start_s: float = 0.0  # the class process's start before its first combination
+    headline_s: float = 0.0  # what its headline combinations are planned to cost, together
+    rest_s: float = 0.0  # what the rest of its combinations are planned to cost, together
 
     def cut(self, reason: str) -> dict[str, list[Outcome]]:
         """{benchmark: its Outcomes} for a class the run's budget left out: every combination
@@ -90,7 +92,8 @@ def describe_suite(repo: str, env: dict[str, str]) -> list[SuiteClass]:
     return [SuiteClass(d["file"], d["class"], tuple(d["methods"]), tuple(d["param_names"]),
                        int(d["measured"]), int(d["combinations"]), d["skips"], d["select"],
                        float(d["estimate_s"]), d["runs"], int(d.get("headline", 0)),
-                       float(d.get("combination_s", 0.0)), float(d.get("start_s", 0.0)))
+                       float(d.get("combination_s", 0.0)), float(d.get("start_s", 0.0)),
+                       float(d.get("headline_s", 0.0)), float(d.get("rest_s", 0.0)))
             for d in data]
 
 

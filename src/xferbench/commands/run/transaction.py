@@ -20,7 +20,7 @@ from ...results.backup import protected
 from ...results.machines import write_machine_file
 from ...results.repo import SUITE_COMMIT_VAR, write_asv_config
 from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
-from ...results.sidecar import record_run
+from ...results.sidecar import Findings, record_run
 from ...results.suite import PACKAGE
 from .asvcall import run_asv, sigterm_as_interrupt
 from .budget import allot, cut_reason, plan_text, read_time_s, seconds_text
@@ -60,8 +60,9 @@ class Ledger:
         done = {name for c in self.done for name in c.benchmarks()}
         record_run(s.results_file, meta, self.record, self.saved,
                    outcomes(self.done, progress), self.cut,
-                   observations={k: v for k, v in progress.observations.items() if k in done},
-                   capped=capped(self.done, progress))
+                   Findings({k: v for k, v in progress.observations.items() if k in done},
+                            capped(self.done, progress),
+                            {k: v for k, v in progress.diagnostics.items() if k in done}))
 
 
 def outcomes(done: list[SuiteClass], progress: Progress) -> dict[str, list[Outcome]]:
