@@ -5,7 +5,6 @@ sentence beside each headline and copy-table row, so the page and the command ne
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -14,8 +13,21 @@ from typing import Any
 from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
-from ..results.series import Mode, labels, mode_option, reasons
+from ..results.series import (
+    Host,
+    Mode,
+    Selection,
+    host_labels,
+    host_option,
+    labels,
+    mode_option,
+    one_mode,
+    parse_host,
+    pick,
+    reasons,
+)
 from ..units import format_value
+from .cautions import noise_caution, value_caution
 from .provenance import CAPPED, link_caution, series_provenance
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
@@ -62,6 +74,11 @@ class Citation:
     not_for_citation: tuple[str, ...] = ()
     mode: str = "default"  # how it was measured, as --mode takes it ("quick,threads=2")
     how: str = ""  # the same, as a series' label says it ("quick, 2 threads"; "" by default)
+    #: what measured it, as --host takes it, where its machine name holds several hosts
+    host: str = ""
+    #: the trend whose chart is ``figure``, where it is not this series' own (a repeat drawn
+    #: in the chart of the machine it repeats)
+    chart: str = ""
 
     @property
     def spread(self) -> float | None:
@@ -120,34 +137,40 @@ def _check_params(rs: ResultSet, benchmark: str, params: dict[str, str]) -> None
 
 
 def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str | None = None,
-           machine: str | None = None, allow_quick: bool = False,
-           mode: Mode | None = None) -> tuple[Result, list[Result]]:
-    """The newest measured result of ``benchmark`` at ``params``, and the other series' ones.
-    The series measured the default way are chosen first (``series.pick``'s rule); another
-    mode only where ``mode`` names it, or where it is the only one that measured it, and then
-    a mode whose figures are not for citation (quick, a smoke sweep, a cap) only with
-    ``allow_quick``."""
+           machine: str | None = None, allow_quick: bool = False, mode: Mode | None = None,
+           host: Host | None = None) -> tuple[Result, list[Result]]:
+    """The newest measured result of ``benchmark`` at ``params``, and the others (the other
+    series', and other runs of its own), narrowed as every command narrows (``select``) and
+    chosen by ``series.pick``'s rules; a mode not for citation (quick, a smoke sweep, a cap)
+    only with ``allow_quick``."""
     benchmark = resolve_benchmark(rs, benchmark)
     _check_params(rs, benchmark, params)
-    pool = rs
-    if machine is not None:  # first: a version is matched among this machine's
-        if machine not in rs.machines():
-            raise XferbenchError(
-                f"machine {machine!r} is not in {rs.root}: it holds {', '.join(rs.machines())}")
-        pool = pool.filter(machine=machine)
-    if torch is not None:
-        pool = pool.filter(torch=pool.match_torch(torch))
-    found = pool.find(benchmark, **params)
+    found = rs.select(Selection(machine, torch)).find(benchmark, **params)
     everywhere = [r for r in found if r.ok]
     label = benchmark + (f" ({_kv(params)})" if params else "")
-    measured = _in_mode(everywhere, label, mode, allow_quick)
+    measured = [r for r in _in_mode(everywhere, label, mode, allow_quick)
+                if Selection(host=host).holds(r.series)]
     uncapped = [r for r in measured if not r.capped]  # a capped number only where it is all
     measured = uncapped or measured
     if not measured:
         where = f" for torch {torch}" if torch else ""
         where += f" on {machine}" if machine else ""
+        where += f" on --host {host_option(host)}" if host else ""
         why = "skipped or failed in every run" if found else "not in the results"
         raise XferbenchError(f"{label} has no measured value{where}: {why}")
+    _one_combination(rs, benchmark, label, params, measured)
+    newest = max(measured, key=lambda r: (r.date_ms, r.started_ms or 0, r.torch))
+    pick([r.series for r in everywhere if (r.machine, r.torch, r.mode) ==
+          (newest.machine, newest.torch, newest.mode)],
+         newest.mode, where=f"{label} for torch {newest.torch} on {newest.machine}", host=host)
+    others = [r for r in everywhere if r.params == newest.params
+              and (r.series != newest.series or r.path != newest.path)]
+    return newest, others
+
+
+def _one_combination(rs: ResultSet, benchmark: str, label: str, params: dict[str, str],
+                     measured: list[Result]) -> None:
+    """One sentence where ``params`` leave several combinations: the parameters to add."""
     combos = {r.params for r in measured}
     if len(combos) > 1:
         declared = _declared(rs, benchmark)
@@ -158,36 +181,21 @@ def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str 
         raise XferbenchError(
             f"{label} matches {len(combos)} measured parameter combinations: "
             f"give also {hints}")
-    newest = max(measured, key=lambda r: (r.date_ms, r.started_ms or 0, r.torch))
-    others = [r for r in everywhere if r.series != newest.series and r.params == newest.params]
-    return newest, others
 
 
 def _in_mode(measured: list[Result], label: str, mode: Mode | None,
              allow_quick: bool) -> list[Result]:
-    """The results of the one mode a citation reads (see ``choose``)."""
-    modes = sorted({r.mode for r in measured})
-    if mode is not None:
-        chosen = [r for r in measured if r.mode == mode]
-        if measured and not chosen:
-            raise XferbenchError(
-                f"{label} was not measured as --mode {mode_option(mode)}: it was measured as "
-                f"{'; '.join(mode_option(m) for m in modes)}")
-        return chosen
-    if not measured or () in modes:
-        return [r for r in measured if not r.mode]
-    if len(modes) > 1:
+    """The results of the one mode a citation reads: ``series.one_mode``'s rule, and a mode
+    not for citation only where asked (see ``choose``)."""
+    if not measured:
+        return []
+    chosen = one_mode([r.series for r in measured], mode, label)[0].mode
+    if mode is None and reasons(chosen) and not allow_quick:
         raise XferbenchError(
-            f"{label} was measured only in modes other than the default "
-            f"({'; '.join(labels(m) for m in modes)}): choose one with --mode "
-            f"({' or '.join(mode_option(m) for m in modes)})")
-    if reasons(modes[0]) and not allow_quick:
-        what = labels(modes[0])
-        raise XferbenchError(
-            f"{label} has only numbers measured as {what}, which are not for citation: run "
-            f"the suite the default way, or pass --mode {mode_option(modes[0])} (or "
-            "--allow-quick) to cite one anyway")
-    return measured
+            f"{label} has only numbers measured as {labels(chosen)}, which are not for "
+            f"citation: run the suite the default way, or pass --mode {mode_option(chosen)} "
+            "(or --allow-quick) to cite one anyway")
+    return [r for r in measured if r.mode == chosen]
 
 
 def _kv(params: dict[str, Any]) -> str:
@@ -200,24 +208,32 @@ def _display_path(path: str) -> str:
 
 
 def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
-         torch: str | None = None, machine: str | None = None,
-         site: str = "site", allow_quick: bool = False, mode: Mode | None = None) -> Citation:
+         site: str = "site", allow_quick: bool = False, **selection: Any) -> Citation:
     """The citation ``xferbench cite`` prints: the newest measured value of ``benchmark`` at
-    ``params`` (narrowed by ``torch``, ``machine`` and ``mode``), its figure under ``site``."""
-    r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
-                       allow_quick=allow_quick, mode=mode)
+    ``params``, among the series ``selection`` leaves (``Selection``'s fields: machine,
+    torch, mode, host), its figure under ``site``."""
+    sel = Selection(**selection)
+    r, others = choose(rs, benchmark, params or {}, torch=sel.torch, machine=sel.machine,
+                       allow_quick=allow_quick, mode=sel.mode, host=sel.host)
     # the chart that draws this series (with the machine's repeats: repeats.chart_machines)
     chart = chart_trend(chart_machines(rs), r.series)
     figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, chart))
     return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
                     figure_exists=os.path.isfile(figure),
-                    others=sorted({o.series.label for o in others}))
+                    others=sorted({_other(o, r) for o in others}), chart=chart)
+
+
+def _other(o: Result, r: Result) -> str:
+    """Another number of the figure: its series, or its run where the series is the same."""
+    if o.series != r.series:
+        return o.series.label
+    return f"{o.series.label}, another run ({os.path.basename(o.path)})"
 
 
 def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = True,
-             others: list[str] | tuple[str, ...] = ()) -> Citation:
+             others: list[str] | tuple[str, ...] = (), chart: str = "") -> Citation:
     """The citation of the measured result ``r`` of ``rs``, with ``figure`` as the figure's
-    path as the reader should see it."""
+    path as the reader should see it, drawn in trend ``chart``'s chart (empty: its own)."""
     meta = rs.metadata_for(r)
     gpu = rs.gpu_for(r)  # the sidecar's GPU only where an accelerator measured the value
 
@@ -245,31 +261,11 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick,
         caution="; ".join(filter(None, (link_caution(meta) if gpu else None,
-                                        value_caution(r)))) or None,
+                                        value_caution(r), noise_caution(r)))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
-        mode=mode_option(r.mode), how=labels(r.mode),
+        mode=mode_option(r.mode), how=labels(r.mode), host=host_option(r.host),
+        chart="" if chart in ("", r.series.trend) else chart,
     )
-
-
-def value_caution(r: Result) -> str | None:
-    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
-    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
-    t_compute): above 1 where the two together took longer than one after the other, below 0
-    where together they took less than the longer alone (which no overlap can do)."""
-    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
-            or 0.0 <= r.value <= 1.0:
-        return None
-    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
-        if r.value > 1.0:
-            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
-                    "matmuls together took longer than one after the other, so they slowed "
-                    "each other (contention), and the figure says how much, not how much of "
-                    "the copy was hidden")
-        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
-                "the matmuls took less than the longer of the two alone, which no overlap "
-                "can do: the run-to-run noise is larger than the effect")
-    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
-            "(read it as a fault of the measurement)")
 
 
 def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
@@ -289,6 +285,8 @@ def command(c: Citation) -> str:
     parts += [f"--torch {c.torch}", f"--machine {c.machine}"]
     if c.mode != "default":
         parts.append(f"--mode {c.mode}")
+    if c.host:
+        parts.append(f"--host '{c.host}'")
     return " ".join(parts)
 
 
@@ -317,6 +315,14 @@ def _pcie(c: Citation) -> str:
     return ", ".join(parts) if parts else "unknown"
 
 
+def _drawn(c: Citation) -> str:  # a figure filed under another trend's name says why
+    return f" ({c.chart}'s chart, which draws {c.machine} beside it)" if c.chart else ""
+
+
+def _where(c: Citation) -> str:  # the machine, and its host where it holds several
+    return f"{c.machine} [{host_labels(parse_host(c.host))}]" if c.host else c.machine
+
+
 def _gpu(c: Citation) -> str:
     if c.gpu == "unknown" and str(c.device).startswith("cpu"):
         return "none (a CPU run)"
@@ -341,10 +347,10 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         out.append(("bandwidth", bw))
     out += [("measured as", c.how or "the default way"),
             ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
-            ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
+            ("PCIe link", _pcie(c)), ("machine", _where(c)), ("suite commit", c.commit),
             ("measured", _date(c.measured_ms)), ("results file", f"`{c.results_file}`"),
-            ("figure", f"`{c.figure}`" + ("" if c.figure_exists
-                                          else " (not built yet: run `xferbench publish`)"))]
+            ("figure", f"`{c.figure}`" + _drawn(c) + (
+                "" if c.figure_exists else " (not built yet: run `xferbench publish`)"))]
     if c.caution:
         out.append(("caution", c.caution))
     return out
@@ -363,9 +369,9 @@ def sentence(c: Citation) -> str:
     banned = ("Not for citation: " + "; ".join(c.not_for_citation) + ". ") \
         if c.not_for_citation else ""
     return (f"{banned}{what} measured a median of {_value(c.value, c.unit)}"
-            f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
+            f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {_where(c)} ({gpu}) "
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
-            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
+            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`{_drawn(c)}."
             + (f" Measured as: {c.how}." if c.how else "")
             + (f" Caution: {c.caution}." if c.caution else ""))
 
@@ -375,7 +381,7 @@ def format_markdown(c: Citation) -> list[str]:
     lines += [f"| {k} | {v} |" for k, v in rows(c)]
     if c.others:
         lines += ["", f"Also measured for {', '.join(c.others)} "
-                  "(choose with --torch/--machine/--mode)."]
+                  f"(choose with --torch/--machine/--mode{'/--host' if c.host else ''})."]
     return lines
 
 
@@ -388,6 +394,6 @@ def as_dict(c: Citation) -> dict[str, Any]:
     out["sentence"] = sentence(c)
     out["not_for_citation"] = list(c.not_for_citation)
     out["gpu"] = None if c.gpu == "unknown" and str(c.device).startswith("cpu") else c.gpu
-    return out
+    return {k: v for k, v in out.items() if k not in ("host", "chart") or v}
 
 

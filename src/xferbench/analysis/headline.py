@@ -14,6 +14,7 @@ from ..practices.hazards import HAZARDS, STREAMS, TRIALS, UNSAFE, hazard_skip_re
 from ..practices.pipeline import INPUT_BOUND, PipelineCase, pipeline_skip_reason
 from ..results import Result, ResultSet, version_key
 from ..units import format_seconds, gbps, parse_size, size_label
+from .cautions import noise_text
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
 
 H = size_label(HEADLINE_NBYTES)
@@ -229,7 +230,7 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
            "| direction | host memory | sync | clock | GB/s | noise | share of PCIe |",
            "| --- | --- | --- | --- | ---: | ---: | ---: |"]
     for r in rows:
-        noise = "n/a" if r["noise"] is None else f"{r['noise']:.1%}"
+        noise = noise_text(r["noise"])
         share = "n/a" if r["share_of_pcie"] is None else f"{r['share_of_pcie']:.0%}"
         out.append(f"| {r['direction']} | {r['host_memory']} | {r['sync']} | {r['clock']} "
                    f"| {r['gbps']:.2f} | {noise} | {share} |")
@@ -301,8 +302,9 @@ def all_series_tables(rs: ResultSet) -> list[str]:
     """Per series of ``rs`` (machine, PyTorch, how measured), its heading and
     ``series_tables``."""
     out: list[str] = []
-    for key in sorted(rs.series(), key=lambda k: (k.machine, k.mode, version_key(k.torch))):
+    for key in sorted(rs.series(), key=lambda k: (k.machine, k.host, k.mode,
+                                                  version_key(k.torch))):
         tail = f" ({key.how})" if key.mode else ""
-        out += [f"#### {key.machine}, torch {key.torch}{tail}\n",
+        out += [f"#### {key.where}, torch {key.torch}{tail}\n",
                 *series_tables(rs.filter(series=key)), ""]
     return out

@@ -21,7 +21,7 @@ from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.suite import repository_url
 from ..version import __version__
-from .options import add_bench, add_format, add_results, bench_pattern
+from .options import add_bench, add_format, add_results, add_selection, bench_pattern, selection_of
 
 FORMATS = ("csv", "bmf", "hud")
 #: The CSV's columns, in order; docs/export.md says what each holds.
@@ -48,9 +48,7 @@ def register_cli(sub: Any) -> None:
     add_results(p)
     add_format(p, help="csv (default), bmf or hud", choices=FORMATS)
     add_bench(p, help="only benchmarks whose name matches REGEX")
-    p.add_argument("--machine", default=None, help="only this machine's figures")
-    p.add_argument("--torch", default=None, metavar="VERSION",
-                   help="only this PyTorch's (2.13.0, or 2.13.0+cu130 for one build)")
+    add_selection(p, machine="only this machine's figures")
     p.add_argument("--quick", action=argparse.BooleanOptionalAction, default=None,
                    help="only quick runs' figures (--no-quick: none of them; default: both, "
                         "each marked)")
@@ -59,9 +57,7 @@ def register_cli(sub: Any) -> None:
 
 def chosen(args: argparse.Namespace) -> list[ExportRow]:
     pattern = bench_pattern(args.bench)
-    rs = load(args.results)
-    torch = rs.match_torch(args.torch) if args.torch else None
-    rs = rs.filter(machine=args.machine, torch=torch)
+    rs = load(args.results).select(selection_of(args))
     return [f for f in figures(rs)
             if (pattern is None or pattern.search(f.benchmark))
             and (args.quick is None or f.quick == args.quick)]

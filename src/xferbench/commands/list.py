@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import ExitCode
 from ..results import ResultSet, load, version_key
-from ..results.series import SeriesKey, mode_option
-from .options import add_format, add_results
+from ..results.series import SeriesKey, host_option, mode_option
+from .options import add_format, add_results, add_selection, selection_of
 
 
 def register_cli(sub: Any) -> None:
@@ -21,6 +21,7 @@ def register_cli(sub: Any) -> None:
                     "their values (as cite's --params takes them), and per series (machine, "
                     "PyTorch, how it was measured) how many combinations have a number.")
     add_results(p)
+    add_selection(p)
     add_format(p, help="text (default) or JSON")
     p.set_defaults(func=cmd_list)
 
@@ -47,6 +48,7 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
             "unit": rs.benchmarks.get(name, {}).get("unit") or (mine[0].unit if mine else None),
             "params": {k: [str(v) for v in values] for k, values in declared.items()},
             "series": [{"machine": k.machine, "torch": k.torch, "mode": mode_option(k.mode),
+                        **_identity(rs, k),
                         "how": k.how, "quick": any(m == "quick" for m, _ in k.mode),
                         "not_for_citation": k.reasons(), "measured": n, "combinations": c,
                         "capped": capped,
@@ -54,8 +56,19 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
                        for k, (n, c, names, capped) in sorted(
                            series.items(), key=lambda kv: (kv[0].machine,
                                                            version_key(kv[0].torch),
-                                                           kv[0].mode))],
+                                                           kv[0].mode, kv[0].host))],
         })
+    return out
+
+
+def _identity(rs: ResultSet, key: SeriesKey) -> dict[str, Any]:
+    """What tells the series apart beyond machine, torch and mode, where anything does: its
+    host (``--host``), and its runs where more than one was filed (each counted, the newest
+    of each combination read)."""
+    out: dict[str, Any] = {"host": host_option(key.host)} if key.host else {}
+    runs = rs.runs(key)
+    if len(runs) > 1:
+        out["runs"] = len(runs)
     return out
 
 
@@ -71,16 +84,21 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
                    if s["param_names"] is not None else "")
             capped = (f" ({s['capped']} sampled under a budget cap: not for citation)"
                       if s.get("capped") else "")
+            host = f" [--host {s['host']}]" if s.get("host") else ""
+            runs = (f" ({s['runs']} runs: the newest of each combination read)"
+                    if s.get("runs") else "")
             lines.append(f"  measured {s['measured']} of {s['combinations']}{capped}: "
-                         f"{s['machine']}, torch {s['torch']}{how}{own}")
+                         f"{s['machine']}{host}, torch {s['torch']}{how}{own}{runs}")
         lines.append("")
     lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value"
-                 " [--mode MODE for a series measured another way]")
+                 " [--mode MODE for a series measured another way]"
+                 + (" [--host HOST where one machine name holds several]"
+                    if any(s.get("host") for e in entries for s in e["series"]) else ""))
     return lines
 
 
 def cmd_list(args: argparse.Namespace) -> ExitCode:
-    entries = listing(load(args.results))
+    entries = listing(load(args.results).select(selection_of(args)))
     if args.format == "json":
         print(json.dumps(entries, indent=2))
     else:

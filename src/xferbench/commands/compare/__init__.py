@@ -27,8 +27,8 @@ from ...analysis.repeats import confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
 from ...results import ResultSet, load, load_file
-from ...results.series import Mode, labels
-from ..options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
+from ...results.series import Host, Mode, Selection, labels
+from ..options import add_bench, add_format, add_results, add_selection, bench_pattern, selection_of
 from .model import Comparison, MeasuredNothing, Side
 from .text import as_dict, format_comparison
 
@@ -60,12 +60,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--decide-on", choices=(ON_Q, ON_P), default=ON_Q,
                    help="decide each row on its q-value, a false discovery rate across the "
                         "rows (Benjamini-Hochberg; default), or on its p-value alone")
-    p.add_argument("--machine", default=None,
-                   help="only this machine (a version is then matched among its series)")
-    p.add_argument("--torch", default=None, metavar="VERSION",
-                   help="only this PyTorch version (where A and B are commits)")
+    add_selection(p, machine="only this machine (a version is then matched among its series)",
+                  torch="only this PyTorch version (where A and B are commits)")
     add_bench(p, help="only benchmarks whose name matches REGEX")
-    add_mode(p)
     p.add_argument("--strict", action="store_true",
                    help="refuse (exit 2) a comparison where more than the release or commit "
                         "differs: the build (+cpu vs +cu130), how it was measured (quick, "
@@ -103,7 +100,7 @@ def resolve_side(spec: str, load_root: Any, machine: str | None = None) -> Side:
     raise XferbenchError(
         f"{spec!r} is not a PyTorch version, suite commit or results file in {where}: "
         f"versions {', '.join(versions)}; commits {', '.join(c[:8] for c in rs.commits())}"
-    )
+        f"{rs.unread(machine)}")
 
 
 def _on(side: Side, machine: str | None) -> Side:
@@ -118,11 +115,11 @@ def _on(side: Side, machine: str | None) -> Side:
     return Side(side.spec, side.label, rs.filter(machine=machine))
 
 
-def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None) -> Side:
-    """``side`` narrowed by --torch and --bench, one series per machine chosen (--mode)."""
-    rs = side.results
-    if torch is not None:
-        rs = rs.filter(torch=rs.match_torch(torch))
+def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None,
+            host: Host | None = None) -> Side:
+    """``side`` narrowed by --torch and --bench, one series per machine chosen (--mode,
+    --host: ``series.pick``)."""
+    rs = side.results.select(Selection(torch=torch))
     if bench is not None:
         names = sorted({r.benchmark for r in rs})
         rs = rs.filter(benchmark=bench)
@@ -130,7 +127,7 @@ def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None)
             raise XferbenchError(
                 f"no benchmark in {side.label} matches --bench {bench!r}: it has "
                 f"{', '.join(names)}")
-    rs, others = rs.one_series(mode)
+    rs, others = rs.one_series(mode, host)
     how = sorted({labels(k.mode) for k in rs.series()} - {""})
     label = side.label + (f" ({'; '.join(how)})" if how else "")
     return Side(side.spec, label, rs.newest(), tuple(others))
@@ -138,12 +135,13 @@ def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None)
 
 @dataclass(frozen=True)
 class Narrowing:
-    """What both sides are narrowed to: --machine, --torch, --bench, --mode."""
+    """What both sides are narrowed to: --machine, --torch, --bench, --mode, --host."""
 
     machine: str | None = None
     torch: str | None = None
     bench: str | None = None
     mode: Mode | None = None
+    host: Host | None = None
 
 
 def compare(a_spec: str, b_spec: str, *, results: str = "results",
@@ -152,7 +150,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     """Resolve A and B, narrow them (``Narrowing``'s fields as keywords), and compare their
     newest results."""
     n = Narrowing(**narrowing)
-    machine, torch, bench, mode = n.machine, n.torch, n.bench, n.mode
+    machine, torch, bench, mode, host = n.machine, n.torch, n.bench, n.mode, n.host
     cache: dict[str, ResultSet] = {}
 
     def load_root() -> ResultSet:
@@ -161,7 +159,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
         return cache["rs"]
 
     bench_pattern(bench)
-    a, b = (_narrow(resolve_side(spec, load_root, machine), torch, bench, mode)
+    a, b = (_narrow(resolve_side(spec, load_root, machine), torch, bench, mode, host)
             for spec in (a_spec, b_spec))
     if {r.path for r in a.results} == {r.path for r in b.results}:
         raise XferbenchError(
@@ -206,7 +204,8 @@ def cmd_compare(args: argparse.Namespace) -> ExitCode:
 
 
 def _compare(args: argparse.Namespace) -> Comparison:
+    sel = selection_of(args)
     return compare(args.a, args.b, results=args.results, threshold=args.threshold,
-                   alpha=args.alpha, machine=args.machine, torch=args.torch, bench=args.bench,
-                   mode=mode_of_option(args.mode), only_confirmed=args.confirmed,
+                   alpha=args.alpha, machine=sel.machine, torch=sel.torch, bench=args.bench,
+                   mode=sel.mode, host=sel.host, only_confirmed=args.confirmed,
                    decide_on=args.decide_on)

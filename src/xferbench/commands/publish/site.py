@@ -42,7 +42,7 @@ from ...results.safefiles import (
     write_json_safely,
     write_text_safely,
 )
-from ...results.series import SeriesKey, mode_of
+from ...results.series import SeriesKey, Selection, mode_of
 from ...results.suite import CLONE, Suite, find_suite
 from .figures import WIDE, WIDTH, draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
@@ -231,10 +231,12 @@ def draw_figures(views: PageViews, out_dir: str) -> list[str]:
 
 
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
-            alpha: float = ALPHA, suite: Suite | None = None) -> Site:
-    """Build the site next to ``out`` and swap it in: on any error nothing is written, and
-    what is the user's in ``out`` is refused before the build, never deleted."""
-    rs = load(results)  # bad input stops here, before anything is written
+            alpha: float = ALPHA, suite: Suite | None = None,
+            selection: Selection | None = None) -> Site:
+    """Build the site of the series ``selection`` leaves (every one where None) next to
+    ``out`` and swap it in: on any error nothing is written, and what is the user's in
+    ``out`` is refused before the build, never deleted."""
+    rs = load(results).select(selection or Selection())  # bad input stops here
     folder = check_site_folder(out)
     suite = suite or find_suite()
     load_asv_config(suite.root)  # a damaged asv.conf.json is said now, not after the figures

@@ -224,7 +224,6 @@ class RunPlan:
 
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
-    check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
     suite = find_suite()  # before torch: a run without a suite says so at once
     load_asv_config(suite.root)  # a damaged asv.conf.json is said now, before the lock is taken
     found: SuiteCommit = suite_commit(suite)
@@ -244,6 +243,9 @@ def make_plan(opts: Options) -> RunPlan:
     machine = opts.machine or default_machine_name(meta)
     check_machine_folder(opts.results_dir, machine)  # never into a folder of the user's
     check_same_machine(opts.results_dir, machine, meta)  # nor into another machine's
+    # a damaged file of the folder the run files into is said now, not after measuring (one
+    # of another machine's is that machine's problem: every command reads around it)
+    check_folder(opts.results_dir, machine)
     plan = RunPlan(opts, dev, suite, found.commit, meta, machine, torch_version, cuda, threads,
                    (), (), found.source, found.date_ms)
     classes = describe_suite(suite.root, plan.env())
