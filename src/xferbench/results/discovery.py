@@ -21,6 +21,7 @@ from typing import Any
 
 from ..devices import Capabilities
 from ..errors import XferbenchError
+from ..flags import without_run_vars
 from .resultset import ResultSet
 from .suite import find_suite
 
@@ -59,8 +60,7 @@ def suite_repo() -> str | None:
 def _describe(repo: str, probe: str, sweep: str) -> tuple[Declared, ...] | None:
     files = sorted(os.path.splitext(os.path.basename(p))[0]
                    for p in glob.glob(os.path.join(repo, "benchmarks", "bench_*.py")))
-    env = {**os.environ, "XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": sweep}
-    env.pop("XFERBENCH_QUICK", None)
+    env = {**without_run_vars(os.environ), "XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": sweep}
     try:
         proc = subprocess.run([sys.executable, "-m", "benchmarks._asv", *files], cwd=repo,
                               env=env, capture_output=True, text=True, check=False, timeout=120)

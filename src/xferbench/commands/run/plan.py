@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from ...devices import Device, resolve_device
 from ...errors import XferbenchError
-from ...flags import env_flag
+from ...flags import env_flag, without_run_vars
 from ...metadata import MachineMetadata, collect
 from ...practices import parse_sweep
 from ...results import check_folder
@@ -189,8 +189,10 @@ class RunPlan:
 
     def env(self, work: str | None = None, progress: str | None = None) -> dict[str, str]:
         """The environment of the suite's processes; ``work`` is asv's $HOME (its machine
-        file) and ``progress`` the progress file, where the run has them."""
-        env = dict(os.environ)
+        file) and ``progress`` the progress file, where the run has them. Every variable of
+        ``flags.RUN_VARS`` is the run's own: set here, or cleared (a deadline is set per asv
+        call), never the shell's."""
+        env = without_run_vars(os.environ)
         env.update({
             "XFERBENCH_DEVICE": self.device.name,
             "XFERBENCH_PROBE": json.dumps({"device": self.device.name,
@@ -201,8 +203,6 @@ class RunPlan:
         })
         if self.options.devices:  # --devices: the devices every series of the run measures
             env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
-        else:
-            env.pop("XFERBENCH_DEVICES", None)
         if work is not None:
             env["HOME"] = work  # asv's machine file lives in $HOME; keep the user's untouched
         if progress is not None:
