@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,10 +34,12 @@ from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
+from ...results.asvfiles import ASV_FORMAT_VERSION
 from ...results.filesystem import why_failed
 from ...results.repo import git_branches, load_asv_config, write_asv_config
 from ...results.safefiles import (
     UnwritableError,
+    load_json,
     remove_file,
     remove_tree,
     write_json_safely,
@@ -88,6 +91,35 @@ def run_asv_publish(suite: Suite, results_dir: str, html_dir: str, work: str) ->
         if name not in ASV_DATA:
             path = os.path.join(html_dir, name)
             remove_tree(path) if os.path.isdir(path) else remove_file(path)
+
+
+def stage_for_asv(rs: ResultSet, work: str) -> tuple[str, list[str]]:
+    """A results folder for ``asv publish`` in ``work``: the files of ``rs``'s series, with
+    the benchmark list every command reads (``asvfiles.load_benchmarks``). asv's publish
+    drops a result whose benchmark version (a hash of its code) is not the list's, so an
+    older run vanishes from its view once a newer suite has run; in the copy such a result
+    carries no version, which asv keeps. Returns the folder and the files so kept."""
+    dest = os.path.join(work, "results")
+    os.makedirs(dest)
+    write_json_safely(os.path.join(dest, "benchmarks.json"),
+                      {**rs.benchmarks, "version": ASV_FORMAT_VERSION})
+    older = []
+    for path in sorted({r.path for r in rs}):
+        folder = os.path.join(dest, os.path.basename(os.path.dirname(path)))
+        if not os.path.isdir(folder):
+            os.makedirs(folder)
+            shutil.copyfile(os.path.join(os.path.dirname(path), "machine.json"),
+                            os.path.join(folder, "machine.json"))
+        data = load_json(path, "results file")
+        column = (data.get("result_columns") or []).index("version") \
+            if "version" in (data.get("result_columns") or []) else None
+        for name, row in data.get("results", {}).items():
+            version = (rs.benchmarks.get(name) or {}).get("version")
+            if column is not None and column < len(row) and row[column] not in (None, version):
+                row[column] = None
+                older.append(path)
+        write_json_safely(os.path.join(folder, os.path.basename(path)), data)
+    return dest, sorted(set(older))
 
 
 def asv_bundle(html_dir: str) -> dict[str, Any]:
@@ -175,7 +207,10 @@ def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
     os.makedirs(out_dir)
     with tempfile.TemporaryDirectory(prefix="xferbench-publish-") as work:
         asv_dir = os.path.join(out_dir, "asv")
-        run_asv_publish(suite, rs.root, asv_dir, work)
+        staged, older = stage_for_asv(rs, work)
+        run_asv_publish(suite, staged, asv_dir, work)
+    if older:
+        site.warnings.append(older_code_warning(rs, older))
     bundle = asv_bundle(asv_dir)
     with open(os.path.join(asv_dir, "index.json"), encoding="utf-8") as fh:
         link = commit_url(json.load(fh))
@@ -207,6 +242,21 @@ def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
         site.pages.append(name)
     write_marker(out_dir)
     return site
+
+
+def older_code_warning(rs: ResultSet, older: list[str]) -> str:
+    """The page's sentence on the series measured by an older version of some benchmarks'
+    code than the suite's list: which (per trend, its releases), and why asv.html still
+    draws them."""
+    trends: dict[str, set[str]] = {}
+    for key in {r.series for r in rs if r.path in set(older)}:
+        trends.setdefault(key.trend, set()).add(key.torch)
+    which = "; ".join(f"{t}: {', '.join(sorted(v, key=version_key))}"
+                      for t, v in sorted(trends.items()))
+    return (f"{sum(map(len, trends.values()))} series were measured by an older version of "
+            f"some benchmarks' code than the suite that ran last ({which}): asv's own publish "
+            "would leave them out of its view; asv.html keeps them, and a change along one of "
+            "their lines at that commit may be the benchmark's, not PyTorch's")
 
 
 def draw_figures(views: PageViews, out_dir: str) -> list[str]:
