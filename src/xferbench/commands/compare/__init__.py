@@ -9,7 +9,8 @@ change is marked confirmed or suspected by the repeats of both series (``analysi
 Exit status: 1 when a benchmark is significantly worse by more than the threshold (with
 ``--confirmed``, only where a repeat confirms it) or failed in B where A measured it, 0
 otherwise, 2 on bad input (A and B the same results included, and a confound under
-``--strict``), 3 when a side measured nothing at all.
+``--strict``, and two sides no machine holds both of), 3 when a side measured nothing at all or
+no benchmark was measured on both sides.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.comparison import compare_results, confounds
+from ...analysis.comparison import FAILED_IN_B, Row, compare_results, confounds
 from ...analysis.repeats import confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
@@ -45,7 +46,7 @@ def register_cli(sub: Any) -> None:
                     "results file. Exit status: 0 no regression; 1 a benchmark significantly "
                     "worse by more than the threshold, or failed in B where A measured it; 2 "
                     "bad input (A and B the same results included); 3 a side that measured "
-                    "nothing.")
+                    "nothing, or no benchmark both sides measured.")
     p.add_argument("a", metavar="A",
                    help="baseline: PyTorch version, suite commit or results file")
     p.add_argument("b", metavar="B",
@@ -173,8 +174,11 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
                 "failed): a broken run, not a comparison")
     # one machine on each side (two results files, say): compare across the machines
     by_machine = not (len(a.results.machines()) == 1 and len(b.results.machines()) == 1)
+    if by_machine:
+        no_pair(a, b)
     rows, skipped = compare_results(a.results, b.results, threshold=threshold, alpha=alpha,
                                     by_machine=by_machine, decide_on=decide_on)
+    nothing_compared(a, b, rows)
     try:
         every: ResultSet | None = load_root()
     except XferbenchError:  # two files and no results folder: no repeat to ask
@@ -184,6 +188,27 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     return Comparison(a, b, rows, skipped, threshold, alpha,
                       confounds(a.results, b.results, by_machine), confirmed, only_confirmed,
                       decide_on)
+
+
+def no_pair(a: Side, b: Side) -> None:
+    """One sentence (exit 2) where no machine holds both sides: nothing to pair."""
+    left, right = a.results.machines(), b.results.machines()
+    if not set(left) & set(right):
+        raise XferbenchError(
+            f"no machine holds both {a.label} and {b.label}: A is on {', '.join(left)}, B on "
+            f"{', '.join(right)}; compare two results files to compare across machines")
+
+
+def nothing_compared(a: Side, b: Side, rows: list[Row]) -> None:
+    """Exit 3, one sentence, where no row was measured on both sides: a comparison of
+    nothing is no pass."""
+    if any(r.verdict is not None or r.mark == FAILED_IN_B for r in rows):
+        return
+    only_a = sum(1 for r in rows if r.a is not None and r.a.ok)
+    only_b = sum(1 for r in rows if r.b is not None and r.b.ok)
+    raise MeasuredNothing(
+        f"no benchmark was measured on both sides ({only_a} measured in {a.label} only, "
+        f"{only_b} in {b.label} only): nothing was compared")
 
 
 def cmd_compare(args: argparse.Namespace) -> ExitCode:
