@@ -17,12 +17,13 @@ from typing import Any
 
 from ..metadata import MachineMetadata
 from ..results import Result, ResultSet
+from ..results.lock import lock_is_held
 from ..results.runrecords import ISO_FORMAT
 from ..results.series import CAPPED as SERIES_CAPPED
 from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
-__all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banner",
+__all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "RUNNING", "Provenance", "banner",
            "cautions", "differences", "link_caution", "provenance", "series_provenance"]
 
 #: The reason of a series run with ``--budget --cap`` (its mode ``capped: yes``, or a
@@ -30,6 +31,7 @@ __all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banne
 CAPPED = SERIES_CAPPED
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
 CUT_SHORT = "the run was cut short: some classes were not measured"
+RUNNING = "its run is still going: some classes are not measured yet"
 NO_METADATA = "no metadata recorded: the hardware is unknown"
 
 
@@ -63,6 +65,8 @@ class Provenance:
     def key(self) -> SeriesKey:
         return SeriesKey(self.machine, self.torch, self.mode)
     capped: bool = False  # some of its numbers sampled under a budget cap (--budget --cap)
+    #: its newest run is not over: it holds the results folder's lock and has not finished
+    running: bool = False
 
     @property
     def label(self) -> str:
@@ -70,8 +74,9 @@ class Provenance:
 
     @property
     def how(self) -> str:
-        """"quick, 2 threads"; "full" for the default way."""
-        return labels(self.mode) or "full"
+        """"quick, 2 threads"; "default" for the default way (the default grid, in full: not
+        the full sweep)."""
+        return labels(self.mode) or "default"
 
     @property
     def build(self) -> str:
@@ -107,7 +112,7 @@ class Provenance:
         elif self.cpu_only:
             out.append(CPU_ONLY)
         if self.complete is False:
-            out.append(CUT_SHORT)
+            out.append(RUNNING if self.running else CUT_SHORT)
         return out
 
 
@@ -164,6 +169,8 @@ def series_provenance(rs: ResultSet, key: SeriesKey) -> Provenance:
         commits=tuple(sorted({r.commit for r in results})),
         caution=link_caution(meta) if rs.gpu_for(newest) else None, mode=key.mode,
         capped=any(r.capped for r in results) or bool(run and run.capped),
+        running=bool(run and run.complete is False and run.finished_at is None
+                      and lock_is_held(rs.root)),
     )
 
 
@@ -184,8 +191,9 @@ def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
     quick first, then every other mode's in the order met, no metadata, a CPU run, a run cut
     short; empty when every series may be cited."""
     order = [QUICK, *dict.fromkeys(r for p in series for r in p.reasons()
-                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT)),
-             NO_METADATA, CPU_ONLY, CUT_SHORT]
+                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT,
+                                                RUNNING)),
+             NO_METADATA, CPU_ONLY, CUT_SHORT, RUNNING]
     out = []
     for reason in order:
         hit = [p for p in series if reason in p.reasons()]

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from ..analysis.export import CLOCKS, ExportRow, figures, iso, one_series
+from ..analysis.provenance import CPU_ONLY
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.suite import repository_url
@@ -28,7 +29,8 @@ FORMATS = ("csv", "bmf", "hud")
 COLUMNS = ("benchmark", "params", "value", "unit", "clock", "ci99_low", "ci99_high", "q25",
            "q75", "n_samples", "number", "samples", "gbps", "gbps_ci99_low", "gbps_ci99_high",
            "machine", "hardware", "device", "torch", "cuda", "python", "commit",
-           "commit_date", "measured_at", "quick", "mode", "not_for_citation", "results_file")
+           "commit_date", "measured_at", "quick", "mode", "not_for_citation", "results_file",
+           "host")
 #: Bencher's built-in latency measure is in nanoseconds; the others are named by their unit.
 BMF_LATENCY = "latency"
 BMF_BANDWIDTH = "bandwidth-gb-per-s"
@@ -44,7 +46,7 @@ def register_cli(sub: Any) -> None:
                     "figure; bmf: Bencher Metric Format JSON of one series (times as "
                     "Bencher's latency, in ns); hud: PyTorch HUD v3 benchmark records.",
         epilog="exit status: 0 written; 2 bad input (no results, nothing matching, bmf "
-               "over several series: choose one with --machine, --torch, --quick)")
+               "over several series: choose one with --machine, --torch, --mode, --host)")
     add_results(p)
     add_format(p, help="csv (default), bmf or hud", choices=FORMATS)
     add_bench(p, help="only benchmarks whose name matches REGEX")
@@ -80,7 +82,8 @@ def csv_text(found: list[ExportRow]) -> str:
             _num(f.number), " ".join(repr(s) for s in f.samples), _num(f.gbps),
             _num(gci[0]), _num(gci[1]), f.machine, f.hardware, f.device, f.torch, f.cuda,
             f.python, f.commit, iso(f.commit_date_ms), iso(f.measured_ms),
-            "yes" if f.quick else "no", f.mode, "; ".join(f.not_for_citation), f.results_file])
+            "yes" if f.quick else "no", f.mode, "; ".join(f.not_for_citation), f.results_file,
+            f.host])
     return out.getvalue()
 
 
@@ -94,8 +97,10 @@ def _metric(value: float, interval: tuple[float, float] | None, scale: float = 1
 
 def bmf(found: list[ExportRow]) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format: {benchmark: {measure: {value, lower_value, upper_value}}}, the
-    median with asv's 99% interval. A figure not measured in full is named apart by its mode
-    (" [quick]", " [2 threads]"), so that a smoke test never joins a full run's history."""
+    median with asv's 99% interval. BMF holds numbers and names only, so what a reader must
+    know of a figure is in its name: its mode where not the default (" [quick]"), so that a
+    smoke test never joins a default run's history; the clock a time was read on; and that a
+    CPU run's figures are not for citation."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for f in one_series(found):
         measures: dict[str, dict[str, float]] = {}
@@ -106,8 +111,19 @@ def bmf(found: list[ExportRow]) -> dict[str, dict[str, dict[str, float]]]:
                 f.value, f.ci99)
         if f.gbps is not None:
             measures[BMF_BANDWIDTH] = _metric(f.gbps, f.gbps_ci99)
-        out[f.name + (f" [{f.mode}]" if f.mode != "full" else "")] = measures
+        out[f.name + bmf_tail(f)] = measures
     return out
+
+
+def bmf_tail(f: ExportRow) -> str:
+    """" [quick; host clock; a CPU run: not for citation]": the mode where not the default,
+    a time's clock, and the CPU caveat, where any applies."""
+    parts = [f.mode] if f.mode != "default" else []
+    if f.clock != "none":
+        parts.append(f"{f.clock} clock")
+    if CPU_ONLY in f.not_for_citation:
+        parts.append("a CPU run: not for citation")
+    return f" [{'; '.join(parts)}]" if parts else ""
 
 
 def _repo() -> str:
