@@ -43,6 +43,7 @@ def test_a_reason_counts_the_numbers_it_leaves_missing_not_only_its_combinations
 def test_a_noise_above_the_bound_is_marked_wherever_it_is_shown():
     assert noise_text(0.028) == "2.8%" and noise_text(None) == "n/a"
     assert noise_text(0.52) == "52.0% (noisy)" and noise_text(NOISY) == "10.0%"
+    assert noise_text(0.10004) == "10.0%"  # marked as shown: "10.0%" is not above 10%
     rs = load(str(RESULTS))
     quiet = next(r for r in rs if r.spread is not None and r.spread < NOISY)
     assert noise_caution(quiet) is None

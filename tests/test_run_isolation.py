@@ -126,15 +126,20 @@ def test_asvs_view_keeps_the_results_of_an_older_benchmark_code(tmp_path):
             info["version"] = "f" * 64  # every benchmark's code changed since
     (root / LOCAL_LIST).write_text(json.dumps(listed))
     rs = load(str(root))
-    staged, older = stage_for_asv(rs, str(tmp_path / "work"))
+    staged = tmp_path / "work" / "results"
+    older = stage_for_asv(rs, str(staged))
     assert len(older) == len({r.path for r in rs}) == 18
-    for path in Path(staged).glob("*/*.json"):
+    for path in staged.glob("*/*.json"):
         if path.name == "machine.json":
             continue
         raw = json.loads(path.read_text())
         column = raw["result_columns"].index("version")
         assert {row[column] for row in raw["results"].values()} == {None}
-    assert json.loads((Path(staged) / "benchmarks.json").read_text())["version"] == 2
+    assert json.loads((staged / "benchmarks.json").read_text())["version"] == 2
+    (root / LOCAL_LIST).unlink()  # the list as committed: every file linked, none copied
+    again = tmp_path / "again"
+    assert stage_for_asv(load(str(root)), str(again)) == []
+    assert all(p.is_symlink() for p in again.glob("*/*.json"))
 
 
 @pytest.mark.slow

@@ -35,16 +35,22 @@ def value_caution(r: Result) -> str | None:
 NOISY = 0.10
 
 
+def noisy(spread: float | None, digits: int = 1) -> bool:
+    """The spread, as shown to ``digits`` decimals of a percent, is above ``NOISY``: "10.0%"
+    is not marked, whatever lies past its last digit."""
+    return spread is not None and round(spread * 100, digits) > NOISY * 100
+
+
 def noise_text(spread: float | None, digits: int = 1) -> str:
     """"2.8%", "52.0% (noisy)", or "n/a" without quartiles: a table's noise cell."""
     if spread is None:
         return "n/a"
-    return f"{spread:.{digits}%}" + (" (noisy)" if spread > NOISY else "")
+    return f"{spread:.{digits}%}" + (" (noisy)" if noisy(spread, digits) else "")
 
 
 def noise_caution(r: Result) -> str | None:
     """A spread above ``NOISY`` in one sentence; None within it."""
-    if r.spread is None or r.spread <= NOISY:
+    if not noisy(r.spread, 0):
         return None
     return (f"noisy: its IQR is {r.spread:.0%} of the median (above {NOISY:.0%}), so a rerun "
             "may differ by as much")

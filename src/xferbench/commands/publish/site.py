@@ -93,13 +93,13 @@ def run_asv_publish(suite: Suite, results_dir: str, html_dir: str, work: str) ->
             remove_tree(path) if os.path.isdir(path) else remove_file(path)
 
 
-def stage_for_asv(rs: ResultSet, work: str) -> tuple[str, list[str]]:
-    """A results folder for ``asv publish`` in ``work``: the files of ``rs``'s series, with
+def stage_for_asv(rs: ResultSet, dest: str) -> list[str]:
+    """A results folder for ``asv publish`` at ``dest``: the files of ``rs``'s series, with
     the benchmark list every command reads (``asvfiles.load_benchmarks``). asv's publish
     drops a result whose benchmark version (a hash of its code) is not the list's, so an
-    older run vanishes from its view once a newer suite has run; in the copy such a result
-    carries no version, which asv keeps. Returns the folder and the files so kept."""
-    dest = os.path.join(work, "results")
+    older run vanishes from its view once a newer suite has run: such a file is copied
+    without its versions, which asv keeps; every other file is linked. Returns the files so
+    copied."""
     os.makedirs(dest)
     write_json_safely(os.path.join(dest, "benchmarks.json"),
                       {**rs.benchmarks, "version": ASV_FORMAT_VERSION})
@@ -108,18 +108,30 @@ def stage_for_asv(rs: ResultSet, work: str) -> tuple[str, list[str]]:
         folder = os.path.join(dest, os.path.basename(os.path.dirname(path)))
         if not os.path.isdir(folder):
             os.makedirs(folder)
-            shutil.copyfile(os.path.join(os.path.dirname(path), "machine.json"),
-                            os.path.join(folder, "machine.json"))
+            _link(os.path.join(os.path.dirname(path), "machine.json"), folder)
         data = load_json(path, "results file")
-        column = (data.get("result_columns") or []).index("version") \
-            if "version" in (data.get("result_columns") or []) else None
+        columns = data.get("result_columns") or []
+        column = columns.index("version") if "version" in columns else None
+        kept = False
         for name, row in data.get("results", {}).items():
             version = (rs.benchmarks.get(name) or {}).get("version")
             if column is not None and column < len(row) and row[column] not in (None, version):
-                row[column] = None
-                older.append(path)
-        write_json_safely(os.path.join(folder, os.path.basename(path)), data)
-    return dest, sorted(set(older))
+                row[column], kept = None, True
+        if kept:
+            write_json_safely(os.path.join(folder, os.path.basename(path)), data)
+            older.append(path)
+        else:
+            _link(path, folder)
+    return older
+
+
+def _link(path: str, folder: str) -> None:
+    """``path`` into ``folder`` as a link (a copy where links cannot be made)."""
+    target = os.path.join(folder, os.path.basename(path))
+    try:
+        os.symlink(os.path.abspath(path), target)
+    except OSError:
+        shutil.copyfile(path, target)
 
 
 def asv_bundle(html_dir: str) -> dict[str, Any]:
@@ -205,10 +217,14 @@ def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
     """Write the site into ``out_dir`` (which must not exist yet)."""
     site = Site(out_dir)
     os.makedirs(out_dir)
+    # the results asv reads are staged inside the site being built (its disk and its
+    # messages), and gone before the site is marked
+    staged = os.path.join(out_dir, ".asv-results")
     with tempfile.TemporaryDirectory(prefix="xferbench-publish-") as work:
         asv_dir = os.path.join(out_dir, "asv")
-        staged, older = stage_for_asv(rs, work)
+        older = stage_for_asv(rs, staged)
         run_asv_publish(suite, staged, asv_dir, work)
+    remove_tree(staged)
     if older:
         site.warnings.append(older_code_warning(rs, older))
     bundle = asv_bundle(asv_dir)
