@@ -1,8 +1,8 @@
 """The command-line options several commands share, declared once (as asv's
-``commands/common_args.py``): the results folder, the output format, the benchmark regex and
-the device, and which series a command reads (``add_selection``: machine, torch, mode, host). A command adds them to its parser; their checks live here too,
-and the one a command that measures makes before anything else: that PyTorch is there at
-all."""
+``commands/common_args.py``): the results folder, the output format, the benchmark regex,
+the device, and which series a command reads (``add_selection``: machine, torch, mode,
+host). A command adds them to its parser; their checks live here too, and the one a command
+that measures makes before anything else: that PyTorch is there at all."""
 
 from __future__ import annotations
 
