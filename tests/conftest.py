@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -299,6 +300,13 @@ def all_committed_results() -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / name, target)
     return dest
+
+
+def series_options(path: Path) -> list[str]:
+    """``--machine`` and ``--torch`` of the series of results file ``path``: what a command
+    that needs that series is given (read it before a test damages the file)."""
+    params = json.loads(path.read_text())["params"]
+    return ["--machine", path.parent.name, "--torch", str(params["torch"])]
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import pytest
 from conftest import committed_results
 
 from xferbench import XferbenchError
+from xferbench.analysis.cautions import value_caution
 from xferbench.analysis.citation import (
     as_dict,
     citation,
@@ -22,7 +23,6 @@ from xferbench.analysis.citation import (
     rows,
     sentence,
 )
-from xferbench.analysis.provenance import value_caution
 from xferbench.analysis.repeats import chart_machines as repeats
 from xferbench.analysis.sitemap import figure_path
 from xferbench.cli import main

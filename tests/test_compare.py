@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import committed_results
+from conftest import committed_results, series_options
 
 from xferbench import XferbenchError
 from xferbench.analysis.comparison import (
@@ -281,13 +281,18 @@ def test_empty_results_folder_exit_2(tmp_path: Path, capsys):
     assert out == "" and err.count("\n") == 1 and "no results" in err
 
 
-def test_truncated_results_file_exit_2(results_copy: Path, capsys):
+def test_a_truncated_results_file_fails_the_comparison_that_needs_it(results_copy: Path,
+                                                                    capsys):
     victim = result_files(results_copy)[0]
+    machine, torch = series_options(victim)[1::2]
     victim.write_text(victim.read_text()[:200])
-    a = a_version()
-    assert main(["compare", a, a, "--results", str(results_copy)]) == 2
+    other = next(v for v in load(str(RESULTS)).torch_versions() if v != torch)
+    assert main(["compare", other, torch, "--machine", machine, "--results",
+                 str(results_copy)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and "truncated" in err
+    *warned, last = err.strip().splitlines()
+    assert out == "" and "truncated" in last and victim.name in last
+    assert len(warned) == 1 and warned[0].startswith("xferbench: warning: ")
 
 
 def test_bad_threshold_is_a_usage_error(capsys):

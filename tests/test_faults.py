@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import tmpfs
+from conftest import series_options, tmpfs
 
 from xferbench.commands.run.progress import Progress
 from xferbench.results import asvconfig, load, lock, safefiles
@@ -298,9 +298,12 @@ def test_a_dangling_link_as_results_folder_is_one_sentence(tmp_path):
     ("truncated", "is not valid JSON"),
 ])
 @pytest.mark.parametrize("command", ["compare", "cite", "publish", "list"])
-def test_damaged_results_are_one_sentence_for_every_command(damage, words, command,
-                                                            results_copy, tmp_path):
+def test_a_damaged_results_file_fails_every_command_that_needs_its_series(
+        damage, words, command, results_copy, tmp_path):
+    """The file's series alone is left out: a command that needs it fails in one sentence
+    (after the warning that names the file), one that does not reads every other series."""
     victim = _first_results_file(results_copy)
+    needs = series_options(victim)
     if damage == "non-utf8":
         victim.write_bytes(victim.read_bytes()[:200] + b"\xff\xfe" + victim.read_bytes()[200:])
     elif damage == "metadata-list":
@@ -314,13 +317,19 @@ def test_damaged_results_are_one_sentence_for_every_command(damage, words, comma
         victim.write_text(json.dumps(data))
     else:
         victim.write_text(victim.read_text()[:300])
-    argv = {"compare": ["compare", "2.13.0", "2.14.1"],
-            "cite": ["cite", "Loop.track_step_s", "--params", "read=cpu,width=256"],
-            "publish": ["publish", "--out", str(tmp_path / "site")],
-            "list": ["list"]}[command]
+    argv = {"compare": ["compare", needs[3].split("+")[0], "2.13.0", *needs[:2]],
+            "cite": ["cite", "Behaviour.track_holds", "--params", "check=tensor_to_new",
+                     *needs],
+            "publish": ["publish", "--out", str(tmp_path / "site"), *needs],
+            "list": ["list", *needs]}[command]
     proc = xferbench(*argv, "--results", str(results_copy))
-    assert words in one_sentence(proc)
+    *warned, last = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and words in last and "Traceback" not in proc.stderr
+    assert len(warned) == 1 and warned[0].startswith("xferbench: warning: ") and words in warned[0]
     assert not (tmp_path / "site").exists()
+    if command == "list":  # without the series: every other one, one warning
+        proc = xferbench("list", "--results", str(results_copy))
+        assert proc.returncode == 0 and proc.stderr.count("\n") == 1 and words in proc.stderr
 
 
 def _with_values(results: Path, value: float | None) -> None:

@@ -98,13 +98,26 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def refused(capsys, *argv: str, words: tuple[str, ...] = ()) -> str:
-    """The command's one sentence (exit 2), with ``words`` in it."""
+    """The command's one sentence (exit 2), with ``words`` in it; before it, at most the
+    warnings of files left out as they were read."""
     code, out, err = run(capsys, *argv)
     assert code == 2, out + err
-    lines = err.strip().splitlines()
-    assert out == "" and len(lines) == 1 and lines[0].startswith("xferbench: "), err
-    assert all(w in lines[0] for w in words), lines[0]
-    return lines[0]
+    *warned, last = err.strip().splitlines()
+    assert out == "" and last.startswith("xferbench: "), err
+    assert all(line.startswith("xferbench: warning: ") for line in warned), err
+    assert all(w in last for w in words), last
+    return last
+
+
+def read_around(capsys, results: Path, words: tuple[str, ...]) -> None:
+    """A damaged file keeps out its own series only: ``list`` reads every other series,
+    exit 0, with one warning line that names the file and why (``words``)."""
+    code, out, err = run(capsys, "list", "--format", "json", "--results", str(results))
+    warned = [line for line in err.splitlines() if line.startswith("xferbench: warning: ")]
+    assert code == 0 and len(warned) == 1 and err.count("\n") == 1, err
+    assert all(w in warned[0] for w in words) and "its series only" in warned[0], warned
+    listed = {(s["machine"], s["torch"]) for e in json.loads(out) for s in e["series"]}
+    assert len(listed) >= 17, listed  # the committed 18 but the damaged one
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -258,7 +271,11 @@ def test_a_mode_a_later_run_adds_is_a_series_of_its_own_not_for_citation(results
 
 
 def test_mode_option_text():
-    assert parse_mode("default") == () and parse_mode("full") == ()
+    assert parse_mode("default") == ()
+    with pytest.raises(XferbenchError, match="'full' could mean the default grid or the full "
+                                             "sweep: give default, or sweep=full"):
+        parse_mode("full")  # a word that reads two ways is refused
+    assert parse_mode("sweep=full") == (("sweep", "full"),)
     assert parse_mode("threads=2,quick") == (("quick", "yes"), ("threads", "2"))
     assert parse_mode("quick=no") == ()
     with pytest.raises(XferbenchError, match="not key=value"):
@@ -278,7 +295,7 @@ def test_a_gpu_sidecar_beside_a_cpu_file_is_refused(results, capsys):
                    "--torch", "2.13.0", "--machine", MACHINE, "--results", str(results),
                    words=(path.name, "says device cpu but its sidecar recorded device cuda:0"))
     assert "restore it from git" in line and tree(results) == before
-    refused(capsys, "list", "--results", str(results), words=("device cuda:0",))
+    read_around(capsys, results, (path.name, "device cuda:0"))
 
 
 def test_numbers_a_run_on_another_device_measured_are_refused(results, capsys):
@@ -287,8 +304,10 @@ def test_numbers_a_run_on_another_device_measured_are_refused(results, capsys):
     path = files_of(results)["2.13.0+cu130"]
     edit(path.with_suffix(".metadata"),
          lambda d: [run.update(device="cuda:0") for run in [d["run"], *d["runs"]]])
-    refused(capsys, "list", "--results", str(results),
-            words=(path.name, "labelled device cpu", "on cuda:0", "two devices' runs"))
+    read_around(capsys, results, (path.name, "labelled device cpu", "on cuda:0",
+                                  "two devices' runs"))
+    refused(capsys, "compare", "2.12.1", "2.13.0", "--machine", MACHINE, "--results",
+            str(results), words=(path.name, "two devices' runs"))
 
 
 def test_a_file_moved_into_another_machine_folder_is_refused(results, capsys):
@@ -296,9 +315,8 @@ def test_a_file_moved_into_another_machine_folder_is_refused(results, capsys):
     moved = results / f"{MACHINE}-rerun" / ("aaaaaaaa" + path.name[8:])
     shutil.move(path, moved)
     shutil.move(path.with_suffix(".metadata"), moved.with_suffix(".metadata"))
-    refused(capsys, "list", "--results", str(results),
-            words=(moved.name, f"says machine {MACHINE} but is filed under machine folder "
-                   f"{MACHINE}-rerun"))
+    read_around(capsys, results, (moved.name, f"says machine {MACHINE} but is filed under "
+                                               f"machine folder {MACHINE}-rerun"))
 
 
 def test_a_cpu_run_on_a_gpu_machine_names_no_gpu(results, capsys):
@@ -346,7 +364,8 @@ def test_a_file_cut_to_three_of_ten_values_is_damaged_not_failed(results, capsys
                                  "bench_sync.Loop.track_step_s"))
     code, text, err = run(capsys, "compare", "2.13.0", "2.14.1", "--results", str(results),
                           "--format", "json")
-    assert code == 2 and text == "" and "cut short" in err
+    assert code in (0, 1) and "cut short" in err and path.name in err  # the others compared
+    assert {r["mark"] for r in json.loads(text)["rows"] if r["machine"] == MACHINE} == {"missing"}
     assert tree(results) == before
 
 
@@ -360,9 +379,11 @@ def test_a_negative_time_is_damaged(results, capsys):
 
     edit(path, negative)
     refused(capsys, "cite", "Loop.track_step_s", "--params", "read=cpu,width=256",
-            "--results", str(results), words=(path.name, "negative time"))
+            "--torch", "2.14.1", "--machine", MACHINE, "--results", str(results),
+            words=(path.name, "negative time"))
     refused(capsys, "compare", "2.13.0", "2.14.1", "--machine", MACHINE, "--results",
             str(results), words=("negative time",))
+    read_around(capsys, results, (path.name, "negative time"))
 
 
 def test_a_median_outside_its_own_quartiles_is_damaged(results, capsys):
@@ -374,8 +395,9 @@ def test_a_median_outside_its_own_quartiles_is_damaged(results, capsys):
         set_row(raw, LOOP, cols)
 
     edit(path, outside)
-    refused(capsys, "list", "--results", str(results),
-            words=(path.name, "median outside its own quartiles"))
+    read_around(capsys, results, (path.name, "median outside its own quartiles"))
+    refused(capsys, "table", "--machine", MACHINE, "--torch", "2.14.1", "--results",
+            str(results), words=(path.name, "median outside its own quartiles"))
 
 
 def test_numbers_no_recorded_run_measured_are_refused(results, capsys):
@@ -390,11 +412,34 @@ def test_numbers_no_recorded_run_measured_are_refused(results, capsys):
 
     edit(path, later)
     refused(capsys, "cite", "Loop.track_step_s", "--params", "read=cpu,width=256",
-            "--results", str(results),
-            words=(path.name, "its sidecar does not describe", "bench_sync.Loop.track_step_s"))
-    refused(capsys, "publish", "--results", str(results), "--out",
-            str(results.parent / "site"), words=("sidecar does not describe",))
+            "--torch", "2.14.1", "--machine", MACHINE, "--results", str(results),
+            words=(path.name, "its sidecar does not describe", "bench_sync.Loop.track_step_s",
+                   "a later run failed after asv saved them"))
+    refused(capsys, "publish", "--machine", MACHINE, "--torch", "2.14.1", "--results",
+            str(results), "--out", str(results.parent / "site"),
+            words=("sidecar does not describe",))
     assert not (results.parent / "site").exists()
+    read_around(capsys, results, (path.name, "sidecar does not describe"))
+
+
+def test_a_clock_step_in_one_file_keeps_out_its_series_only(results, capsys):
+    """A run whose system clock stepped back while it ran: asv's start times fall before
+    the run's own start. Every other series is read; its own is refused, saying so."""
+    path = files_of(results)["2.12.1+cu130"]
+
+    def stepped(raw: dict) -> None:
+        cols = row_of(raw, LOOP)
+        cols["started_at"] -= 3600 * 1000  # an hour before that run began
+        set_row(raw, LOOP, cols)
+
+    edit(path, stepped)
+    read_around(capsys, results, (path.name, "the system clock stepped during that run"))
+    code, out, _ = run(capsys, "compare", "2.13.0", "2.14.1", "--machine", MACHINE,
+                       "--results", str(results))
+    assert code in (0, 1) and "rows tested" in out  # other machines' and releases' work
+    refused(capsys, "cite", "Loop.track_step_s", "--params", "read=cpu,width=256", "--torch",
+            "2.12.1", "--machine", MACHINE, "--results", str(results),
+            words=(path.name, "clock stepped", "left out"))
 
 
 # -- 5: what the suite changed hides what was measured --------------------------------------------

@@ -10,19 +10,20 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import XferbenchError
 from ..metadata import share_of_link
 from ..results import Result, ResultSet
-from ..results.series import Mode, labels, mode_option, reasons
-from ..units import D2D_COPIED, format_value, share_text
-from .provenance import (
-    CAPPED,
-    cache_caution,
-    link_caution,
-    over_link_caution,
-    series_provenance,
-    value_caution,
+from ..results.series import (
+    Selection,
+    host_labels,
+    host_option,
+    labels,
+    mode_option,
+    parse_host,
 )
+from ..units import D2D_COPIED, format_value, share_text
+from .cautions import noise_caution, value_caution
+from .choice import choose, kv
+from .provenance import CAPPED, cache_caution, link_caution, over_link_caution, series_provenance
 from .reference import Assessment, assess_result, not_a_record
 from .repeats import chart_machines, chart_trend
 from .sitemap import figure_path
@@ -72,6 +73,11 @@ class Citation:
     reference: Assessment | None = None  # a GPU's copy beside its published range and verdict
     read: str | None = None  # its clock and event batches (Diagnostics.text), where recorded
     read_warnings: tuple[str, ...] = ()  # the measurement's warnings, where recorded
+    #: what measured it, as --host takes it, where its machine name holds several hosts
+    host: str = ""
+    #: the trend whose chart is ``figure``, where it is not this series' own (a repeat drawn
+    #: in the chart of the machine it repeats)
+    chart: str = ""
 
     @property
     def spread(self) -> float | None:
@@ -87,135 +93,38 @@ class Citation:
         return share_of_link(self.gbps, self.pcie_theoretical_bytes_per_s)
 
 
-# -- choosing the result -----------------------------------------------------------------------
-
-def resolve_benchmark(rs: ResultSet, name: str) -> str:
-    names = sorted(set(rs.benchmarks) | {r.benchmark for r in rs})
-    if name in names:
-        return name
-    found = [n for n in names if n.endswith("." + name)]
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise XferbenchError(f"benchmark {name!r} is ambiguous: it ends {', '.join(found)}")
-    raise XferbenchError(f"benchmark {name!r} is not in {rs.root}: it holds {', '.join(names)}")
-
-
-def _declared(rs: ResultSet, benchmark: str) -> dict[str, list[str]]:
-    return {k: [str(v) for v in values] for k, values in rs.declared_params(benchmark).items()}
-
-
-def _check_params(rs: ResultSet, benchmark: str, params: dict[str, str]) -> None:
-    declared = _declared(rs, benchmark)
-    for key, value in params.items():
-        if key not in declared:
-            raise XferbenchError(
-                f"{key!r} is not a parameter of {benchmark}: it takes "
-                f"{', '.join(declared) or 'none'}")
-        if value not in declared[key]:
-            raise XferbenchError(
-                f"{key}={value} is not a value of {benchmark}: use {', '.join(declared[key])}")
-
-
-def choose(rs: ResultSet, benchmark: str, params: dict[str, str], *, torch: str | None = None,
-           machine: str | None = None, allow_quick: bool = False,
-           mode: Mode | None = None) -> tuple[Result, list[Result]]:
-    """The newest measured result of ``benchmark`` at ``params``, and the other series' ones.
-    The series measured the default way are chosen first (``series.pick``'s rule); another
-    mode only where ``mode`` names it, or where it is the only one that measured it, and then
-    a mode whose figures are not for citation (quick, a smoke sweep, a cap) only with
-    ``allow_quick``."""
-    benchmark = resolve_benchmark(rs, benchmark)
-    _check_params(rs, benchmark, params)
-    pool = rs
-    if machine is not None:  # first: a version is matched among this machine's
-        if machine not in rs.machines():
-            raise XferbenchError(
-                f"machine {machine!r} is not in {rs.root}: it holds {', '.join(rs.machines())}")
-        pool = pool.filter(machine=machine)
-    if torch is not None:
-        pool = pool.filter(torch=pool.match_torch(torch))
-    found = pool.find(benchmark, **params)
-    everywhere = [r for r in found if r.ok]
-    label = benchmark + (f" ({_kv(params)})" if params else "")
-    measured = _in_mode(everywhere, label, mode, allow_quick)
-    # a capped number, or one of discarded batches alone, only where there is nothing else
-    measured = [r for r in measured if not (r.capped or r.not_citable)] or measured
-    if not measured:
-        where = f" for torch {torch}" if torch else ""
-        where += f" on {machine}" if machine else ""
-        why = "skipped or failed in every run" if found else "not in the results"
-        raise XferbenchError(f"{label} has no measured value{where}: {why}")
-    combos = {r.params for r in measured}
-    if len(combos) > 1:
-        declared = _declared(rs, benchmark)
-        seen = {k: {str(dict(c).get(k)) for c in combos} for k in declared}
-        hints = "; ".join(
-            f"{k}= ({', '.join(v for v in values if v in seen[k])})"
-            for k, values in declared.items() if k not in params and len(seen[k]) > 1)
-        raise XferbenchError(
-            f"{label} matches {len(combos)} measured parameter combinations: "
-            f"give also {hints}")
-    newest = max(measured, key=lambda r: (r.date_ms, r.started_ms or 0, r.torch))
-    others = [r for r in everywhere if r.series != newest.series and r.params == newest.params]
-    return newest, others
-
-
-def _in_mode(measured: list[Result], label: str, mode: Mode | None,
-             allow_quick: bool) -> list[Result]:
-    """The results of the one mode a citation reads (see ``choose``)."""
-    modes = sorted({r.mode for r in measured})
-    if mode is not None:
-        chosen = [r for r in measured if r.mode == mode]
-        if measured and not chosen:
-            raise XferbenchError(
-                f"{label} was not measured as --mode {mode_option(mode)}: it was measured as "
-                f"{'; '.join(mode_option(m) for m in modes)}")
-        return chosen
-    if not measured or () in modes:
-        return [r for r in measured if not r.mode]
-    if len(modes) > 1:
-        raise XferbenchError(
-            f"{label} was measured only in modes other than the default "
-            f"({'; '.join(labels(m) for m in modes)}): choose one with --mode "
-            f"({' or '.join(mode_option(m) for m in modes)})")
-    if reasons(modes[0]) and not allow_quick:
-        what = labels(modes[0])
-        raise XferbenchError(
-            f"{label} has only numbers measured as {what}, which are not for citation: run "
-            f"the suite the default way, or pass --mode {mode_option(modes[0])} (or "
-            "--allow-quick) to cite one anyway")
-    return measured
-
-
-def _kv(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
-
-
 def _display_path(path: str) -> str:
     rel = os.path.relpath(path)
     return path if rel.startswith("..") else rel
 
 
 def cite(rs: ResultSet, benchmark: str, params: dict[str, str] | None = None, *,
-         torch: str | None = None, machine: str | None = None,
-         site: str = "site", allow_quick: bool = False, mode: Mode | None = None) -> Citation:
+         site: str = "site", allow_quick: bool = False, **selection: Any) -> Citation:
     """The citation ``xferbench cite`` prints: the newest measured value of ``benchmark`` at
-    ``params`` (narrowed by ``torch``, ``machine`` and ``mode``), its figure under ``site``."""
-    r, others = choose(rs, benchmark, params or {}, torch=torch, machine=machine,
-                       allow_quick=allow_quick, mode=mode)
+    ``params``, among the series ``selection`` leaves (``Selection``'s fields: machine,
+    torch, mode, host), its figure under ``site``."""
+    sel = Selection(**selection)
+    r, others = choose(rs, benchmark, params or {}, torch=sel.torch, machine=sel.machine,
+                       allow_quick=allow_quick, mode=sel.mode, host=sel.host)
     # the chart that draws this series (with the machine's repeats: repeats.chart_machines)
     chart = chart_trend(chart_machines(rs), r.series)
     figure = os.path.join(site, figure_path(r.benchmark, r.param_dict, chart))
     return citation(rs, r, figure=_display_path(os.path.abspath(figure)),
                     figure_exists=os.path.isfile(figure),
-                    others=sorted({o.series.label for o in others}))
+                    others=sorted({_other(o, r) for o in others}), chart=chart)
+
+
+def _other(o: Result, r: Result) -> str:
+    """Another number of the figure: its series, or its run where the series is the same."""
+    if o.series != r.series:
+        return o.series.label
+    return f"{o.series.label}, another run ({os.path.basename(o.path)})"
 
 
 def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = True,
-             others: list[str] | tuple[str, ...] = ()) -> Citation:
+             others: list[str] | tuple[str, ...] = (), chart: str = "") -> Citation:
     """The citation of the measured result ``r`` of ``rs``, with ``figure`` as the figure's
-    path as the reader should see it."""
+    path as the reader should see it, drawn in trend ``chart``'s chart (empty: its own)."""
     meta = rs.metadata_for(r)
     gpu = rs.gpu_for(r)  # the sidecar's GPU only where an accelerator measured the value
 
@@ -244,13 +153,15 @@ def citation(rs: ResultSet, r: Result, *, figure: str, figure_exists: bool = Tru
         results_file=_display_path(r.path), figure=figure, figure_exists=figure_exists,
         others=tuple(others), quick=r.quick,
         caution="; ".join(filter(None, (
-            link_caution(meta) if gpu else None, value_caution(r), cache_caution(r, meta),
-            over_link_caution(meta.share_of_link(r.gbps))
+            link_caution(meta) if gpu else None, value_caution(r), noise_caution(r),
+            cache_caution(r, meta), over_link_caution(meta.share_of_link(r.gbps))
             if gpu and r.param_dict.get("direction") != "d2d" else None))) or None,
         not_for_citation=_not_for_citation(rs, r), capped=r.capped,
         mode=mode_option(r.mode), how=labels(r.mode), reference=assess_result(rs, r),
         read=r.diagnostics.text() if r.diagnostics else None,
-        read_warnings=r.diagnostics.warnings if r.diagnostics else ())
+        read_warnings=r.diagnostics.warnings if r.diagnostics else (),
+        host=host_option(r.host), chart="" if chart in ("", r.series.trend) else chart,
+    )
 
 
 def _not_for_citation(rs: ResultSet, r: Result) -> tuple[str, ...]:
@@ -273,6 +184,8 @@ def command(c: Citation) -> str:
     parts += [f"--torch {c.torch}", f"--machine {c.machine}"]
     if c.mode != "default":
         parts.append(f"--mode {c.mode}")
+    if c.host:
+        parts.append(f"--host '{c.host}'")
     return " ".join(parts)
 
 
@@ -301,6 +214,14 @@ def _pcie(c: Citation) -> str:
     return ", ".join(parts) if parts else "unknown"
 
 
+def _drawn(c: Citation) -> str:  # a figure filed under another trend's name says why
+    return f" ({c.chart}'s chart, which draws {c.machine} beside it)" if c.chart else ""
+
+
+def _where(c: Citation) -> str:  # the machine, and its host where it holds several
+    return f"{c.machine} [{host_labels(parse_host(c.host))}]" if c.host else c.machine
+
+
 def _gpu(c: Citation) -> str:
     if c.gpu == "unknown" and str(c.device).startswith("cpu"):
         return "none (a CPU run)"
@@ -310,7 +231,7 @@ def _gpu(c: Citation) -> str:
 def rows(c: Citation) -> list[tuple[str, str]]:
     """The table: (field, text)."""
     out = [("not for citation", "; ".join(c.not_for_citation))] if c.not_for_citation else []
-    out += [("benchmark", f"`{c.benchmark}`"), ("parameters", _kv(c.params) or "none"),
+    out += [("benchmark", f"`{c.benchmark}`"), ("parameters", kv(c.params) or "none"),
            ("median", _value(c.value, c.unit))]
     if c.q25 is not None and c.q75 is not None:
         spread = "" if c.spread is None else f" ({c.spread:.1%} of the median)"
@@ -332,10 +253,10 @@ def rows(c: Citation) -> list[tuple[str, str]]:
         out.append(("warnings", "; ".join(c.read_warnings)))
     out += [("measured as", c.how or "the default way"),
             ("PyTorch", c.torch), ("CUDA", c.cuda), ("driver", c.driver), ("GPU", _gpu(c)),
-            ("PCIe link", _pcie(c)), ("machine", c.machine), ("suite commit", c.commit),
+            ("PCIe link", _pcie(c)), ("machine", _where(c)), ("suite commit", c.commit),
             ("measured", _date(c.measured_ms)), ("results file", f"`{c.results_file}`"),
-            ("figure", f"`{c.figure}`" + ("" if c.figure_exists
-                                          else " (not built yet: run `xferbench publish`)"))]
+            ("figure", f"`{c.figure}`" + _drawn(c) + (
+                "" if c.figure_exists else " (not built yet: run `xferbench publish`)"))]
     if c.caution:
         out.append(("caution", c.caution))
     return out
@@ -343,7 +264,7 @@ def rows(c: Citation) -> list[tuple[str, str]]:
 
 def sentence(c: Citation) -> str:
     short = c.benchmark.split(".", 1)[-1]
-    what = f"`{short}` ({_kv(c.params)})" if c.params else f"`{short}`"
+    what = f"`{short}` ({kv(c.params)})" if c.params else f"`{short}`"
     spread = []
     if c.q25 is not None and c.q75 is not None:
         spread.append(f"IQR {_value(c.q25, c.unit)} to {_value(c.q75, c.unit)}")
@@ -356,9 +277,9 @@ def sentence(c: Citation) -> str:
     banned = ("Not for citation: " + "; ".join(c.not_for_citation) + ". ") \
         if c.not_for_citation else ""
     return (f"{banned}{what} measured a median of {_value(c.value, c.unit)}"
-            f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {c.machine} ({gpu}) "
+            f"{' (' + ', '.join(spread) + ')' if spread else ''}{bw} on {_where(c)} ({gpu}) "
             f"with PyTorch {c.torch}, CUDA {c.cuda}, driver {c.driver}; xferbench suite commit "
-            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`."
+            f"{c.commit[:8]}, {_date(c.measured_ms)}; figure `{c.figure}`{_drawn(c)}."
             + (f" Measured as: {c.how}." if c.how else "")
             + (f" Expected: {c.reference.sentence()}." if c.reference else "")
             + (f" Read on {c.read}." if c.read else "")
@@ -371,7 +292,7 @@ def format_markdown(c: Citation) -> list[str]:
     lines += [f"| {k} | {v} |" for k, v in rows(c)]
     if c.others:
         lines += ["", f"Also measured for {', '.join(c.others)} "
-                  "(choose with --torch/--machine/--mode)."]
+                  f"(choose with --torch/--machine/--mode{'/--host' if c.host else ''})."]
     return lines
 
 
@@ -385,6 +306,6 @@ def as_dict(c: Citation) -> dict[str, Any]:
     out["not_for_citation"] = list(c.not_for_citation)
     out["read_warnings"] = list(c.read_warnings)
     out["gpu"] = None if c.gpu == "unknown" and str(c.device).startswith("cpu") else c.gpu
-    return out
+    return {k: v for k, v in out.items() if k not in ("host", "chart") or v}
 
 

@@ -15,12 +15,13 @@ Nothing here prints.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from ..errors import XferbenchError
 from ..results import Result, ResultSet, version_key
 from ..results.discovery import Declared, declared_in_results, describe_suite
+from ..results.series import SeriesKey
 from .claimevidence import ClaimSeries, Finder
 from .claimtable import (
     CANNOT_TELL,
@@ -99,6 +100,21 @@ class Cell:
         """The machine, with how it was measured where not the default way ("box (quick)"):
         releases are compared along one trend, never a quick series against a full one."""
         return self.provenance.key.trend
+
+    @property
+    def series_label(self) -> str:
+        """"box, torch 2.13.0+cpu", with the mode where it is not the default ("box, torch
+        2.13.0+cpu (quick)"): five modes of one release are five lines, each named."""
+        key = self.provenance.key
+        return f"{key.where}, torch {self.torch}" + (f" ({key.how})" if key.mode else "")
+
+    @property
+    def mode_rank(self) -> int:
+        """0 for a series measured the default way, 1 for another mode that may be cited (2
+        threads, the full sweep), 2 for one that may not (quick, a smoke sweep, a cap): a
+        release's verdict is read from its best-measured series."""
+        key = self.provenance.key
+        return 0 if key.is_default else 2 if key.reasons() else 1
 
     @property
     def evidence(self) -> FigureVerdict | None:
@@ -258,22 +274,18 @@ def _changes(rows: tuple[tuple[Claim, tuple[Cell, ...]], ...]) -> list[Change]:
     return out
 
 
-def choose(report: ClaimsReport, claim_id: str, *, torch: str | None = None,
-           machine: str | None = None) -> tuple[Cell, list[Cell]]:
-    """The cell ``cite --claim`` quotes: of the series ``torch`` and ``machine`` leave, the
-    newest that decided the claim (else the newest), and the claim's other cells."""
+def choose(report: ClaimsReport, claim_id: str,
+           keys: Collection[SeriesKey] | None = None) -> tuple[Cell, list[Cell]]:
+    """The cell ``cite --claim`` quotes: among the series ``keys`` (``ResultSet.select``'s,
+    every series where None), the best-measured mode (the default, then a mode that may be
+    cited, then the rest), in it the newest series that decided the claim (else the
+    newest); and the claim's other cells."""
     cells = report.cells(claim_id)
-    machines = list(dict.fromkeys(c.machine for c in cells))
-    if machine is not None and machine not in machines:
-        raise XferbenchError(f"machine {machine!r} is not in these results: they hold "
-                             f"{', '.join(machines)}")
-    pool = [c for c in cells if (machine is None or c.machine == machine)
-            and (torch is None or c.torch == torch)]
+    pool = [c for c in cells if keys is None or c.provenance.key in keys]
     if not pool:
-        have = ", ".join(c.torch for c in cells if machine is None or c.machine == machine)
-        raise XferbenchError(f"no series of these results is torch {torch}"
-                             + (f" on {machine}" if machine else "") + f": they hold {have}")
-    pool = [c for c in pool if c.provenance.key.is_default] or pool  # a full run first
+        raise XferbenchError(f"no series of these results measured claim {claim_id!r}")
+    best = min(c.mode_rank for c in pool)
+    pool = [c for c in pool if c.mode_rank == best]
     decided = [c for c in pool if c.verdict in DECIDED]
     pick = max(decided or pool, key=lambda c: (c.provenance.measured_ms, version_key(c.torch)))
     return pick, [c for c in cells if c is not pick]

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from ..results import ResultSet
+from ..results.series import SeriesKey, host_option, mode_option
 from ..units import format_value
 from .citation import Citation, citation, sentence
 from .citation import as_dict as citation_dict
@@ -106,7 +107,7 @@ def report_lines(report: ClaimsReport) -> list[str]:
                 f"  source: {source_text(claim)}",
                 f"  rule: {claim.rule.describe()}"
                 + (f"; a CPU cannot decide it: {claim.cpu_reason}" if claim.cpu_reason else "")]
-        out += [f"  {c.machine}, torch {c.torch}: {cell_text(c, report.alpha)}" for c in cells]
+        out += [f"  {c.series_label}: {cell_text(c, report.alpha)}" for c in cells]
         out.append("")
     out += change_lines(report) + caveat_lines(report)
     return out + ["", LEGEND + "."]
@@ -149,21 +150,34 @@ def _summary(cells: list[Cell]) -> str:
 
 def summary_rows(report: ClaimsReport) -> tuple[list[str], dict[str, int],
                                                 list[tuple[list[Claim], tuple[str, ...], bool]]]:
-    """The short table's machines, each one's release count, and its rows: (claims, a
-    cell per machine counting the verdicts across its releases, decided anywhere); the
-    claims no release decided whose cells agree share a row, after the decided ones."""
-    machines = list(dict.fromkeys(p.machine for p in report.series))
-    releases = {m: sum(p.machine == m for p in report.series) for m in machines}
+    """The short table's machines, each one's count of releases (not of series: a release
+    measured five ways is one), and its rows: (claims, a cell per machine counting the
+    verdicts across its releases, each release's read from its best-measured series:
+    ``Cell.mode_rank``); the claims no release decided whose cells agree share a row, after
+    the decided ones."""
+    machines = list(dict.fromkeys(p.key.where for p in report.series))
+    releases = {m: len({p.torch for p in report.series if p.key.where == m}) for m in machines}
     decided: list[tuple[list[Claim], tuple[str, ...], bool]] = []
     shared: dict[tuple[str, ...], list[Claim]] = {}
     for claim, cells in report.rows:
-        row = tuple(_summary([c for c in cells if c.machine == m]) for m in machines)
+        row = tuple(_summary(per_release(cells, m)) for m in machines)
         if any(c.verdict in DECIDED for c in cells):
             decided.append(([claim], row, True))
         else:
             shared.setdefault(row, []).append(claim)
     return machines, releases, [*decided, *((claims, row, False)
                                             for row, claims in shared.items())]
+
+
+def per_release(cells: tuple[Cell, ...] | list[Cell], where: str) -> list[Cell]:
+    """One cell per release of machine ``where``: its best-measured series' (the default
+    mode, then a mode that may be cited, then the rest; the first of a kind)."""
+    best: dict[str, Cell] = {}
+    for c in cells:
+        if c.provenance.key.where == where and (
+                c.torch not in best or c.mode_rank < best[c.torch].mode_rank):
+            best[c.torch] = c
+    return list(best.values())
 
 
 def undecided_reasons(report: ClaimsReport) -> dict[str, list[str]]:
@@ -226,8 +240,15 @@ def figure_dict(fv: FigureVerdict) -> dict[str, Any]:
         "observed": fv.observed or None}
 
 
+def _identity(key: SeriesKey) -> dict[str, str]:
+    """How a series was measured (as --mode takes it) and, where its machine holds several,
+    what measured it (as --host takes it): five series of one release are told apart."""
+    return {"mode": mode_option(key.mode), "host": host_option(key.host)}
+
+
 def cell_dict(c: Cell) -> dict[str, Any]:
-    return {"machine": c.machine, "torch": c.torch, "verdict": c.verdict, "reason": c.reason,
+    return {"machine": c.machine, "torch": c.torch, **_identity(c.provenance.key),
+            "verdict": c.verdict, "reason": c.reason,
             "note": c.note, "not_for_citation": list(c.not_for_citation),
             "figures": [figure_dict(f) for f in c.figures]}
 
@@ -248,8 +269,9 @@ def as_dict(report: ClaimsReport) -> dict[str, Any]:
     """The document ``xferbench claims --format json`` prints (data/claims.schema.json)."""
     return {
         "schema_version": SCHEMA_VERSION, "table": report.table.path, "alpha": report.alpha,
-        "series": [{"machine": p.machine, "torch": p.torch, "device": p.device,
-                    "not_for_citation": p.reasons()} for p in report.series],
+        "series": [{"machine": p.machine, "torch": p.torch, **_identity(p.key),
+                    "device": p.device, "not_for_citation": p.reasons()}
+                   for p in report.series],
         "claims": [{**claim_dict(claim), "verdicts": [cell_dict(c) for c in cells]}
                    for claim, cells in report.rows],
         "changes": [{"claim": ch.claim.id, "machine": ch.machine, "lost": ch.lost,
@@ -268,7 +290,8 @@ def claim_sentence(cell: Cell, alpha: float) -> str:
     claim, p = cell.claim, cell.provenance
     banned = ("Not for citation: " + "; ".join(cell.not_for_citation) + ". ") \
         if cell.not_for_citation else ""
-    where = f"on {cell.machine} ({p.hardware}) with PyTorch {cell.torch}"
+    where = f"on {p.key.where} ({p.hardware}) with PyTorch {cell.torch}" + (
+        f", measured as {p.key.how}" if p.key.mode else "")
     if cell.verdict in DECIDED:
         figures = "; ".join(_evidence_words(f, alpha, len(cell.figures) == 1)
                             for f in cell.figures)
@@ -315,7 +338,7 @@ def cite_lines(cell: Cell, cites: list[Citation], others: list[Cell], alpha: flo
         out.append("")
     if others:
         out.append("In the other series: " + "; ".join(
-            f"torch {c.torch} on {c.machine}: {c.verdict}" for c in others) + ".")
+            f"{c.provenance.key.label}: {c.verdict}" for c in others) + ".")
     return out
 
 
@@ -326,9 +349,10 @@ def figure_citations(rs: ResultSet, cell: Cell, site: str = "site") -> list[Cita
     for fv in cell.figures:
         for r in (fv.practice, fv.baseline):
             if r is not None and r.ok:
-                path = os.path.join(site, figure_path(r.benchmark, r.param_dict,
-                                                      chart_trend(charts, r.series)))
-                out.append(citation(rs, r, figure=path, figure_exists=os.path.isfile(path)))
+                chart = chart_trend(charts, r.series)
+                path = os.path.join(site, figure_path(r.benchmark, r.param_dict, chart))
+                out.append(citation(rs, r, figure=path, figure_exists=os.path.isfile(path),
+                                    chart=chart))
     return out
 
 
@@ -339,5 +363,5 @@ def cite_dict(cell: Cell, cites: list[Citation], others: list[Cell],
     return {"claim": claim_dict(cell.claim), **cell_dict(cell),
             "sentence": claim_sentence(cell, alpha),
             "citations": [citation_dict(c) for c in cites],
-            "others": [{"machine": c.machine, "torch": c.torch, "verdict": c.verdict}
-                       for c in others]}
+            "others": [{"machine": c.machine, "torch": c.torch, **_identity(c.provenance.key),
+                        "verdict": c.verdict} for c in others]}

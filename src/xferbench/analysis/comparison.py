@@ -7,7 +7,7 @@ discovery rate) or on its p-value, a threshold, and an interval. Used by ``compa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,8 +156,9 @@ def decision_of(rows: Iterable[Row]) -> Decision | None:
 def confounds(a: ResultSet, b: ResultSet, by_machine: bool) -> tuple[str, ...]:
     """What differs between the sides besides the PyTorch release or suite commit: the build
     (+cpu vs +cu130), how it was measured (quick, threads, a sweep, a cap), the device and
-    the GPU, the torch threads, the machine (compared across machines), the Python; each a
-    phrase."""
+    the GPU, the CPU model, its cores and the host (sidecars that name different hardware
+    under one machine name), the torch threads, the machine (compared across machines), the
+    Python; each a phrase."""
     out = []
 
     def build(rs: ResultSet) -> set[str]:
@@ -167,10 +168,18 @@ def confounds(a: ResultSet, b: ResultSet, by_machine: bool) -> tuple[str, ...]:
         return {str(rs.metadata_for(r).torch_threads) for r in rs
                 if rs.metadata_for(r).torch_threads is not None}
 
+    def host(field: str) -> Callable[[ResultSet], set[str]]:
+        def of(rs: ResultSet) -> set[str]:
+            values = (getattr(rs.metadata_for(r), field) for r in rs)
+            return {str(v) for v in values if v not in (None, "", "unknown")}
+        return of
+
     checks = [("the build", build),
               ("how it was measured", lambda rs: {labels(r.mode) or "default" for r in rs}),
               ("the device", lambda rs: {r.device for r in rs} - {"unknown"}),
               ("the GPU", lambda rs: {rs.gpu_for(r) or "none" for r in rs}),
+              ("the CPU", host("cpu_model")), ("the core count", host("cpu_count")),
+              ("the host", host("hostname")),
               ("the torch threads", threads),
               ("the Python", lambda rs: {r.python for r in rs})]
     if not by_machine:

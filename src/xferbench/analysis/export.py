@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import XferbenchError
 from ..results import Result, ResultSet
+from ..results.series import host_option
 from .provenance import Provenance, series_provenance
 from .sitemap import clock_of
 
@@ -76,13 +77,18 @@ class ExportRow:
     quick: bool  # a quick run's: shortened budgets, a smoke test
     not_for_citation: tuple[str, ...]  # the page's reasons, where it says not to cite
     results_file: str  # below the results folder
-    mode: str = "full"  # how it was measured: "full", or "quick", "2 threads", "capped"...
+    #: how it was measured: "default" (the default grid, in full), or "quick", "2 threads",
+    #: "full sweep", "capped"...
+    mode: str = "default"
+    host: str = ""  # what measured it, as --host takes it, where its machine holds several
 
     @property
     def series(self) -> str:
-        """"torch 2.13.0+cpu on vm-cpu" (" (quick, 2 threads)" where not measured in full)."""
-        how = f" ({self.mode})" if self.mode != "full" else ""
-        return f"torch {self.torch} on {self.machine}{how}"
+        """"torch 2.13.0+cpu on vm-cpu" (" (quick, 2 threads)" where not measured the default
+        way; the host in brackets where the machine holds several)."""
+        how = f" ({self.mode})" if self.mode != "default" else ""
+        host = f" [{self.host}]" if self.host else ""
+        return f"torch {self.torch} on {self.machine}{host}{how}"
 
     @property
     def name(self) -> str:
@@ -119,7 +125,8 @@ def figure(rs: ResultSet, r: Result, prov: Provenance) -> ExportRow:
         python=r.python, commit=r.commit, commit_date_ms=r.date_ms,
         measured_ms=r.started_ms or r.date_ms, quick=r.quick,
         not_for_citation=tuple(prov.reasons()),
-        results_file=os.path.relpath(r.path, rs.root), mode=prov.how)
+        results_file=os.path.relpath(r.path, rs.root), mode=prov.key.how,
+        host=host_option(r.host))
 
 
 def figures(rs: ResultSet) -> list[ExportRow]:
@@ -133,18 +140,20 @@ def figures(rs: ResultSet) -> list[ExportRow]:
 
 def one_series(found: list[ExportRow],
                why: str = "a Bencher report is one testbed's") -> list[ExportRow]:
-    """``found`` where it is one results file's (one series, as one report to a service
-    that tracks a testbed over time); one sentence naming the series otherwise, opening with
-    ``why``."""
-    files = sorted({f.results_file for f in found})
-    if not files:
+    """``found`` where it is one series' (one report to a service that tracks a testbed over
+    time), the newest run's figure of each combination; one sentence naming the series
+    otherwise, opening with ``why``, and the options that choose one."""
+    series = sorted({f.series for f in found})
+    if not series:
         raise XferbenchError("no measured figure matches: nothing to export (xferbench list "
                              "shows what the results hold)")
-    if len(files) > 1:
-        labels = sorted({f.series for f in found})
-        if len(labels) < len(files):  # series apart by options the label does not name
-            labels = sorted({f"{f.series} ({f.results_file})" for f in found})
+    if len(series) > 1:
         raise XferbenchError(
-            f"{why}, and these results hold {len(files)} series: "
-            f"{'; '.join(labels)}: choose one with --machine, --torch and --quick/--no-quick")
-    return found
+            f"{why}, and these results hold {len(series)} series: "
+            f"{'; '.join(series)}: choose one with --machine, --torch, --mode and --host")
+    newest: dict[tuple, ExportRow] = {}
+    for f in found:
+        key = (f.benchmark, f.params)
+        if key not in newest or f.measured_ms > newest[key].measured_ms:
+            newest[key] = f
+    return [f for f in found if newest[(f.benchmark, f.params)] is f]

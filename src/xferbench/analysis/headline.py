@@ -22,6 +22,7 @@ from ..units import (
     share_text,
     size_label,
 )
+from .cautions import noise_text
 from .comparisons import ComparisonSpec, H, comparison
 from .reference import assess_result, legend
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
@@ -232,7 +233,7 @@ def format_copy_rows(rows: list[dict[str, Any]], nbytes: int = HEADLINE_NBYTES) 
            + (" expected | verdict |" if judged else ""),
            "| --- | --- | --- | --- | ---: | ---: | ---: |" + (" --- | --- |" if judged else "")]
     for r in rows:
-        noise = "n/a" if r["noise"] is None else f"{r['noise']:.1%}"
+        noise = noise_text(r["noise"])
         share = share_text(r["share_of_pcie"])
         a = r.get("reference")
         out.append(f"| {r['direction']} | {r['host_memory']} | {r['sync']} | {r['clock']} "
@@ -309,8 +310,9 @@ def all_series_tables(rs: ResultSet) -> list[str]:
     """Per series of ``rs`` (machine, PyTorch, how measured), its heading and
     ``series_tables``."""
     out: list[str] = []
-    for key in sorted(rs.series(), key=lambda k: (k.machine, k.mode, version_key(k.torch))):
+    for key in sorted(rs.series(), key=lambda k: (k.machine, k.host, k.mode,
+                                                  version_key(k.torch))):
         tail = f" ({key.how})" if key.mode else ""
-        out += [f"#### {key.machine}, torch {key.torch}{tail}\n",
+        out += [f"#### {key.where}, torch {key.torch}{tail}\n",
                 *series_tables(rs.filter(series=key)), ""]
     return out

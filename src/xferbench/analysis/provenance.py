@@ -11,19 +11,19 @@ sidecar's loader upgrades files of schema 1, which kept it elsewhere).
 from __future__ import annotations
 
 import calendar
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..metadata import MachineMetadata
 from ..results import Result, ResultSet
+from ..results.lock import lock_is_held
 from ..results.runrecords import ISO_FORMAT
 from ..results.series import CAPPED as SERIES_CAPPED
 from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
-__all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banner",
+__all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "RUNNING", "Provenance", "banner",
            "cautions", "differences", "link_caution", "over_link_caution", "provenance",
            "series_provenance"]
 
@@ -32,6 +32,7 @@ __all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "Provenance", "banne
 CAPPED = SERIES_CAPPED
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
 CUT_SHORT = "the run was cut short: some classes were not measured"
+RUNNING = "its run is still going: some classes are not measured yet"
 NO_METADATA = "no metadata recorded: the hardware is unknown"
 
 
@@ -65,6 +66,8 @@ class Provenance:
     def key(self) -> SeriesKey:
         return SeriesKey(self.machine, self.torch, self.mode)
     capped: bool = False  # some of its numbers sampled under a budget cap (--budget --cap)
+    #: its newest run is not over: it holds the results folder's lock and has not finished
+    running: bool = False
 
     @property
     def label(self) -> str:
@@ -72,8 +75,9 @@ class Provenance:
 
     @property
     def how(self) -> str:
-        """"quick, 2 threads"; "full" for the default way."""
-        return labels(self.mode) or "full"
+        """"quick, 2 threads"; "default" for the default way (the default grid, in full: not
+        the full sweep)."""
+        return labels(self.mode) or "default"
 
     @property
     def build(self) -> str:
@@ -109,7 +113,7 @@ class Provenance:
         elif self.cpu_only:
             out.append(CPU_ONLY)
         if self.complete is False:
-            out.append(CUT_SHORT)
+            out.append(RUNNING if self.running else CUT_SHORT)
         return out
 
 
@@ -201,6 +205,8 @@ def series_provenance(rs: ResultSet, key: SeriesKey) -> Provenance:
         commits=tuple(sorted({r.commit for r in results})),
         caution=link_caution(meta) if rs.gpu_for(newest) else None, mode=key.mode,
         capped=any(r.capped for r in results) or bool(run and run.capped),
+        running=bool(run and run.complete is False and run.finished_at is None
+                      and lock_is_held(rs.root)),
     )
 
 
@@ -221,8 +227,9 @@ def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
     quick first, then every other mode's in the order met, no metadata, a CPU run, a run cut
     short; empty when every series may be cited."""
     order = [QUICK, *dict.fromkeys(r for p in series for r in p.reasons()
-                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT)),
-             NO_METADATA, CPU_ONLY, CUT_SHORT]
+                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT,
+                                                RUNNING)),
+             NO_METADATA, CPU_ONLY, CUT_SHORT, RUNNING]
     out = []
     for reason in order:
         hit = [p for p in series if reason in p.reasons()]
@@ -250,23 +257,3 @@ def differences(a: Provenance, b: Provenance) -> list[tuple[str, str, str]]:
               ("how measured", a.how, b.how)]
     return [(name, show(x), show(y)) for name, x, y in fields if show(x) != show(y)]
 
-
-def value_caution(r: Result) -> str | None:
-    """A fraction outside 0 to 1, in one sentence: what it measured instead; None within.
-    Overlap's serialised fraction is 1 - (t_copy + t_compute - t_both) / min(t_copy,
-    t_compute): above 1 where the two together took longer than one after the other, below 0
-    where together they took less than the longer alone (which no overlap can do)."""
-    if r.unit != "fraction" or r.value is None or not math.isfinite(r.value) \
-            or 0.0 <= r.value <= 1.0:
-        return None
-    if r.benchmark.endswith("Overlap.track_serialised_fraction"):
-        if r.value > 1.0:
-            return (f"a serialised fraction of {r.value:.3g} is above 1: the copy and the "
-                    "matmuls together took longer than one after the other, so they slowed "
-                    "each other (contention), and the figure says how much, not how much of "
-                    "the copy was hidden")
-        return (f"a serialised fraction of {r.value:.3g} is below 0: together the copy and "
-                "the matmuls took less than the longer of the two alone, which no overlap "
-                "can do: the run-to-run noise is larger than the effect")
-    return (f"a fraction of {r.value:.3g} is outside 0 to 1: it is not a share of anything "
-            "(read it as a fault of the measurement)")

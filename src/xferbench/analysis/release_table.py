@@ -8,8 +8,9 @@ from __future__ import annotations
 from ..practices import HEADLINE_NBYTES
 from ..practices.hazards import HAZARDS, STREAMS, hazard_skip_reason
 from ..results import ResultSet
-from ..results.series import labels
+from ..results.series import SeriesKey
 from ..units import parse_size, size_label
+from .cautions import noise_text
 from .headline import (
     HAZARD_BENCHMARK,
     HeadlineValue,
@@ -39,7 +40,7 @@ def _rows(series: dict[str, ResultSet]) -> tuple[list[tuple[str, list[str]]], li
         for r in copy_rows(rs):
             name = (f"{r['direction']} {r['host_memory']} {r['sync']} copy, "
                     f"{size_label(HEADLINE_NBYTES)}, {r['clock']} clock (GB/s)")
-            noise = "" if r["noise"] is None else f" ±{r['noise']:.1%}"
+            noise = "" if r["noise"] is None else f" ±{noise_text(r['noise'])}"
             rows.setdefault(name, list(blank))[i] = f"{r['gbps']:.2f}{noise}"
     missing: dict[str, str] = {}
     for i, rs in enumerate(series.values()):
@@ -80,11 +81,13 @@ def machine_table(machine: str, series: dict[str, ResultSet]) -> list[str]:
 
 
 def readme_tables(rs: ResultSet) -> list[str]:
-    """Every machine's table in ``rs`` (one per mode: a quick run's figures never share a
-    full run's table), then the legend once."""
+    """Every trend's table in ``rs`` (a machine, one per host where it holds several and one
+    per mode: a quick run's figures never share a default run's table), then the legend
+    once."""
+    trends: dict[tuple, list[SeriesKey]] = {}
+    for key in rs.series():  # releases in order
+        trends.setdefault((key.machine, key.host, key.mode), []).append(key)
     out: list[str] = []
-    for machine, mode in sorted({(k.machine, k.mode) for k in rs.series()}):
-        on = rs.filter(machine=machine, mode=mode)
-        title = machine + (f" ({labels(mode)})" if mode else "")
-        out += machine_table(title, {v: on.filter(torch=v) for v in on.torch_versions()})
+    for _, keys in sorted(trends.items()):
+        out += machine_table(keys[0].trend, {k.torch: rs.filter(series=k) for k in keys})
     return out + [LEGEND]

@@ -87,7 +87,7 @@ def chart_machines(rs: ResultSet) -> dict[str, str]:
 def chart_trend(charts: dict[str, str], key: SeriesKey) -> str:
     """The trend a series is drawn in: its chart's machine (``chart_machines``), with how it
     was measured where not the default (a quick run never joins a full run's chart)."""
-    return SeriesKey(charts.get(key.machine, key.machine), key.torch, key.mode).trend
+    return SeriesKey(charts.get(key.machine, key.machine), key.torch, key.mode, key.host).trend
 
 
 def repeats_of(rs: ResultSet, key: SeriesKey,

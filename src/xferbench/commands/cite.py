@@ -19,7 +19,7 @@ from ..analysis.reference import not_a_record
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.discovery import suite_repo
-from .options import add_format, add_mode, add_results, mode_of_option, parse_params
+from .options import add_format, add_results, add_selection, parse_params, selection_of
 
 
 def register_cli(sub: Any) -> None:
@@ -37,16 +37,15 @@ def register_cli(sub: Any) -> None:
                    help="parameters, comma-separated (direction=h2d,host_memory=pinned,...)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="one parameter; repeat it for several")
-    p.add_argument("--torch", default=None, metavar="VERSION",
-                   help="PyTorch version to cite (default: the newest measurement)")
-    p.add_argument("--machine", default=None, help="machine to cite (default: the newest)")
+    add_selection(p, machine="machine to cite (default: the newest)",
+                  torch="PyTorch version to cite: a release or one build (default: the "
+                        "newest measurement)")
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="the series measured on this device (cuda:1), where a run measured "
                         "several (--devices): a peer copy's source")
     add_results(p)
     p.add_argument("--site", default="site", metavar="DIR",
                    help="the published site, for the figure's path (default: site)")
-    add_mode(p)
     p.add_argument("--allow-quick", action="store_true",
                    help="cite a number measured in a mode not for citation (a quick run, a "
                         "smoke sweep, a cap) where it is the only one (marked as such)")
@@ -62,12 +61,12 @@ def cmd_cite(args: argparse.Namespace) -> ExitCode:
         raise XferbenchError("give a BENCHMARK to cite (xferbench list names them), or "
                              "--claim ID (xferbench claims lists them)")
     params = parse_params(args.params, args.param)
-    mode = mode_of_option(args.mode)
+    sel = selection_of(args)
     rs = load(args.results)
     if getattr(args, "device", None):
         rs = by_device(rs, args.device)
-    c = cite(rs, args.benchmark, params, torch=args.torch,
-             machine=args.machine, site=args.site, allow_quick=args.allow_quick, mode=mode)
+    c = cite(rs, args.benchmark, params, site=args.site, allow_quick=args.allow_quick,
+             **vars(sel))
     refuse_unrecorded(c)
     # a peer copy between devices without peer access says so wherever it is quoted
     note = citation_note(rs, c.results_file, c.benchmark, c.params)
@@ -92,17 +91,19 @@ def refuse_unrecorded(c: Citation) -> None:
 
 
 def cite_claim(args: argparse.Namespace) -> ExitCode:
-    """``cite --claim ID``: the claim's verdict in one series (the newest that decided it, or
-    --torch/--machine's) as a sentence with its caveats, then each figure's citation."""
+    """``cite --claim ID``: the claim's verdict in one series (``claims.choose``'s, among
+    those the selection leaves) as a sentence with its caveats, then each figure's
+    citation."""
     if args.benchmark or args.params or args.param or args.device:
         raise XferbenchError("--claim cites a claim's verdict: give it without BENCHMARK, "
-                             "--params or --device (--torch and --machine choose the series)")
+                             "--params or --device (--machine, --torch, --mode and --host "
+                             "choose the series)")
     rs = load(args.results)
     table = load_table()
     one = ClaimTable(table.path, (table.get(args.claim),))
+    keys = set(rs.select(selection_of(args)).series())
     report = evaluate(rs, one, repo=suite_repo())
-    torch = rs.match_torch(args.torch) if args.torch else None
-    cell, others = choose(report, args.claim, torch=torch, machine=args.machine)
+    cell, others = choose(report, args.claim, keys)
     cites = figure_citations(rs, cell, args.site)
     if args.format == "json":
         print(json.dumps(cite_dict(cell, cites, others, report.alpha), indent=2))

@@ -1,7 +1,8 @@
 """``xferbench claims``: every piece of advice the suite settles (the claims table,
-``data/claims.toml`` or ``--table FILE``), with a verdict per series (machine, PyTorch)
-recomputed from the results, each figure and its interval, and the claims whose verdict
-changed between consecutive releases. Text, JSON (``data/claims.schema.json``) or the
+``data/claims.toml`` or ``--table FILE``), with a verdict per series (machine, PyTorch, how
+measured; narrowed as every command narrows: ``options.add_selection``) recomputed from the
+results, each figure and its interval, and the claims whose verdict changed between
+consecutive releases. Text, JSON (``data/claims.schema.json``) or the
 README's short Markdown table. The verdicts are ``analysis.claims``'; the words
 ``analysis.claimtext``'s."""
 
@@ -15,10 +16,10 @@ from ..analysis.claims import evaluate
 from ..analysis.claimtable import ClaimTable, load_table
 from ..analysis.claimtext import as_dict, markdown_table, report_lines
 from ..analysis.stats import ALPHA, parse_alpha
-from ..errors import ExitCode, XferbenchError
-from ..results import ResultSet, load
+from ..errors import ExitCode
+from ..results import load
 from ..results.discovery import suite_repo
-from .options import add_format, add_results
+from .options import add_format, add_results, add_selection, selection_of
 
 
 def register_cli(sub: Any) -> None:
@@ -33,9 +34,7 @@ def register_cli(sub: Any) -> None:
                     "releases.")
     add_results(p)
     p.add_argument("--claim", default=None, metavar="ID", help="one claim (its id)")
-    p.add_argument("--machine", default=None, help="the series of this machine only")
-    p.add_argument("--torch", default=None, metavar="VERSION",
-                   help="the series of this PyTorch version only")
+    add_selection(p)
     p.add_argument("--table", default=None, metavar="FILE",
                    help="a claims table of the same form (default: the one xferbench ships)")
     p.add_argument("--alpha", type=parse_alpha, default=ALPHA,
@@ -45,24 +44,11 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=cmd_claims)
 
 
-def narrowed(rs: ResultSet, machine: str | None, torch: str | None) -> ResultSet:
-    """``rs`` with the series ``--machine`` and ``--torch`` leave; one sentence for a value
-    that names none."""
-    if machine is not None:
-        if machine not in rs.machines():
-            raise XferbenchError(f"machine {machine!r} is not in {rs.root}: it holds "
-                                 f"{', '.join(rs.machines())}")
-        rs = rs.filter(machine=machine)
-    if torch is not None:
-        rs = rs.filter(torch=rs.match_torch(torch))
-    return rs
-
-
 def cmd_claims(args: argparse.Namespace) -> ExitCode:
     table = load_table(args.table)
     if args.claim is not None:
         table = ClaimTable(table.path, (table.get(args.claim),))
-    rs = narrowed(load(args.results), args.machine, args.torch)
+    rs = load(args.results).select(selection_of(args))
     report = evaluate(rs, table, repo=suite_repo(), alpha=args.alpha)
     if args.format == "json":
         print(json.dumps(as_dict(report), indent=2))

@@ -19,12 +19,13 @@ import re
 from typing import Any
 
 from ..analysis.export import CLOCKS, ExportRow, figures, iso, one_series
+from ..analysis.provenance import CPU_ONLY
 from ..analysis.stats import higher_is_better
 from ..errors import ExitCode, XferbenchError
 from ..results import load
 from ..results.suite import repository_url
 from ..version import __version__
-from .options import add_bench, add_format, add_results, bench_pattern
+from .options import add_bench, add_format, add_results, add_selection, bench_pattern, selection_of
 
 ACTION = "github-action-benchmark"
 FORMATS = ("csv", "bmf", "hud", ACTION)
@@ -34,7 +35,8 @@ ACTION_TOOLS = {"smaller": "customSmallerIsBetter", "bigger": "customBiggerIsBet
 COLUMNS = ("benchmark", "params", "value", "unit", "clock", "ci99_low", "ci99_high", "q25",
            "q75", "n_samples", "number", "samples", "gbps", "gbps_ci99_low", "gbps_ci99_high",
            "machine", "hardware", "device", "torch", "cuda", "python", "commit",
-           "commit_date", "measured_at", "quick", "mode", "not_for_citation", "results_file")
+           "commit_date", "measured_at", "quick", "mode", "not_for_citation", "results_file",
+           "host")
 #: Bencher's built-in latency measure is in nanoseconds; the others are named by their unit.
 BMF_LATENCY = "latency"
 BMF_BANDWIDTH = "bandwidth-gb-per-s"
@@ -54,7 +56,7 @@ def register_cli(sub: Any) -> None:
                     "smaller-is-better or bigger-is-better (--better).",
         epilog="exit status: 0 written; 2 bad input (no results, nothing matching, bmf or "
                "github-action-benchmark over several series: choose one with --machine, "
-               "--torch, --quick)")
+               "--torch, --mode, --host)")
     add_results(p)
     add_format(p, help="csv (default), bmf, hud or github-action-benchmark", choices=FORMATS)
     p.add_argument("--better", choices=tuple(ACTION_TOOLS), default=None,
@@ -63,9 +65,7 @@ def register_cli(sub: Any) -> None:
                         "fractions, counts, bytes) or customBiggerIsBetter (bigger: rates, "
                         "behaviour checks, GB/s where the size is known)")
     add_bench(p, help="only benchmarks whose name matches REGEX")
-    p.add_argument("--machine", default=None, help="only this machine's figures")
-    p.add_argument("--torch", default=None, metavar="VERSION",
-                   help="only this PyTorch's (2.13.0, or 2.13.0+cu130 for one build)")
+    add_selection(p, machine="only this machine's figures")
     p.add_argument("--quick", action=argparse.BooleanOptionalAction, default=None,
                    help="only quick runs' figures (--no-quick: none of them; default: both, "
                         "each marked)")
@@ -74,9 +74,7 @@ def register_cli(sub: Any) -> None:
 
 def chosen(args: argparse.Namespace) -> list[ExportRow]:
     pattern = bench_pattern(args.bench)
-    rs = load(args.results)
-    torch = rs.match_torch(args.torch) if args.torch else None
-    rs = rs.filter(machine=args.machine, torch=torch)
+    rs = load(args.results).select(selection_of(args))
     return [f for f in figures(rs)
             if (pattern is None or pattern.search(f.benchmark))
             and (args.quick is None or f.quick == args.quick)]
@@ -99,7 +97,8 @@ def csv_text(found: list[ExportRow]) -> str:
             _num(f.number), " ".join(repr(s) for s in f.samples), _num(f.gbps),
             _num(gci[0]), _num(gci[1]), f.machine, f.hardware, f.device, f.torch, f.cuda,
             f.python, f.commit, iso(f.commit_date_ms), iso(f.measured_ms),
-            "yes" if f.quick else "no", f.mode, "; ".join(f.not_for_citation), f.results_file])
+            "yes" if f.quick else "no", f.mode, "; ".join(f.not_for_citation), f.results_file,
+            f.host])
     return out.getvalue()
 
 
@@ -113,8 +112,10 @@ def _metric(value: float, interval: tuple[float, float] | None, scale: float = 1
 
 def bmf(found: list[ExportRow]) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format: {benchmark: {measure: {value, lower_value, upper_value}}}, the
-    median with asv's 99% interval. A figure not measured in full is named apart by its mode
-    (" [quick]", " [2 threads]"), so that a smoke test never joins a full run's history."""
+    median with asv's 99% interval. BMF holds numbers and names only, so what a reader must
+    know of a figure is in its name: its mode where not the default (" [quick]"), so that a
+    smoke test never joins a default run's history; the clock a time was read on; and that a
+    CPU run's figures are not for citation."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for f in one_series(found):
         measures: dict[str, dict[str, float]] = {}
@@ -125,15 +126,19 @@ def bmf(found: list[ExportRow]) -> dict[str, dict[str, dict[str, float]]]:
                 f.value, f.ci99)
         if f.gbps is not None:
             measures[BMF_BANDWIDTH] = _metric(f.gbps, f.gbps_ci99)
-        out[_series_name(f)] = measures
+        out[f.name + bmf_tail(f)] = measures
     return out
 
 
-def _series_name(f: ExportRow) -> str:
-    """The figure's name in a service that follows one series over time: its mode where it
-    was not measured in full (" [quick]"), so that a smoke test never joins a full run's
-    history."""
-    return f.name + (f" [{f.mode}]" if f.mode != "full" else "")
+def bmf_tail(f: ExportRow) -> str:
+    """" [quick; host clock; a CPU run: not for citation]": the mode where not the default,
+    a time's clock, and the CPU caveat, where any applies."""
+    parts = [f.mode] if f.mode != "default" else []
+    if f.clock != "none":
+        parts.append(f"{f.clock} clock")
+    if CPU_ONLY in f.not_for_citation:
+        parts.append("a CPU run: not for citation")
+    return f" [{'; '.join(parts)}]" if parts else ""
 
 
 def action_benchmark(found: list[ExportRow], better: str = "smaller") -> list[dict[str, Any]]:
@@ -169,7 +174,7 @@ def _scaled(interval: tuple[float, float] | None, scale: float) -> tuple[float, 
 def _action_entry(f: ExportRow, what: str, unit: str, value: float,
                   interval: tuple[float, float] | None) -> dict[str, Any]:
     """One figure as the action's entry: ``what`` the value is, ``interval`` in ``unit``."""
-    entry: dict[str, Any] = {"name": _series_name(f), "unit": unit, "value": value}
+    entry: dict[str, Any] = {"name": f.name + bmf_tail(f), "unit": unit, "value": value}
     lines = [what]
     if interval is not None:
         entry["range"] = f"± {max(value - interval[0], interval[1] - value):.6g}"

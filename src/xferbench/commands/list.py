@@ -10,8 +10,8 @@ from typing import Any
 from ..analysis.reference import assess_result
 from ..errors import ExitCode
 from ..results import ResultSet, load, version_key
-from ..results.series import SeriesKey, mode_option
-from .options import add_format, add_results
+from ..results.series import SeriesKey, host_option, mode_option
+from .options import add_format, add_results, add_selection, selection_of
 
 
 def register_cli(sub: Any) -> None:
@@ -22,6 +22,7 @@ def register_cli(sub: Any) -> None:
                     "their values (as cite's --params takes them), and per series (machine, "
                     "PyTorch, how it was measured) how many combinations have a number.")
     add_results(p)
+    add_selection(p)
     add_format(p, help="text (default) or JSON")
     p.set_defaults(func=cmd_list)
 
@@ -55,6 +56,7 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
                 (r.unit for r in newest if r.benchmark == name), None),
             "params": {k: [str(v) for v in values] for k, values in declared.items()},
             "series": [{"machine": k.machine, "torch": k.torch, "mode": mode_option(k.mode),
+                        **_identity(rs, k),
                         "how": k.how, "quick": any(m == "quick" for m, _ in k.mode),
                         "not_for_citation": k.reasons(), "measured": s["measured"],
                         "combinations": s["combinations"], "capped": s["capped"],
@@ -62,7 +64,7 @@ def listing(rs: ResultSet) -> list[dict[str, Any]]:
                         "param_names": s["names"] if s["names"] != listed else None,
                         **references(newest, [r for r in mine if r.series == k])}
                        for k, s in sorted(series.items(), key=lambda kv: (
-                           kv[0].machine, version_key(kv[0].torch), kv[0].mode))],
+                           kv[0].machine, version_key(kv[0].torch), kv[0].mode, kv[0].host))],
         })
     return out
 
@@ -74,6 +76,17 @@ def references(rs: ResultSet, results: list[Any]) -> dict[str, Any]:
     return {"references": [
         {"params": {k: str(v) for k, v in r.params}, "gbps": a.value, "expected": a.expected,
          "verdict": a.verdict, "cause": a.cause} for r, a in found]} if found else {}
+
+
+def _identity(rs: ResultSet, key: SeriesKey) -> dict[str, Any]:
+    """What tells the series apart beyond machine, torch and mode, where anything does: its
+    host (``--host``), and its runs where more than one was filed (each counted, the newest
+    of each combination read)."""
+    out: dict[str, Any] = {"host": host_option(key.host)} if key.host else {}
+    runs = rs.runs(key)
+    if len(runs) > 1:
+        out["runs"] = len(runs)
+    return out
 
 
 def format_listing(entries: list[dict[str, Any]]) -> list[str]:
@@ -88,11 +101,14 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
                    if s["param_names"] is not None else "")
             capped = (f" ({s['capped']} sampled under a budget cap: not for citation)"
                       if s.get("capped") else "")
+            host = f" [--host {s['host']}]" if s.get("host") else ""
+            runs = (f" ({s['runs']} runs: the newest of each combination read)"
+                    if s.get("runs") else "")
             if s.get("all_discarded"):
                 capped += (f" ({s['all_discarded']} from discarded batches alone, taken on a "
                            "slowed device: not for citation)")
             lines.append(f"  measured {s['measured']} of {s['combinations']}{capped}: "
-                         f"{s['machine']}, torch {s['torch']}{how}{own}")
+                         f"{s['machine']}{host}, torch {s['torch']}{how}{own}{runs}")
             lines += [f"    {' '.join(ref['params'].values())}: {ref['gbps']:.2f} GB/s, expected "
                       f"{ref['expected']}: {ref['verdict']}"
                       + (f" ({ref['cause']})" if ref["cause"] else "")
@@ -102,12 +118,14 @@ def format_listing(entries: list[dict[str, Any]]) -> list[str]:
                     f"{clock} ({n})" for clock, n in sorted(s["read"].items())))
         lines.append("")
     lines.append("cite one: xferbench cite BENCHMARK --params name=value,name=value"
-                 " [--mode MODE for a series measured another way]")
+                 " [--mode MODE for a series measured another way]"
+                 + (" [--host HOST where one machine name holds several]"
+                    if any(s.get("host") for e in entries for s in e["series"]) else ""))
     return lines
 
 
 def cmd_list(args: argparse.Namespace) -> ExitCode:
-    entries = listing(load(args.results))
+    entries = listing(load(args.results).select(selection_of(args)))
     if args.format == "json":
         print(json.dumps(entries, indent=2))
     else:

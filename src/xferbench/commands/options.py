@@ -1,8 +1,8 @@
 """The command-line options several commands share, declared once (as asv's
-``commands/common_args.py``): the results folder, the output format, the benchmark regex and
-the device, the series' mode. A command adds them to its parser; their checks live here too,
-and the one a command that measures makes before anything else: that PyTorch is there at
-all."""
+``commands/common_args.py``): the results folder, the output format, the benchmark regex,
+the device, and which series a command reads (``add_selection``: machine, torch, mode,
+host). A command adds them to its parser; their checks live here too, and the one a command
+that measures makes before anything else: that PyTorch is there at all."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from ..devices import Device, device_count, resolve_device
 from ..errors import XferbenchError
-from ..results.series import Mode, parse_mode
+from ..results.series import Host, Mode, Selection, parse_host, parse_mode
 
 DEVICE_HELP = ("auto (default), cpu, cuda, cuda:N, xpu, mps, or the name of a registered "
                "PrivateUse1 backend (e.g. emu)")
@@ -44,9 +44,37 @@ def add_mode(parser: Any) -> None:
     """``--mode``: which series, by how it was measured (checked with ``mode_of_option``)."""
     parser.add_argument(
         "--mode", default=None, metavar="MODE",
-        help="the series measured this way: default (a full run), or key=value pairs as a "
-             "series' label shows them: quick, threads=2, sweep=smoke, quick,threads=2 "
-             "(default: the default mode where there is one)")
+        help="the series measured this way: default (the default grid, not quick), or "
+             "key=value pairs as a series' label shows them: quick, threads=2, sweep=smoke, "
+             "quick,threads=2 (default: the default mode where there is one)")
+
+
+def add_selection(parser: Any, *, machine: str = "the series of this machine only",
+                  torch: str = "the series of this PyTorch only: a release (2.13.0) or one "
+                               "build (2.13.0+cu130)") -> None:
+    """``--machine``, ``--torch``, ``--mode`` and ``--host``: which series a command reads,
+    the same options with the same rules in every command (``series.Selection``; read with
+    ``selection_of``). ``machine`` and ``torch`` are their help where a command says more."""
+    parser.add_argument("--machine", default=None, help=machine)
+    parser.add_argument("--torch", default=None, metavar="VERSION", help=torch)
+    add_mode(parser)
+    parser.add_argument(
+        "--host", default=None, metavar="HOST",
+        help="where one machine name holds runs of several hosts or suites (list shows "
+             "them in brackets): the series of this one, as key=value pairs (cpu=MODEL, "
+             "cores=N, gpu=NAME, suite=clone or suite=package)")
+
+
+def selection_of(args: Any) -> Selection:
+    """The series ``add_selection``'s options leave; one sentence for a bad value."""
+    return Selection(getattr(args, "machine", None), getattr(args, "torch", None),
+                     mode_of_option(getattr(args, "mode", None)),
+                     host_of_option(getattr(args, "host", None)))
+
+
+def host_of_option(text: str | None) -> Host | None:
+    """``--host`` parsed, None where none was given; one sentence for a bad one."""
+    return None if text is None else parse_host(text)
 
 
 def mode_of_option(text: str | None) -> Mode | None:

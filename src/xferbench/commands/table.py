@@ -13,7 +13,7 @@ from ..analysis.headline import all_series_tables
 from ..analysis.release_table import readme_tables
 from ..errors import ExitCode
 from ..results import load
-from .options import add_results
+from .options import add_results, add_selection, selection_of
 
 
 def register_cli(sub: Any) -> None:
@@ -25,12 +25,13 @@ def register_cli(sub: Any) -> None:
                     "release measured there, each with its reason (the README's block); with "
                     "--per-series, the copy table and headlines of each series.")
     add_results(p)
+    add_selection(p)
     p.add_argument("--per-series", action="store_true",
                    help="one copy table and headline table per (machine, PyTorch) series")
     p.set_defaults(func=cmd_table)
 
 
 def cmd_table(args: argparse.Namespace) -> ExitCode:
-    rs = load(args.results)
+    rs = load(args.results).select(selection_of(args))
     print("\n".join(all_series_tables(rs) if args.per_series else readme_tables(rs)))
     return ExitCode.OK

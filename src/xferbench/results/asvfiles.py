@@ -24,6 +24,7 @@ from .safefiles import (
     path_kind,
     remove_file,
     require,
+    write_bytes_safely,
     write_json_atomic,
 )
 from .sidecar import relabel_sidecar
@@ -36,35 +37,64 @@ MEASURE_FIRST = ("measure some with 'xferbench run' (from any folder: it writes 
                  "--results DIR), or point --results at a folder that holds results")
 #: The "version" of asv 0.6's results files and benchmarks.json.
 ASV_FORMAT_VERSION = 2
+#: Where a run keeps the benchmark list asv wrote when the folder's benchmarks.json is a
+#: clone's tracked file, which the run then puts back as committed (``set_aside``): a run
+#: changes no tracked file of the clone. Every reader takes the two together.
+LOCAL_LIST = "benchmarks.local.json"
 #: How asv names a results file: the suite commit's first 8 hex digits, then the environment.
 RESULTS_NAME = re.compile(r"[0-9a-f]{8}-.+\.json")
 
 
 def load_benchmarks(root: str) -> dict[str, dict[str, Any]]:
+    """{benchmark: asv's entry} of ``root``: its benchmarks.json, each entry the local list
+    holds (a run's, ``LOCAL_LIST``) taken from there."""
     kind = path_kind(root)
     if not kind.is_folder and kind.kind != "missing":  # missing: nothing measured yet
         raise XferbenchError(kind.refusal(f"results folder {root}", "a folder"))
     path = os.path.join(root, "benchmarks.json")
     if not os.path.lexists(path):
         raise XferbenchError(f"no results in {root} ({path} is missing): {MEASURE_FIRST}")
-    data = load_json(path, "benchmark list")
-    if not isinstance(data, dict):
-        raise XferbenchError(f"benchmark list {path} is not an asv benchmarks.json")
-    if data.get("version", ASV_FORMAT_VERSION) != ASV_FORMAT_VERSION:
-        raise XferbenchError(
-            f"benchmark list {path} has asv format version {data.get('version')!r}: "
-            f"this xferbench reads version {ASV_FORMAT_VERSION} (asv 0.6)"
-        )
-    return {k: v for k, v in data.items() if isinstance(v, dict)}
+    out: dict[str, dict[str, Any]] = {}
+    for one in (path, os.path.join(root, LOCAL_LIST)):
+        if one != path and not os.path.exists(one):
+            continue
+        data = load_json(one, "benchmark list")
+        if not isinstance(data, dict):
+            raise XferbenchError(f"benchmark list {one} is not an asv benchmarks.json")
+        if data.get("version", ASV_FORMAT_VERSION) != ASV_FORMAT_VERSION:
+            raise XferbenchError(
+                f"benchmark list {one} has asv format version {data.get('version')!r}: "
+                f"this xferbench reads version {ASV_FORMAT_VERSION} (asv 0.6)")
+        out.update({k: v for k, v in data.items() if isinstance(v, dict)})
+    return out
 
 
 def benchmark_list(root: str) -> dict[str, Any] | None:
-    """``root``'s benchmarks.json as it is (None where there is none or it does not parse)."""
+    """``root``'s benchmarks.json as it is, each entry of the local list taken from there
+    (None where there is none or it does not parse)."""
+    found = None
+    for name in ("benchmarks.json", LOCAL_LIST):
+        path = os.path.join(root, name)
+        if os.path.exists(path) and loads_ok(path):
+            data = load_json(path, "benchmark list")
+            if isinstance(data, dict):
+                found = {**(found or {}), **data}
+    return found
+
+
+def set_aside(root: str, committed: bytes) -> None:
+    """Move the benchmark list asv wrote into ``root``'s local list, and put the committed
+    benchmarks.json (``committed``, its bytes) back: what a run learned of the suite is kept,
+    and the clone's tracked file is as checked out."""
+    listed = benchmark_list(root)
     path = os.path.join(root, "benchmarks.json")
-    if not (os.path.exists(path) and loads_ok(path)):
-        return None
-    data = load_json(path, "benchmark list")
-    return data if isinstance(data, dict) else None
+    if listed is None:
+        return
+    with open(path, "rb") as fh:
+        if fh.read() == committed:
+            return
+    write_json_atomic(os.path.join(root, LOCAL_LIST), listed)
+    write_bytes_safely(path, committed, what="the committed benchmark list")
 
 
 def keep_param_values(root: str, before: dict[str, Any] | None) -> None:

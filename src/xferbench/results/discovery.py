@@ -20,6 +20,7 @@ from typing import Any
 
 from ..devices import Capabilities
 from ..errors import XferbenchError
+from ..flags import without_run_vars
 from .resultset import ResultSet
 from .suite import find_suite
 
@@ -56,8 +57,7 @@ def suite_repo() -> str | None:
 
 @functools.lru_cache(maxsize=16)
 def _describe(repo: str, probe: str, sweep: str) -> tuple[Declared, ...] | None:
-    env = {**os.environ, "XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": sweep}
-    env.pop("XFERBENCH_QUICK", None)
+    env = {**without_run_vars(os.environ), "XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": sweep}
     try:
         proc = subprocess.run([sys.executable, "-m", "benchmarks._asv"], cwd=repo,
                               env=env, capture_output=True, text=True, check=False, timeout=120)

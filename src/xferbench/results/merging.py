@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import XferbenchError
-from . import load
+from . import check_folder, load
 from .asvfiles import iter_result_files
 from .backup import clean_stale
 from .lock import results_lock
@@ -105,7 +105,8 @@ def open_source(folder: str, label: str | None = None, node: str = "", tag: str 
     if results_dir is None:
         raise XferbenchError(f"{given} is not a results folder (no benchmarks.json in it or in "
                              "its results/), a fleet task's folder or a fleet job folder")
-    rs = load(results_dir)  # every results file, sidecar and benchmarks.json parses
+    check_folder(results_dir)  # every file of a source reads, or nothing of it is filed
+    rs = load(results_dir)
     for machine in rs.machines():
         load_json(os.path.join(results_dir, machine, "machine.json"), "machine file")
     if not staged:

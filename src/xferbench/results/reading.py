@@ -290,6 +290,7 @@ def check_recorded(path: str, name: str, cols: dict[str, Any], side: Sidecar | N
     started = cols.get("started_at")
     run = next((r for r in side.runs if r.started_at == side.benchmarks.get(name)), None)
     why = None
+    cause = ": a run failed after asv saved them (a full disk?)"
     if name not in side.benchmarks:
         why = "no run its sidecar records measured it"
     elif run is not None and isinstance(started, int):
@@ -299,7 +300,9 @@ def check_recorded(path: str, name: str, cols: dict[str, Any], side: Sidecar | N
                 end is not None and started > end + slack):
             why = (f"it was measured at {time.strftime(ISO_FORMAT, time.gmtime(started / 1000))}"
                    f", outside the run its sidecar says measured it ({run.started_at} to "
-                   f"{run.finished_at or 'unfinished'})")
+                   f"{run.finished_at or 'unfinished'}): the system clock stepped during that "
+                   "run, or a later run failed after asv saved them")
+            cause = ""
     if why is None and run is not None and run.device and device != "unknown" \
             and run.device != device:
         raise XferbenchError(
@@ -309,4 +312,4 @@ def check_recorded(path: str, name: str, cols: dict[str, Any], side: Sidecar | N
     if why:
         raise XferbenchError(
             f"results file {path} holds numbers of {name} that its sidecar does not describe "
-            f"({why}): a run failed after asv saved them (a full disk?); {RESTORE}")
+            f"({why}){cause}; {RESTORE}")

@@ -119,6 +119,21 @@ def git_branches(repo: str, wanted: list[str]) -> list[str]:
     return found or ["HEAD"]
 
 
+def committed_unchanged(repo: str, path: str) -> bytes | None:
+    """The bytes ``path`` has at ``repo``'s git HEAD, where it is a tracked file there and
+    the working copy is the same; None otherwise (untracked, changed by its user, no git)."""
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(repo))
+    if rel.startswith("..") or not os.path.isfile(path):
+        return None
+    try:
+        out = subprocess.run(["git", "show", f"HEAD:{rel.replace(os.sep, '/')}"], cwd=repo,
+                             capture_output=True, check=False)
+        with open(path, "rb") as fh:
+            return out.stdout if out.returncode == 0 and fh.read() == out.stdout else None
+    except OSError:
+        return None
+
+
 def _git(repo: str, *args: str) -> str:
     """``git args`` in ``repo``: its output, "" where it fails or git is missing."""
     try:

@@ -1,5 +1,6 @@
 """``Result``: one benchmark at one parameter combination, from one results file, with the
-series it belongs to (machine, torch, and how it was measured: ``series.SeriesKey``)."""
+series it belongs to (machine, torch, how it was measured and, where its folder holds several,
+what measured it: ``series.SeriesKey``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from ..errors import XferbenchError
 from ..units import gbps, parse_size
 from .runrecords import Diagnostics
-from .series import Mode, SeriesKey, labels
+from .series import Host, Mode, SeriesKey, labels
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class Result:
     #: the SM clock (MHz) each sample ran at, one per sample in the samples' order (a held
     #: batch's reading for each of its samples); None where not recorded
     sm_mhz: tuple[float, ...] | None = None
+    #: what measured it, where its machine folder holds runs of several hosts or suites
+    #: (``series.HOSTS``; set when the folder is loaded)
+    host: Host = ()
     #: how its figure was read (its sidecar's "diagnostics"), None where not recorded
     diagnostics: Diagnostics | None = None
 
@@ -57,7 +61,7 @@ class Result:
     @functools.cached_property
     def series(self) -> SeriesKey:
         """Its series (read once: a page asks it of each result millions of times)."""
-        return SeriesKey(self.machine, self.torch, self.mode)
+        return SeriesKey(self.machine, self.torch, self.mode, self.host)
 
     @property
     def quick(self) -> bool:

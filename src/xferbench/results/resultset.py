@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,10 +17,11 @@ from packaging.version import InvalidVersion, Version
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata
 from .asvfiles import MEASURE_FIRST, iter_result_files, load_benchmarks
+from .hosts import with_hosts
 from .reading import literal, parse_results_file
 from .result import Result, nbytes_of
 from .safefiles import load_json, require
-from .series import Mode, SeriesKey, pick
+from .series import Host, Mode, Selection, SeriesKey, host_option, mode_option, pick
 from .sidecar import Sidecar, load_sidecar
 
 __all__ = ["Result", "ResultSet", "check_folder", "load", "load_file", "nbytes_of",
@@ -32,6 +34,8 @@ class ResultSet:
     benchmarks: dict[str, dict[str, Any]]
     root: str
     sidecars: dict[str, Sidecar] = field(default_factory=dict)  # results path -> its sidecar
+    #: results files left out, each with why: a problem in one file keeps out its series only
+    skipped: dict[str, str] = field(default_factory=dict)
     # results by series and by benchmark, in order, made on first use: the page asks a set
     # of a few thousand results for one series or benchmark hundreds of times (`results` is
     # never changed in place: every narrowing is a new set)
@@ -53,7 +57,14 @@ class ResultSet:
         return len(self.results)
 
     def _with(self, kept: list[Result]) -> ResultSet:
-        return ResultSet(kept, self.benchmarks, self.root, self.sidecars)
+        return ResultSet(kept, self.benchmarks, self.root, self.sidecars, self.skipped)
+
+    def unread(self, machine: str | None = None) -> str:
+        """" (left out: <why>)" for the files of ``machine`` (of every machine where None)
+        that could not be read, "" where none: what a sentence on a series not found adds."""
+        why = [w for p, w in self.skipped.items()
+               if machine is None or os.path.basename(os.path.dirname(p)) == machine]
+        return f" (left out: {'; '.join(why)})" if why else ""
 
     def filter(self, *, torch: str | None = None, machine: str | None = None,
                commit: str | None = None, benchmark: str | None = None,
@@ -142,9 +153,11 @@ class ResultSet:
             raise XferbenchError(
                 f"PyTorch version {version!r} is ambiguous in {where}: it matches "
                 f"{', '.join(found)}; give the full version (or --machine)")
+        machines = self.machines()
         raise XferbenchError(
             f"PyTorch version {version!r} is not in {where}: it holds "
-            f"{', '.join(known) or 'none'}")
+            f"{', '.join(known) or 'none'}"
+            f"{self.unread(machines[0] if len(machines) == 1 else None)}")
 
     def newest(self) -> ResultSet:
         """One result per (series, benchmark, params): the one from the newest run (suite
@@ -158,18 +171,51 @@ class ResultSet:
                 best[key] = r
         return self._with(list(best.values()))
 
-    def one_series(self, mode: Mode | None = None) -> tuple[ResultSet, list[SeriesKey]]:
+    def select(self, sel: Selection) -> ResultSet:
+        """The series ``sel`` leaves, every one of them (``one_series`` picks one per machine
+        and release); one sentence where a value names none. The machine narrows first, so
+        that a release is matched among that machine's builds."""
+        rs = self
+        if sel.machine is not None:
+            if sel.machine not in rs.machines():
+                raise XferbenchError(f"machine {sel.machine!r} is not in {rs.root}: it holds "
+                                     f"{', '.join(rs.machines())}{rs.unread(sel.machine)}")
+            rs = rs.filter(machine=sel.machine)
+        if sel.torch is not None:
+            rs = rs.filter(torch=rs.match_torch(sel.torch))
+        if sel.mode is None and sel.host is None:
+            return rs
+        kept = {k for k in rs.series() if Selection(mode=sel.mode, host=sel.host).holds(k)}
+        if not kept:
+            asked = " and ".join(filter(None, (
+                sel.mode is not None and f"--mode {mode_option(sel.mode)}",
+                sel.host is not None and f"--host {host_option(sel.host)}")))
+            raise XferbenchError(f"no series of {rs.root} is {asked}: it holds "
+                                 f"{'; '.join(k.label for k in rs.series())}")
+        return rs._with([r for r in rs.results if r.series in kept])
+
+    def one_series(self, mode: Mode | None = None,
+                   host: Host | None = None) -> tuple[ResultSet, list[SeriesKey]]:
         """One series per (machine, torch): the one ``series.pick`` chooses (``mode``, else
-        the default, else the only one), and the others it left, for the caller to name."""
+        the default, else the only one; ``host`` where the machine holds several), and the
+        others it left, for the caller to name."""
         groups: dict[tuple[str, str], list[SeriesKey]] = {}
         for key in self.series():
             groups.setdefault((key.machine, key.torch), []).append(key)
         chosen, left = set(), []
         for (machine, torch), keys in groups.items():
-            one, others = pick(keys, mode, where=f"torch {torch} on {machine}")
+            one, others = pick(keys, mode, where=f"torch {torch} on {machine}", host=host)
             chosen.add(one)
             left += others
         return self._with([r for r in self.results if r.series in chosen]), left
+
+    def runs(self, key: SeriesKey) -> list[str]:
+        """The results files of series ``key``: each a run (or the runs asv filed into one
+        file), newest last."""
+        found: dict[str, tuple[int, int]] = {}
+        for r in self.filter(series=key):
+            found[r.path] = max(found.get(r.path, (0, 0)), (r.date_ms, r.started_ms or 0))
+        return sorted(found, key=lambda p: (found[p], p))
 
 
 def version_key(version: str) -> tuple:
@@ -219,14 +265,16 @@ def load_file(path: str) -> ResultSet:
     return ResultSet(results, benchmarks, root, {path: side} if side else {})
 
 
-def check_folder(root: str) -> None:
-    """Raise XferbenchError naming the first file of results folder ``root`` that cannot be
-    read (a folder with nothing in it yet is fine): what a run checks before it measures."""
+def check_folder(root: str, machine: str | None = None) -> None:
+    """Raise XferbenchError naming the first file of results folder ``root`` (of its machine
+    folder ``machine``, where given) that cannot be read (a folder with nothing in it yet is
+    fine): what a run checks before it measures, of the folder it files into."""
     if not os.path.exists(os.path.join(root, "benchmarks.json")):
         return
     benchmarks = load_benchmarks(root)
-    for _machine, path in iter_result_files(root):
-        _read(path, benchmarks)
+    for folder, path in iter_result_files(root):
+        if machine is None or folder == machine:
+            _read(path, benchmarks)
 
 
 def load(root: str = "results") -> ResultSet:
@@ -237,11 +285,20 @@ def load(root: str = "results") -> ResultSet:
     benchmarks = load_benchmarks(root)
     results: list[Result] = []
     sidecars: dict[str, Sidecar] = {}
+    skipped: dict[str, str] = {}
     for _machine, path in iter_result_files(root):
-        found, side = _read(path, benchmarks)
+        try:
+            found, side = _read(path, benchmarks)
+        except XferbenchError as exc:  # this file's series only: the others are read
+            skipped[path] = str(exc)
+            continue
         results.extend(found)
         if side:
             sidecars[path] = side
     if not results:
-        raise XferbenchError(f"no results in {root}: {MEASURE_FIRST}")
-    return ResultSet(results, benchmarks, root, sidecars)
+        raise XferbenchError(next(iter(skipped.values()), f"no results in {root}: "
+                                                          f"{MEASURE_FIRST}"))
+    for why in skipped.values():  # said where the files are read, once each, as pyperf warns
+        print(f"xferbench: warning: {why} (left out: its series only; every other series "
+              "is read)", file=sys.stderr)
+    return ResultSet(with_hosts(results, sidecars), benchmarks, root, sidecars, skipped)

@@ -9,7 +9,8 @@ change is marked confirmed or suspected by the repeats of both series (``analysi
 Exit status: 1 when a benchmark is significantly worse by more than the threshold (with
 ``--confirmed``, only where a repeat confirms it) or failed in B where A measured it, 0
 otherwise, 2 on bad input (A and B the same results included, and a confound under
-``--strict``), 3 when a side measured nothing at all.
+``--strict``, and two sides no machine holds both of), 3 when a side measured nothing at all or
+no benchmark was measured on both sides.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.comparison import compare_results, confounds
+from ...analysis.comparison import FAILED_IN_B, Row, compare_results, confounds
 from ...analysis.repeats import commits_apart, confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
 from ...results import ResultSet, load, load_file
 from ...results.safefiles import require
-from ...results.series import Mode, labels
-from ..options import add_bench, add_format, add_mode, add_results, bench_pattern, mode_of_option
+from ...results.series import Host, Mode, Selection, labels
+from ..options import add_bench, add_format, add_results, add_selection, bench_pattern, selection_of
 from .markdown import format_markdown
 from .model import Comparison, MeasuredNothing, Side
 from .text import as_dict, format_comparison
@@ -50,7 +51,7 @@ def register_cli(sub: Any) -> None:
                     "results file. Exit status: 0 no regression; 1 a benchmark significantly "
                     "worse by more than the threshold, or failed in B where A measured it; 2 "
                     "bad input (A and B the same results included); 3 a side that measured "
-                    "nothing.")
+                    "nothing, or no benchmark both sides measured.")
     p.add_argument("a", metavar="A",
                    help="baseline: PyTorch version, suite commit or results file")
     p.add_argument("b", metavar="B",
@@ -65,12 +66,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--decide-on", choices=(ON_Q, ON_P), default=ON_Q,
                    help="decide each row on its q-value, a false discovery rate across the "
                         "rows (Benjamini-Hochberg; default), or on its p-value alone")
-    p.add_argument("--machine", default=None,
-                   help="only this machine (a version is then matched among its series)")
-    p.add_argument("--torch", default=None, metavar="VERSION",
-                   help="only this PyTorch version (where A and B are commits)")
+    add_selection(p, machine="only this machine (a version is then matched among its series)",
+                  torch="only this PyTorch version (where A and B are commits)")
     add_bench(p, help="only benchmarks whose name matches REGEX")
-    add_mode(p)
     p.add_argument("--strict", action="store_true",
                    help="refuse (exit 2) a comparison where more than the release or commit "
                         "differs: the build (+cpu vs +cu130), how it was measured (quick, "
@@ -108,7 +106,7 @@ def resolve_side(spec: str, load_root: Any, machine: str | None = None) -> Side:
     raise XferbenchError(
         f"{spec!r} is not a PyTorch version, suite commit or results file in {where}: "
         f"versions {', '.join(versions)}; commits {', '.join(c[:8] for c in rs.commits())}"
-    )
+        f"{rs.unread(machine)}")
 
 
 def _on(side: Side, machine: str | None) -> Side:
@@ -123,11 +121,11 @@ def _on(side: Side, machine: str | None) -> Side:
     return Side(side.spec, side.label, rs.filter(machine=machine))
 
 
-def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None) -> Side:
-    """``side`` narrowed by --torch and --bench, one series per machine chosen (--mode)."""
-    rs = side.results
-    if torch is not None:
-        rs = rs.filter(torch=rs.match_torch(torch))
+def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None,
+            host: Host | None = None) -> Side:
+    """``side`` narrowed by --torch and --bench, one series per machine chosen (--mode,
+    --host: ``series.pick``)."""
+    rs = side.results.select(Selection(torch=torch))
     if bench is not None:
         names = sorted({r.benchmark for r in rs})
         rs = rs.filter(benchmark=bench)
@@ -135,7 +133,7 @@ def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None)
             raise XferbenchError(
                 f"no benchmark in {side.label} matches --bench {bench!r}: it has "
                 f"{', '.join(names)}")
-    rs, others = rs.one_series(mode)
+    rs, others = rs.one_series(mode, host)
     how = sorted({labels(k.mode) for k in rs.series()} - {""})
     label = side.label + (f" ({'; '.join(how)})" if how else "")
     return Side(side.spec, label, rs.newest(), tuple(others))
@@ -143,12 +141,13 @@ def _narrow(side: Side, torch: str | None, bench: str | None, mode: Mode | None)
 
 @dataclass(frozen=True)
 class Narrowing:
-    """What both sides are narrowed to: --machine, --torch, --bench, --mode."""
+    """What both sides are narrowed to: --machine, --torch, --bench, --mode, --host."""
 
     machine: str | None = None
     torch: str | None = None
     bench: str | None = None
     mode: Mode | None = None
+    host: Host | None = None
 
 
 def compare(a_spec: str, b_spec: str, *, results: str = "results",
@@ -157,7 +156,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     """Resolve A and B, narrow them (``Narrowing``'s fields as keywords), and compare their
     newest results."""
     n = Narrowing(**narrowing)
-    machine, torch, bench, mode = n.machine, n.torch, n.bench, n.mode
+    machine, torch, bench, mode, host = n.machine, n.torch, n.bench, n.mode, n.host
     cache: dict[str, ResultSet] = {}
 
     def load_root() -> ResultSet:
@@ -166,7 +165,7 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
         return cache["rs"]
 
     bench_pattern(bench)
-    a, b = (_narrow(resolve_side(spec, load_root, machine), torch, bench, mode)
+    a, b = (_narrow(resolve_side(spec, load_root, machine), torch, bench, mode, host)
             for spec in (a_spec, b_spec))
     if {r.path for r in a.results} == {r.path for r in b.results}:
         raise XferbenchError(
@@ -180,8 +179,11 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
                 "failed): a broken run, not a comparison")
     # one machine on each side (two results files, say): compare across the machines
     by_machine = not (len(a.results.machines()) == 1 and len(b.results.machines()) == 1)
+    if by_machine:
+        no_pair(a, b)
     rows, skipped = compare_results(a.results, b.results, threshold=threshold, alpha=alpha,
                                     by_machine=by_machine, decide_on=decide_on)
+    nothing_compared(a, b, rows)
     try:
         every: ResultSet | None = load_root()
     except XferbenchError:  # two files and no results folder: no repeat to ask
@@ -191,6 +193,27 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
     return Comparison(a, b, rows, skipped, threshold, alpha,
                       confounds(a.results, b.results, by_machine), confirmed, only_confirmed,
                       decide_on)
+
+
+def no_pair(a: Side, b: Side) -> None:
+    """One sentence (exit 2) where no machine holds both sides: nothing to pair."""
+    left, right = a.results.machines(), b.results.machines()
+    if not set(left) & set(right):
+        raise XferbenchError(
+            f"no machine holds both {a.label} and {b.label}: A is on {', '.join(left)}, B on "
+            f"{', '.join(right)}; compare two results files to compare across machines")
+
+
+def nothing_compared(a: Side, b: Side, rows: list[Row]) -> None:
+    """Exit 3, one sentence, where no row was measured on both sides: a comparison of
+    nothing is no pass."""
+    if any(r.verdict is not None or r.mark == FAILED_IN_B for r in rows):
+        return
+    only_a = sum(1 for r in rows if r.a is not None and r.a.ok)
+    only_b = sum(1 for r in rows if r.b is not None and r.b.ok)
+    raise MeasuredNothing(
+        f"no benchmark was measured on both sides ({only_a} measured in {a.label} only, "
+        f"{only_b} in {b.label} only): nothing was compared")
 
 
 def cmd_compare(args: argparse.Namespace) -> ExitCode:
@@ -211,7 +234,8 @@ def cmd_compare(args: argparse.Namespace) -> ExitCode:
 
 
 def _compare(args: argparse.Namespace) -> Comparison:
+    sel = selection_of(args)
     return compare(args.a, args.b, results=args.results, threshold=args.threshold,
-                   alpha=args.alpha, machine=args.machine, torch=args.torch, bench=args.bench,
-                   mode=mode_of_option(args.mode), only_confirmed=args.confirmed,
+                   alpha=args.alpha, machine=sel.machine, torch=sel.torch, bench=args.bench,
+                   mode=sel.mode, host=sel.host, only_confirmed=args.confirmed,
                    decide_on=args.decide_on)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...analysis.stats import ALPHA, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode
-from ..options import add_results
+from ..options import add_results, add_selection, selection_of
 from .site import format_site, publish
 
 
@@ -23,6 +23,7 @@ def register_cli(sub: Any) -> None:
                        description="asv publish plus the cross-version view, as one static "
                                    "site that needs no network.")
     add_results(p)
+    add_selection(p)
     p.add_argument("--out", default="site", metavar="DIR",
                    help="where the site goes (default: site); replaced as a whole")
     p.add_argument("--threshold", type=parse_threshold, default=THRESHOLD, metavar="PCT",
@@ -34,7 +35,8 @@ def register_cli(sub: Any) -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> ExitCode:
-    site = publish(args.results, args.out, threshold=args.threshold, alpha=args.alpha)
+    site = publish(args.results, args.out, threshold=args.threshold, alpha=args.alpha,
+                   selection=selection_of(args))
     for line in format_site(site):
         print(line)
     return ExitCode.OK

@@ -158,7 +158,8 @@ def _gap_item(g: Gap, series_count: int) -> str:
     combos = "; ".join(", ".join(str(v) for _, v in c) or "(no parameters)" for c in g.combos)
     n = len(g.combos)
     return (f"<li><details><summary>{e(g.status)}: {e(g.reason)}: {n} combination"
-            f"{'s' if n != 1 else ''} ({e(where)})</summary><p>{e(combos)}</p></details></li>")
+            f"{'s' if n != 1 else ''}, {g.missing} number{'s' if g.missing != 1 else ''} "
+            f"missing ({e(where)})</summary><p>{e(combos)}</p></details></li>")
 
 
 def benchmark_section(views: list[BenchmarkView], alpha: float) -> list[str]:

@@ -40,10 +40,10 @@ class SeriesView:
 
 
 def series(rs: ResultSet) -> list[SeriesView]:
-    """The series in ``rs``, newest result per key: by machine, then mode (the default
-    first), versions in order."""
+    """The series in ``rs``, newest result per key: by machine, then host, then mode (the
+    default first), versions in order."""
     newest = rs.newest()
-    keys = sorted(rs.series(), key=lambda k: (k.machine, k.mode, version_key(k.torch)))
+    keys = sorted(rs.series(), key=lambda k: (k.machine, k.host, k.mode, version_key(k.torch)))
     return [SeriesView(k.machine, k.torch, newest.filter(series=k), series_provenance(rs, k))
             for k in keys]
 
@@ -88,5 +88,6 @@ def catalog(rs: ResultSet) -> Catalog:
 
 def cite_of(cat: Catalog, r: Result) -> Citation:
     """The citation ``xferbench cite`` prints for ``r``, with its figure as the site has it."""
-    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict,
-                                                  cat.chart_of(r.series)))
+    chart = cat.chart_of(r.series)
+    return citation(cat.rs, r, figure=figure_path(r.benchmark, r.param_dict, chart),
+                    chart=chart)

@@ -37,11 +37,13 @@ def claims_section(cat: Catalog, alpha: float) -> list[str]:
     a screen or two; the full table, a column per series, behind its summary line."""
     report = claims_report(cat, alpha)
     benches = set(cat.names())
-    machines = list(dict.fromkeys(p.machine for p in report.series))
+    machines = list(dict.fromkeys(p.key.where for p in report.series))
     head = ['<tr><th rowspan="2">claim</th>' + "".join(
-        f'<th colspan="{sum(p.machine == m for p in report.series)}">{e(m)}</th>'
+        f'<th colspan="{sum(p.key.where == m for p in report.series)}">{e(m)}</th>'
         for m in machines) + "</tr>",
-        "<tr>" + "".join(f"<th>{_release(p.torch)}</th>" for p in report.series) + "</tr>"]
+        "<tr>" + "".join(f"<th>{_release(p.torch)}" + (
+            f"<br><small>{e(p.key.how)}</small>" if p.key.mode else "") + "</th>"
+            for p in report.series) + "</tr>"]
     rows = [_row(claim, cells, benches, alpha, cat) for claim, cells in report.rows]
     every = (f"Every claim in every series: {len(report.rows)} claims, "
              f"{len(report.series)} series, each verdict linking to its evidence")
@@ -139,10 +141,11 @@ def _cell(run: list[Cell], total: int, benches: set[str], alpha: float, marks: _
     if len(run) == total:
         label = "every series"
     elif len(run) > 1:
-        label = f"torch {c.torch} to {run[-1].torch} on {c.machine}" + (
-            "" if run[-1].machine == c.machine else f" to {run[-1].machine}")
+        first, last = c.provenance.key, run[-1].provenance.key
+        label = f"torch {c.torch} to {run[-1].torch} on {first.trend}" + (
+            "" if last.trend == first.trend else f" to {last.trend}")
     else:
-        label = f"torch {c.torch} on {c.machine}"
+        label = c.provenance.key.label
     fv = c.evidence
     extra = []
     if c.verdict in DECIDED and fv is not None and fv.practice is not None:

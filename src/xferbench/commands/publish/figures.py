@@ -372,7 +372,7 @@ def plot_trend(trend: Trend, path: str) -> Any:
         ax.plot(xs, ys, linestyle="none", marker=marker if several else "o", markersize=3.5,
                 color=color)
         handles.append(Line2D([], [], color=color, marker=marker, linestyle="none",
-                              label=line.machine))
+                              label=line.name))
     positive = [v / scale for v in values if v > 0]
     if positive and max(positive) / min(positive) > 10:
         _log_axis(ax, min(positive), max(positive), _plain)

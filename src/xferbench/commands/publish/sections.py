@@ -5,6 +5,7 @@ only, no arithmetic: the numbers come from ``views`` and ``machines``."""
 
 from __future__ import annotations
 
+from ...analysis.cautions import noise_text
 from ...analysis.provenance import Provenance, banner, cautions
 from ...analysis.sitemap import headline_figure_path
 from ...results import Result
@@ -70,7 +71,8 @@ def provenance_section(series: list[SeriesView], commit_url: str | None) -> list
     for s in series:
         p = s.provenance
         build = p.torch + (f" (git {p.torch_git[:8]})" if p.torch_git else "")
-        run = p.how + (", cut short" if p.complete is False else "") \
+        run = p.how + ((", still going" if p.running else ", cut short")
+                       if p.complete is False else "") \
             + (", sampled under a budget cap" if p.capped and "capped" not in p.how else "")
         values = [f'<span class="series" data-machine="{e(p.machine)}" data-torch='
                   f'"{e(p.torch)}">{e(p.label)}</span>', e(p.date),
@@ -185,7 +187,7 @@ def copy_section(tables: list[tuple[SeriesView, list[CopyRow]]], size: str) -> l
                            *(str(v) for k, v in r.params if k != "size"))
             what = ", ".join(str(v) for k, v in r.params if k != "size")
             share = share_text(row.share_of_pcie)
-            spread = "n/a" if r.spread is None else f"{r.spread:.1%}"
+            spread = e(noise_text(r.spread))
             n = len(r.samples) if r.samples else None
             out.append(f'<tr id="{e(ident)}">' + cells(headers, [
                 f"{self_link(ident)} {e(what)}", e(row.clock),
@@ -258,7 +260,7 @@ def _speedup(c: HeadlineCell | None) -> str:
 def _rate(c: CopyRow | None) -> str:
     if c is None or not c.result.gbps:
         return "n/a"
-    spread = "" if c.result.spread is None else f" (±{c.result.spread:.1%})"
+    spread = "" if c.result.spread is None else f" (±{noise_text(c.result.spread)})"
     return f"{rate_text(c.result.gbps, c.result.param_dict.get('direction'))}{spread}"
 
 

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,16 +34,18 @@ from ...analysis.stats import ALPHA, THRESHOLD
 from ...errors import XferbenchError
 from ...practices import HEADLINE_NBYTES
 from ...results import ResultSet, load, version_key
+from ...results.asvfiles import ASV_FORMAT_VERSION
 from ...results.filesystem import why_failed
 from ...results.repo import git_branches, load_asv_config, write_asv_config
 from ...results.safefiles import (
     UnwritableError,
+    load_json,
     remove_file,
     remove_tree,
     write_json_safely,
     write_text_safely,
 )
-from ...results.series import SeriesKey, mode_of
+from ...results.series import Selection, SeriesKey, mode_of
 from ...results.suite import CLONE, Suite, find_suite
 from .figures import WIDE, WIDTH, draw, plot_bandwidth, plot_headline, plot_trend
 from .pages import IndexPage, render_asv_page, render_index
@@ -88,6 +91,47 @@ def run_asv_publish(suite: Suite, results_dir: str, html_dir: str, work: str) ->
         if name not in ASV_DATA:
             path = os.path.join(html_dir, name)
             remove_tree(path) if os.path.isdir(path) else remove_file(path)
+
+
+def stage_for_asv(rs: ResultSet, dest: str) -> list[str]:
+    """A results folder for ``asv publish`` at ``dest``: the files of ``rs``'s series, with
+    the benchmark list every command reads (``asvfiles.load_benchmarks``). asv's publish
+    drops a result whose benchmark version (a hash of its code) is not the list's, so an
+    older run vanishes from its view once a newer suite has run: such a file is copied
+    without its versions, which asv keeps; every other file is linked. Returns the files so
+    copied."""
+    os.makedirs(dest)
+    write_json_safely(os.path.join(dest, "benchmarks.json"),
+                      {**rs.benchmarks, "version": ASV_FORMAT_VERSION})
+    older = []
+    for path in sorted({r.path for r in rs}):
+        folder = os.path.join(dest, os.path.basename(os.path.dirname(path)))
+        if not os.path.isdir(folder):
+            os.makedirs(folder)
+            _link(os.path.join(os.path.dirname(path), "machine.json"), folder)
+        data = load_json(path, "results file")
+        columns = data.get("result_columns") or []
+        column = columns.index("version") if "version" in columns else None
+        kept = False
+        for name, row in data.get("results", {}).items():
+            version = (rs.benchmarks.get(name) or {}).get("version")
+            if column is not None and column < len(row) and row[column] not in (None, version):
+                row[column], kept = None, True
+        if kept:
+            write_json_safely(os.path.join(folder, os.path.basename(path)), data)
+            older.append(path)
+        else:
+            _link(path, folder)
+    return older
+
+
+def _link(path: str, folder: str) -> None:
+    """``path`` into ``folder`` as a link (a copy where links cannot be made)."""
+    target = os.path.join(folder, os.path.basename(path))
+    try:
+        os.symlink(os.path.abspath(path), target)
+    except OSError:
+        shutil.copyfile(path, target)
 
 
 def asv_bundle(html_dir: str) -> dict[str, Any]:
@@ -173,9 +217,16 @@ def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
     """Write the site into ``out_dir`` (which must not exist yet)."""
     site = Site(out_dir)
     os.makedirs(out_dir)
+    # the results asv reads are staged inside the site being built (its disk and its
+    # messages), and gone before the site is marked
+    staged = os.path.join(out_dir, ".asv-results")
     with tempfile.TemporaryDirectory(prefix="xferbench-publish-") as work:
         asv_dir = os.path.join(out_dir, "asv")
-        run_asv_publish(suite, rs.root, asv_dir, work)
+        older = stage_for_asv(rs, staged)
+        run_asv_publish(suite, staged, asv_dir, work)
+    remove_tree(staged)
+    if older:
+        site.warnings.append(older_code_warning(rs, older))
     bundle = asv_bundle(asv_dir)
     with open(os.path.join(asv_dir, "index.json"), encoding="utf-8") as fh:
         link = commit_url(json.load(fh))
@@ -209,6 +260,21 @@ def build(rs: ResultSet, out_dir: str, *, suite: Suite, threshold: float,
     return site
 
 
+def older_code_warning(rs: ResultSet, older: list[str]) -> str:
+    """The page's sentence on the series measured by an older version of some benchmarks'
+    code than the suite's list: which (per trend, its releases), and why asv.html still
+    draws them."""
+    trends: dict[str, set[str]] = {}
+    for key in {r.series for r in rs if r.path in set(older)}:
+        trends.setdefault(key.trend, set()).add(key.torch)
+    which = "; ".join(f"{t}: {', '.join(sorted(v, key=version_key))}"
+                      for t, v in sorted(trends.items()))
+    return (f"{sum(map(len, trends.values()))} series were measured by an older version of "
+            f"some benchmarks' code than the suite that ran last ({which}): asv's own publish "
+            "would leave them out of its view; asv.html keeps them, and a change along one of "
+            "their lines at that commit may be the benchmark's, not PyTorch's")
+
+
 def draw_figures(views: PageViews, out_dir: str) -> list[str]:
     """Every figure of the index under ``out_dir``: the headlines measured, the bandwidth
     panels, each benchmark's trends; their paths, as the page names them."""
@@ -231,10 +297,12 @@ def draw_figures(views: PageViews, out_dir: str) -> list[str]:
 
 
 def publish(results: str = "results", out: str = "site", *, threshold: float | None = None,
-            alpha: float = ALPHA, suite: Suite | None = None) -> Site:
-    """Build the site next to ``out`` and swap it in: on any error nothing is written, and
-    what is the user's in ``out`` is refused before the build, never deleted."""
-    rs = load(results)  # bad input stops here, before anything is written
+            alpha: float = ALPHA, suite: Suite | None = None,
+            selection: Selection | None = None) -> Site:
+    """Build the site of the series ``selection`` leaves (every one where None) next to
+    ``out`` and swap it in: on any error nothing is written, and what is the user's in
+    ``out`` is refused before the build, never deleted."""
+    rs = load(results).select(selection or Selection())  # bad input stops here
     folder = check_site_folder(out)
     suite = suite or find_suite()
     load_asv_config(suite.root)  # a damaged asv.conf.json is said now, not after the figures

@@ -40,6 +40,9 @@ class Gap:
     reason: str
     combos: tuple[tuple[tuple[str, Any], ...], ...]  # in the benchmark's declared order
     series: tuple[tuple[str, str], ...]  # (machine, torch) where it happened, in order
+    #: the numbers missing: each combination in each series that lacks it (a combination
+    #: missing in 60 series is 60 numbers, not 1)
+    missing: int = 0
 
 
 def _key(params: Any) -> tuple[tuple[str, str], ...]:
@@ -85,17 +88,19 @@ def gaps(declared: dict[str, list[Any]], items: Iterable[Unmeasured],
     ``declared``: its parameters' values, in asv's declared order."""
     order = {(name, str(v)): i for name, values in declared.items()
              for i, v in enumerate(values)}
-    groups: dict[tuple[str, str], tuple[dict, set]] = {}
+    groups: dict[tuple[str, str], tuple[dict, set, set]] = {}
     for u in items:
         if u.benchmark != benchmark:
             continue
-        combos, series = groups.setdefault((u.status, u.reason), ({}, set()))
+        combos, series, pairs = groups.setdefault((u.status, u.reason), ({}, set(), set()))
         combos.setdefault(u.params, None)
         series.add((u.machine, u.torch))
+        pairs.add((u.machine, u.torch, u.params))
     out = []
-    for (status, reason), (combos, series) in groups.items():
+    for (status, reason), (combos, series, pairs) in groups.items():
         ordered = sorted(combos, key=lambda ps: [order.get((k, str(v)), 99) for k, v in ps])
         out.append(Gap(benchmark, status, reason, tuple(ordered),
-                       tuple(sorted(series, key=lambda s: (s[0], version_key(s[1]))))))
+                       tuple(sorted(series, key=lambda s: (s[0], version_key(s[1])))),
+                       len(pairs)))
     out.sort(key=lambda g: (-len(g.combos), g.status, g.reason))
     return out

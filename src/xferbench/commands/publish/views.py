@@ -186,11 +186,18 @@ class Point:
 
 @dataclass(frozen=True)
 class Line:
-    """One machine's values in a trend chart, in version order."""
+    """One machine's values in a trend chart, in version order: of its CPU-only builds
+    (+cpu) apart from its other builds, where it has both, so that no step joins a CPU build
+    to an accelerator build as if it were a release's change."""
 
     machine: str
     points: tuple[Point, ...]
     steps: tuple[bool, ...]  # between consecutive points: significant at alpha (compare's)
+    label: str = ""  # the legend's: the machine, "(+cpu builds)" where it has two lines
+
+    @property
+    def name(self) -> str:
+        return self.label or self.machine
 
 
 @dataclass(frozen=True)
@@ -217,7 +224,7 @@ class Trend:
 
     @property
     def machines(self) -> tuple[str, ...]:
-        return tuple(line.machine for line in self.lines)
+        return tuple(dict.fromkeys(line.machine for line in self.lines))
 
 
 @dataclass(frozen=True)
@@ -284,22 +291,25 @@ def _trends(order: dict[tuple[str, str], int], name: str, chart: str, on: list[S
     """``name``'s trends on the machines ``on`` (one host's names measured one way, drawn in
     the trend ``chart``): one chart per combination, a line per machine."""
     versions = tuple(sorted({s.torch for s in on}, key=version_key))
-    by_combo: dict[Params, dict[str, list[Result]]] = {}
+    by_combo: dict[Params, dict[tuple[str, bool], list[Result]]] = {}
     for s in on:
         for r in s.results.find(name):
             if r.ok:
-                by_combo.setdefault(r.params, {}).setdefault(s.machine, []).append(r)
+                cpu_build = r.torch.partition("+")[2] == "cpu"
+                by_combo.setdefault(r.params, {}).setdefault((s.machine, cpu_build), []).append(r)
     out = []
     for params in sorted(by_combo, key=lambda ps: [order.get((k, str(v)), 99) for k, v in ps]):
         lines = []
-        for machine in sorted(by_combo[params]):  # the chart's own name sorts first
-            results = sorted(by_combo[params][machine], key=lambda r: version_key(r.torch))
+        both = {m for m, cpu in by_combo[params] if cpu and (m, False) in by_combo[params]}
+        for machine, cpu in sorted(by_combo[params]):  # the chart's own name sorts first
+            results = sorted(by_combo[params][(machine, cpu)], key=lambda r: version_key(r.torch))
             points = tuple(Point(r.torch, float(r.value), r.q25, r.q75,  # type: ignore[arg-type]
                                  len(r.samples) if r.samples else None, machine)
                            for r in results)
             steps = tuple(significance(a, b, alpha).significant
                           for a, b in zip(results, results[1:]))
-            lines.append(Line(machine, points, steps))
+            label = f"{machine} (+cpu builds)" if cpu and machine in both else ""
+            lines.append(Line(machine, points, steps, label))
         unit = next(iter(by_combo[params].values()))[0].unit
         out.append(Trend(name, chart, unit, params, versions, tuple(lines)))
     return out

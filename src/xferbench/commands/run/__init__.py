@@ -42,7 +42,7 @@ from .devices import resolve_devices
 from .numa import NUMA_MODES, placed
 from .plan import Options, RunPlan, check_options, make_plan
 from .report import RunReport, report
-from .transaction import carry_out, results_folder, setup
+from .transaction import carry_out, committed_list_kept, results_folder, setup
 
 WORK_PREFIX = "xferbench-run-"
 
@@ -120,7 +120,9 @@ def execute(plan: RunPlan) -> RunReport:
                 print(f"xferbench run: {line} (left by a run that was killed)", file=out)
             work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
             try:
-                return report(plan, carry_out(plan, setup(plan, work, lock_fd, out)))
+                with committed_list_kept(plan):
+                    done = carry_out(plan, setup(plan, work, lock_fd, out))
+                return report(plan, done)
             finally:
                 remove_tree(work)
     finally:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from ...devices import Device, resolve_device
 from ...errors import XferbenchError
 from ...event_batches import QUEUE_DEPTH_VAR
-from ...flags import env_flag
+from ...flags import env_flag, without_run_vars
 from ...metadata import MachineMetadata, collect
 from ...practices import parse_sweep
 from ...results import check_folder
@@ -197,8 +197,10 @@ class RunPlan:
 
     def env(self, work: str | None = None, progress: str | None = None) -> dict[str, str]:
         """The environment of the suite's processes; ``work`` is asv's $HOME (its machine
-        file) and ``progress`` the progress file, where the run has them."""
-        env = dict(os.environ)
+        file) and ``progress`` the progress file, where the run has them. Every variable of
+        ``flags.RUN_VARS`` is the run's own: set here, or cleared (a deadline is set per asv
+        call), never the shell's."""
+        env = without_run_vars(os.environ)
         env.update({
             "XFERBENCH_DEVICE": self.device.name,
             "XFERBENCH_PROBE": json.dumps({"device": self.device.name,
@@ -213,8 +215,6 @@ class RunPlan:
             env.pop(QUEUE_DEPTH_VAR, None)
         if self.options.devices:  # --devices: the devices every series of the run measures
             env["XFERBENCH_DEVICES"] = ",".join(self.options.devices)
-        else:
-            env.pop("XFERBENCH_DEVICES", None)
         if work is not None:
             env["HOME"] = work  # asv's machine file lives in $HOME; keep the user's untouched
         if progress is not None:
@@ -239,7 +239,6 @@ class RunPlan:
 
 def make_plan(opts: Options) -> RunPlan:
     """Resolve the device, the suite and this machine for ``opts``; writes nothing."""
-    check_folder(opts.results_dir)  # a damaged file there is said now, not after measuring
     suite = find_suite()  # before torch: a run without a suite says so at once
     load_asv_config(suite.root)  # a damaged asv.conf.json is said now, before the lock is taken
     found: SuiteCommit = suite_commit(suite)
@@ -259,6 +258,9 @@ def make_plan(opts: Options) -> RunPlan:
     machine = opts.machine or default_machine_name(meta)
     check_machine_folder(opts.results_dir, machine)  # never into a folder of the user's
     check_same_machine(opts.results_dir, machine, meta)  # nor into another machine's
+    # a damaged file of the folder the run files into is said now, not after measuring (one
+    # of another machine's is that machine's problem: every command reads around it)
+    check_folder(opts.results_dir, machine)
     plan = RunPlan(opts, dev, suite, found.commit, meta, machine, torch_version, cuda, threads,
                    (), (), found.source, found.date_ms)
     classes = describe_suite(suite.root, plan.env())

@@ -32,6 +32,8 @@ class Progress:
         self.path, self.total, self.out = path, total, out
         self.done = 0
         self.started = time.monotonic()
+        self.measuring_s = 0.0  # the combinations' own seconds, as their classes report them
+        self.classes_started = 0
         self.outcomes: dict[str, list[Outcome]] = {}  # class -> runtime skips/failures
         #: benchmark -> what its measured combinations saw beside their numbers
         self.observations: dict[str, list[Observation]] = {}
@@ -89,11 +91,13 @@ class Progress:
                 if got is not None and got != want and not self.mismatch:
                     self.mismatch = (f"{name} ran with {key} {got}, not this run's {want}: "
                                      "something else's interpreter answered")
+            self.classes_started += 1
             # asv's "Setting up ..." line waits for its "ok": ours go below it
             print(f"\n  {name}: measuring {line.total} combinations in one process",
                   file=self.out, flush=True)
             return
         self.done += 1
+        self.measuring_s += line.seconds or 0.0
         names = self._param_names.get(name) or [f"p{i}" for i in range(len(line.params))]
         params = tuple(zip(names, line.params))
         if line.status in (SKIPPED, FAILED):
@@ -111,11 +115,21 @@ class Progress:
                 Diagnostics.from_dict({**read, "params": dict(params)}))
         print(self.format(line), file=self.out, flush=True)
 
+    def left_s(self, elapsed: float) -> float | None:
+        """The time left: each combination to come at the mean of those measured, and each
+        class to start at what starting one took so far (a process, torch, a setup cache:
+        the first combination's time is mostly that, and an estimate that spread it over
+        every combination read several times too long). None before anything is measured."""
+        if not 0 < self.done < self.total:
+            return None
+        starting = max(elapsed - self.measuring_s, 0.0) / max(self.classes_started, 1)
+        classes_left = max(len(self._param_names) - self.classes_started, 0)
+        return self.measuring_s / self.done * (self.total - self.done) + starting * classes_left
+
     def format(self, line: ProgressLine) -> str:
         elapsed = time.monotonic() - self.started
-        left = ""
-        if 0 < self.done < self.total:
-            left = f", ~{format_seconds(elapsed / self.done * (self.total - self.done))} left"
+        left_s = self.left_s(elapsed)
+        left = "" if left_s is None else f", ~{format_seconds(left_s)} left"
         head = f"  [{self.done}/{self.total} {format_seconds(elapsed)}{left}]"
         what = f"{line.class_name.split('.', 1)[-1]}({', '.join(line.params)})"
         if line.status != MEASURED:

@@ -4,10 +4,12 @@ and what the run did, for the report."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TextIO
 
@@ -15,13 +17,19 @@ from ...analysis.provenance import link_caution
 from ...errors import XferbenchError
 from ...metadata import MachineMetadata
 from ...results.asvconfig import check_wrapper, interpreter_wrapper
-from ...results.asvfiles import benchmark_list, keep_param_values, label_results, results_file
+from ...results.asvfiles import (
+    benchmark_list,
+    keep_param_values,
+    label_results,
+    results_file,
+    set_aside,
+)
 from ...results.backup import protected
 from ...results.machines import write_machine_file
-from ...results.repo import SUITE_COMMIT_VAR, write_asv_config
+from ...results.repo import SUITE_COMMIT_VAR, committed_unchanged, write_asv_config
 from ...results.runrecords import AsvCall, Outcome, RunRecord, iso_now
 from ...results.sidecar import Findings, record_run
-from ...results.suite import PACKAGE
+from ...results.suite import CLONE, PACKAGE
 from .asvcall import run_asv, sigterm_as_interrupt
 from .budget import allot, cut_reason, plan_text, read_time_s, seconds_text
 from .plan import Group, RunPlan
@@ -230,6 +238,22 @@ def carry_out(plan: RunPlan, s: Setup) -> Done:
         ledger.record_run(s, plan.meta, progress)
     return Done(s.results_file, time.monotonic() - started, tuple(ledger.codes), progress,
                 interrupted, tuple(ledger.cut_classes), s.log)
+
+
+@contextlib.contextmanager
+def committed_list_kept(plan: RunPlan) -> Iterator[None]:
+    """Around a run into the clone's own results folder, whose benchmarks.json is tracked
+    and as committed: once the run is over, however it ends, asv's rewrite of that file is
+    set aside (``asvfiles.set_aside``), so the run modifies no tracked file of the clone."""
+    root = plan.options.results_dir
+    committed = None
+    if plan.suite.source == CLONE:
+        committed = committed_unchanged(plan.suite.root, os.path.join(root, "benchmarks.json"))
+    try:
+        yield
+    finally:
+        if committed is not None:
+            set_aside(root, committed)
 
 
 def results_folder(plan: RunPlan) -> None:
