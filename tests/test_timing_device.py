@@ -175,6 +175,35 @@ def test_one_call_is_held_longer_before_its_device_time_is_given_up(monkeypatch)
     assert m.device_s and m.extra["device_clock"] == "held", m.extra
 
 
+def test_the_longest_hold_ending_first_is_recalibrated_before_device_time_is_given_up(
+        monkeypatch):
+    """One call queued slowly (over half the longest hold, not all of it) behind a hold of
+    MAX_HOLD_S that still ends first: the spin may have run short of its time, so it is
+    recalibrated and tried again, MAX_RECALIBRATIONS times at most, before device time is
+    given up; one hold that then lasts keeps it."""
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(eb, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+
+    def slow_to_queue() -> None:  # warm-up, plan and probe: quick; then 0.11 s a call
+        calls.append(1)
+        clock.now += 0.11 if len(calls) > 3 else 0.0003
+
+    calls: list[int] = []
+    fake = FakeDevice(early=[True] * 40, call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(slow_to_queue, device=CUDA, **{**BUDGET, "max_time_s": 0.3,
+                                                       "min_samples": 3})
+    assert fake.calibrations == eb.MAX_RECALIBRATIONS and m.device_s == ()
+    assert max(fake.holds) == pytest.approx(eb.MAX_HOLD_S)
+    assert "still ended first" in m.extra["device_clock_unavailable"]
+    early_before_giving_up = 40 - len(fake.early)
+    calls = []
+    fake = FakeDevice(early=[True] * (early_before_giving_up - eb.MAX_RECALIBRATIONS),
+                      call_s=RESOLVED).install(monkeypatch)
+    m = timing.measure(slow_to_queue, device=CUDA, **{**BUDGET, "max_time_s": 0.3,
+                                                       "min_samples": 3})
+    assert fake.calibrations == 1 and m.device_s and m.extra["device_clock"] == "held", m.extra
+
+
 def test_a_call_that_waits_the_whole_spin_out_is_timed_without_a_hold(monkeypatch):
     """A call that waits for the device itself, which the probe missed, waits out every hold
     queued before it: held for MAX_HOLD_S it still takes the whole spin. It is then what
