@@ -173,6 +173,28 @@ def _emulated_counts(terminalreporter: pytest.TerminalReporter) -> None:
         "each skip's reason is listed below")
 
 
+def _suite_modules() -> dict[str, object]:
+    return {name: module for name, module in sys.modules.items()
+            if name == "benchmarks" or name.startswith("benchmarks.")}
+
+
+@pytest.fixture
+def fresh_suite():
+    """``fresh_suite("bench_x")`` imports a module of benchmarks/ afresh, so that it reads the
+    environment the test set (a probe, a sweep) at import, as asv's class processes do. Every
+    module of benchmarks/ is put back as it was afterwards: none imported under one test's
+    probe is seen by another (a class and the NoFigure it raises from another import)."""
+    import importlib
+
+    saved = _suite_modules()
+    for name in saved:
+        del sys.modules[name]
+    yield lambda module: importlib.import_module(f"benchmarks.{module}")
+    for name in _suite_modules():
+        del sys.modules[name]
+    sys.modules.update(saved)
+
+
 @pytest.fixture
 def gpu_device(request: pytest.FixtureRequest) -> Device:
     """The accelerator under test; skips the test when there is none, and where its markers

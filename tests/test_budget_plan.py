@@ -3,12 +3,10 @@ given, in a second: the plan grows with the suite, and the run's grid budget is 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
 import runpy
-import sys
 from pathlib import Path
 
 import pytest
@@ -71,16 +69,14 @@ def test_the_cuda_plan_holds_every_headline_part_within_the_check_grid_with_15pc
 
 
 @pytest.fixture
-def cuda_suite(monkeypatch):
+def cuda_suite(monkeypatch, fresh_suite):
     """The suite's modules imported as a CUDA device's class processes import them (the
     probe scripts/budget-plan plans CUDA with), default sweep."""
     caps = runpy.run_path(str(REPO / "scripts" / "budget-plan"))["PROBES"]["cuda"]
     monkeypatch.setenv("XFERBENCH_PROBE", json.dumps({"device": "cuda:0", "capabilities": caps}))
     monkeypatch.setenv("XFERBENCH_SWEEP", "default")
     monkeypatch.setenv("XFERBENCH_QUICK", "0")
-    for name in [m for m in sys.modules if m == "benchmarks" or m.startswith("benchmarks.")]:
-        monkeypatch.delitem(sys.modules, name)
-    return lambda module: importlib.import_module(f"benchmarks.{module}")
+    return fresh_suite
 
 
 def _read_by_claims_and_headlines() -> set[tuple[str, tuple[tuple[str, str], ...]]]:

@@ -5,12 +5,10 @@ own combination only."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import os
 import re
-import sys
 
 import pytest
 import torch
@@ -268,14 +266,12 @@ class RaisesInWorker(SyntheticImages):
 
 
 @pytest.fixture
-def bench(monkeypatch, tmp_path):
+def bench(monkeypatch, tmp_path, fresh_suite):
     """benchmarks.bench_pipeline imported with a CPU probe, quick budgets."""
     monkeypatch.setenv("XFERBENCH_PROBE", CPU_PROBE)
     monkeypatch.setenv("XFERBENCH_QUICK", "1")
     monkeypatch.setenv("XFERBENCH_PROGRESS", str(tmp_path / "progress.jsonl"))
-    for name in ("benchmarks._asv", "benchmarks.bench_pipeline"):
-        sys.modules.pop(name, None)
-    return importlib.import_module("benchmarks.bench_pipeline")
+    return fresh_suite("bench_pipeline")
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ device probe that never imports torch into asv's own processes."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
@@ -20,12 +19,11 @@ CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
 
 
 @pytest.fixture
-def suite(monkeypatch, tmp_path):
+def suite(monkeypatch, tmp_path, fresh_suite):
     """benchmarks._asv imported with a CPU probe handed down, progress into a file."""
     monkeypatch.setenv("XFERBENCH_PROBE", CPU_PROBE)
     monkeypatch.setenv("XFERBENCH_PROGRESS", str(tmp_path / "progress.jsonl"))
-    sys.modules.pop("benchmarks._asv", None)
-    return importlib.import_module("benchmarks._asv")
+    return fresh_suite("_asv")
 
 
 def toy_class(suite, measure):
