@@ -145,6 +145,13 @@ COMPARISONS: tuple[ComparisonSpec, ...] = (
                    _figure(".item() every batch", "bench_sync.Loop.track_step_s",
                            read="item_every_batch", width="256"),
                    counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step"),
+    # the fix teams ship for the per-batch read: the loss read a step late, from pinned memory
+    ComparisonSpec("lagged_read",
+                   _figure("loss copied non_blocking into pinned memory, read a step later",
+                           "bench_sync.Loop.track_step_s", read="lagged", width="256"),
+                   _figure(".item() every batch", "bench_sync.Loop.track_step_s",
+                           read="item_every_batch", width="256"),
+                   counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step"),
     # an explicit synchronise every step (lint's XB109) against the loop that reads once
     ComparisonSpec("sync_per_step",
                    _figure("no synchronise in the step, loss read once per epoch",
