@@ -93,7 +93,7 @@ def test_describe_skips_every_hazard_on_this_cpu_and_imports_nothing(run_python)
     proc = run_python("-m", "benchmarks._asv", "bench_hazards",
                       env={"XFERBENCH_PROBE": CPU_PROBE, "XFERBENCH_SWEEP": "default"})
     assert proc.returncode == 0, proc.stderr
-    (hazards,) = json.loads(proc.stdout)
+    hazards, _compiled = json.loads(proc.stdout)  # CompiledHazard: tests/test_compiled_hazard
     assert (hazards["class"], hazards["measured"], hazards["combinations"]) == ("Hazards", 0, 18)
     assert {row[-1] for row in hazards["skips"]["track_wrong_fraction"]} == {
         "the hazards need an accelerator: on the CPU every copy is synchronous"}
