@@ -2,6 +2,14 @@
 stream (deterministic) and an idle one (a race); and the device-to-host read eager and under
 torch.compile, per release."""
 
+from xferbench.practices.compiled_hazard import (
+    COMPILE_S,
+    COMPILED_NBYTES,
+    COMPILED_READS,
+    MODES,
+    compiled_hazard_skip_reason,
+    run_compiled_hazard,
+)
 from xferbench.practices.hazards import (
     HAZARDS,
     STREAMS,
@@ -10,14 +18,6 @@ from xferbench.practices.hazards import (
     hazard_sizes,
     hazard_skip_reason,
     run_hazard,
-)
-from xferbench.practices.compiled_hazard import (
-    COMPILE_S,
-    COMPILED_NBYTES,
-    COMPILED_READS,
-    MODES,
-    compiled_hazard_skip_reason,
-    run_compiled_hazard,
 )
 from xferbench.units import parse_size, size_label
 

@@ -121,7 +121,7 @@ def _pin_calls(threads: int, rounds: int = 3) -> list[float]:
         torch.emu.empty_host_cache()
         gate = threading.Barrier(threads)
 
-        def pin() -> None:
+        def pin(gate: threading.Barrier = gate) -> None:
             gate.wait()
             started = time.perf_counter()
             block = torch.empty(1 << 16, dtype=torch.uint8, pin_memory=True)

@@ -152,7 +152,7 @@ def test_a_busy_trial_the_spin_no_longer_held_is_tried_again_and_said(gpu_device
     if reason:
         pytest.skip(reason)
     tries = []
-    busy = hazards._busy
+    busy = hazards.busy_stream
 
     def late(dev, hold):
         after = busy(dev, hold)
@@ -160,7 +160,7 @@ def test_a_busy_trial_the_spin_no_longer_held_is_tried_again_and_said(gpu_device
         tries.append(after)
         return after
 
-    monkeypatch.setattr(hazards, "_busy", late)
+    monkeypatch.setattr(hazards, "busy_stream", late)
     r = run_hazard("pinned_source_modified", 64 * KiB, gpu_device, 3, "busy")
     assert (r.trials, r.unheld, len(tries)) == (3, 3, 3 + 3 * hazards.RETRIES_PER_TRIAL)
     idle = run_hazard("pinned_source_modified", 64 * KiB, gpu_device, 3, "idle")

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import xferbench
-from xferbench.practices import VerificationError
 from xferbench.errors import XferbenchError
+from xferbench.practices import VerificationError
 from xferbench.practices.sync import (
     LoopCase,
     build_loop,

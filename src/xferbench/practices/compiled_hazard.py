@@ -28,12 +28,12 @@ from .hazards import (
     BUSY_MAX_NBYTES,
     RETRIES_PER_TRIAL,
     TRIALS,
-    _busy,
-    _held,
-    _value,
     busy_s,
+    busy_stream,
     hazard_skip_reason,
     seen_wrong,
+    still_held,
+    trial_value,
 )
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
@@ -146,16 +146,16 @@ def run_compiled_hazard(read: str, mode: str, device: str | Device = "auto",
     # every try reads a value the one before did not: torch hands the next copy the pinned
     # block the last one filled, so a stale read of a retried value would look right
     tries = iter(range(1, 1 << 30))
-    _trial(fn, dev, on_dev, _value(0), 0.0, wait)  # compiles, off the count
+    _trial(fn, dev, on_dev, trial_value(0), 0.0, wait)  # compiles, off the count
     wrong = done = unheld = 0
     retries = trials * RETRIES_PER_TRIAL
     for _ in range(trials):
         if done and deadline is not None and time.time() >= deadline:
             break
-        right, held, seen = _trial(fn, dev, on_dev, _value(next(tries)), hold, wait)
+        right, held, seen = _trial(fn, dev, on_dev, trial_value(next(tries)), hold, wait)
         while not held and retries:
             retries -= 1
-            right, held, seen = _trial(fn, dev, on_dev, _value(next(tries)), hold, wait)
+            right, held, seen = _trial(fn, dev, on_dev, trial_value(next(tries)), hold, wait)
         wrong, done, unheld = wrong + seen_wrong(seen, right)[0], done + 1, unheld + (not held)
     return CompiledHazardResult(read, mode, backend, COMPILED_NBYTES, done, wrong, dev.name,
                                 unheld)
@@ -169,10 +169,10 @@ def _trial(fn: Callable[[Any], tuple[Any, Any]], dev: Device, on_dev: Any, v: in
     does not, when the spin still held once the host had read."""
     on_dev.fill_(v)  # the value the host wants, then the copy of it queued behind the spin
     synchronize(dev)
-    after = _busy(dev, hold) if hold else None
-    queued = _held(after)
+    after = busy_stream(dev, hold) if hold else None
+    queued = still_held(after)
     host, seen = fn(on_dev)
-    held = queued if wait else _held(after)
+    held = queued if wait else still_held(after)
     synchronize(dev)
     if not bool(host.eq(v).all()):
         raise VerificationError(f"d2h copy: after synchronising, the host copy is not {v}")

@@ -161,7 +161,7 @@ def _rounds(src: Any, threads: int, rounds: int, dev: Device) -> tuple[list[floa
     workers = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(threads)]
     for w in workers:
         w.start()
-    for r in range(rounds):
+    for _ in range(rounds):
         pinned[:] = [None] * threads  # last round's blocks back to the cache, then emptied
         synchronize(dev)
         empty_host_cache(dev)
