@@ -46,9 +46,9 @@ COMPILED_NBYTES = BUSY_MAX_NBYTES
 #: torch.compile's default backend, and the device types it generates code for here.
 BACKEND = "inductor"
 INDUCTOR_DEVICES = ("cuda", "xpu")
-#: What compiling the function may cost, planned per combination: dynamo, inductor, and a
-#: kernel built for the host's read (a C++ compiler) and for the device.
-COMPILE_S = 15.0
+#: What compiling the function may cost, planned per combination: dynamo, AOTAutograd and
+#: inductor on a graph of one copy and one host read, whose kernel a C++ compiler builds.
+COMPILE_S = 8.0
 
 
 def compiled_hazard_skip_reason(read: str, mode: str, caps: Capabilities,
