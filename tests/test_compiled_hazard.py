@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import CPU_PROBE
 
 from xferbench.devices import Capabilities, capabilities, is_emulated
 from xferbench.errors import XferbenchError
@@ -19,9 +20,6 @@ from xferbench.practices.compiled_hazard import (
     run_compiled_hazard,
 )
 
-CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
-    "device": "cpu", "pinned_memory": False, "timing_events": False, "side_streams": False,
-    "reason": "the CPU has none"}})
 EMU = Capabilities("emu:0", True, True, True, reason="emu:0 is emulated on the host",
                    emulated=True, stream_hold=True)
 TRIALS = 20

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import CPU_PROBE, GPU_PROBE
 
 from xferbench.devices import Capabilities, Device, capabilities
 from xferbench.errors import XferbenchError
@@ -26,12 +27,6 @@ from xferbench.practices.d2d_memory import (
 from xferbench.spec import MeasureSpec
 from xferbench.telemetry import l2_cache_bytes
 from xferbench.units import KiB, MiB
-
-
-def _probe(device: str, **caps) -> str:
-    return json.dumps({"device": device, "capabilities": {
-        "device": device, "pinned_memory": False, "timing_events": False,
-        "side_streams": False, "reason": "", **caps}})
 
 
 def test_d2d_needs_an_accelerator_with_a_device_clock(cpu_caps, gpu_caps):
@@ -61,9 +56,7 @@ def test_the_rotation_exceeds_the_l2_four_times():
 
 
 def test_describe_plans_both_placements_at_the_largest_size_as_the_headline(run_python):
-    gpu = _probe("cuda:0", pinned_memory=True, timing_events=True, side_streams=True,
-                 stream_hold=True)
-    for probe, measured, headline in ((_probe("cpu"), 0, 0), (gpu, 6, 2)):
+    for probe, measured, headline in ((CPU_PROBE, 0, 0), (GPU_PROBE, 6, 2)):
         proc = run_python("-m", "benchmarks._asv", "bench_d2d",
                           env={"XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": "default"})
         assert proc.returncode == 0, proc.stderr

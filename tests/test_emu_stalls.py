@@ -9,7 +9,6 @@ the emulated device, and otherwise once in a fresh interpreter.
 
 from __future__ import annotations
 
-import re
 import statistics
 import threading
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import emu
 import pytest
 import torch
+from conftest import emu_runs_in_process, rerun_in_fresh_process
 
 THIS_FILE = Path(__file__).resolve()
 MiB = 2**20
@@ -26,13 +26,9 @@ MiB = 2**20
 QUEUED_S = 0.05
 
 
-def _runs_in_process(session: pytest.Session) -> bool:
-    return emu.is_loaded() or all(Path(item.path) == THIS_FILE for item in session.items)
-
-
 @pytest.fixture(scope="module")
 def dev(request: pytest.FixtureRequest) -> torch.device:
-    if not _runs_in_process(request.session):
+    if not emu_runs_in_process(request.session, THIS_FILE):
         pytest.skip("emu becomes torch's accelerator for the whole process, so in this "
                     "session these run in a fresh one: test_stalls_pass_in_a_fresh_process")
     try:
@@ -46,15 +42,10 @@ def dev(request: pytest.FixtureRequest) -> torch.device:
 
 
 @pytest.mark.slow
-def test_stalls_pass_in_a_fresh_process(request, run_python):
-    if _runs_in_process(request.session):
+def test_stalls_pass_in_a_fresh_process(request):
+    if emu_runs_in_process(request.session, THIS_FILE):
         pytest.skip("this session runs the stall tests in-process")
-    done = run_python("-m", "pytest", "-q", "-p", "no:cacheprovider", str(THIS_FILE),
-                      timeout=600)
-    output = done.stdout + done.stderr
-    if done.returncode == 0 and not re.search(r"\d+ passed", output):
-        pytest.skip("every stall test was skipped")
-    assert done.returncode == 0, output[-6000:]
+    rerun_in_fresh_process(THIS_FILE)
 
 
 def _behind_queued_work(copy) -> tuple[float, int]:

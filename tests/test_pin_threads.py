@@ -10,6 +10,7 @@ import statistics
 import subprocess
 
 import pytest
+from conftest import CPU_PROBE
 
 from xferbench.devices import capabilities, is_emulated
 from xferbench.errors import XferbenchError
@@ -24,10 +25,6 @@ from xferbench.practices.pin_threads import (
     pin_threads_skip_reason,
     run_pin_threads,
 )
-
-CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
-    "device": "cpu", "pinned_memory": False, "timing_events": False, "side_streams": False,
-    "reason": "the CPU has none"}})
 
 
 def test_pinning_threads_needs_pinned_memory_and_the_reserve_cuda(cpu_caps, gpu_caps):

@@ -8,6 +8,7 @@ import json
 import time
 
 import pytest
+from conftest import CPU_PROBE, GPU_PROBE
 
 from xferbench.devices import capabilities
 from xferbench.errors import XferbenchError
@@ -25,9 +26,6 @@ from xferbench.practices.queued import (
 from xferbench.spec import MeasureSpec
 from xferbench.timing import measure
 
-CPU_PROBE = json.dumps({"device": "cpu", "capabilities": {
-    "device": "cpu", "pinned_memory": False, "timing_events": False, "side_streams": False,
-    "reason": "the CPU has none"}})
 LONGEST = SMOKE_QUEUED_MS[-1]
 
 
@@ -82,11 +80,8 @@ def test_describe_skips_every_queued_copy_on_the_cpu_and_imports_no_torch(run_py
 
 
 def test_describe_plans_two_headline_combinations_on_a_gpu(run_python):
-    probe = json.dumps({"device": "cuda:0", "capabilities": {
-        "device": "cuda:0", "pinned_memory": True, "timing_events": True, "side_streams": True,
-        "reason": "", "stream_hold": True}})
     proc = run_python("-m", "benchmarks._asv", "bench_queued",
-                      env={"XFERBENCH_PROBE": probe, "XFERBENCH_SWEEP": "default"})
+                      env={"XFERBENCH_PROBE": GPU_PROBE, "XFERBENCH_SWEEP": "default"})
     (queued,) = json.loads(proc.stdout)
     assert (queued["measured"], queued["headline"]) == (2 * 3 * 2 * 4 - 2 * 4, 2)
 
