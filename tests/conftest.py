@@ -19,6 +19,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -263,6 +264,40 @@ def run_python():
     """``run_python("-m", "xferbench", ...)``: this interpreter in a fresh process, from the
     repository root, stdout/stderr captured as text; ``env=`` adds to the environment."""
     return _run_python
+
+
+def probe(device: str = "cpu", **caps: object) -> str:
+    """XFERBENCH_PROBE's JSON for ``device`` with ``caps`` (none by default: the CPU's)."""
+    return json.dumps({"device": device, "capabilities": {
+        "device": device, "pinned_memory": False, "timing_events": False,
+        "side_streams": False, "reason": "the CPU has none" if device == "cpu" else "",
+        **caps}})
+
+
+#: The CPU's probe, as `xferbench run` hands it to the suite: describe needs no torch.
+CPU_PROBE = probe()
+#: A CUDA device's probe that can do everything the suite asks.
+GPU_PROBE = probe("cuda:0", pinned_memory=True, timing_events=True, side_streams=True,
+                  stream_hold=True)
+
+
+def emu_runs_in_process(session: pytest.Session, path: Path) -> bool:
+    """Whether the emulated device's own tests in ``path`` run in this process: loading it
+    makes it torch's accelerator for the whole process, so only where that is harmless (the
+    file alone, or a session already on it); otherwise ``rerun_in_fresh_process`` runs them."""
+    return emu.is_loaded() or all(Path(item.path) == path for item in session.items)
+
+
+def rerun_in_fresh_process(path: Path, timeout: float = 600) -> None:
+    """Run the tests of ``path`` in a fresh interpreter: skipped if all of them skip there,
+    failed (with the end of their output) if any fails."""
+    done = _run_python("-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", str(path),
+                       timeout=timeout)
+    output = done.stdout + done.stderr
+    if done.returncode == 0 and not re.search(r"\d+ passed", output):
+        reasons = re.findall(r"SKIPPED \[\d+\] [^:]+:\d+: (.*)", output)
+        pytest.skip(reasons[0] if reasons else f"every test of {path.name} was skipped")
+    assert done.returncode == 0, output[-6000:]
 
 
 #: The committed series the tests' figures come from: per machine folder of results/, the

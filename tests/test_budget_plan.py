@@ -117,7 +117,8 @@ def test_each_class_measures_first_exactly_what_the_claims_and_headlines_read(cu
                 cls.reasons(combo)[method] is None:  # measured on this device and sweep
             wanted.setdefault(name, set()).add(combo)
     for module in ("bench_copies", "bench_creation", "bench_sync", "bench_pipeline",
-                   "bench_hazards", "bench_contention", "bench_timer", "bench_behaviour"):
+                   "bench_hazards", "bench_contention", "bench_timer", "bench_behaviour",
+                   "bench_queued", "bench_d2d", "bench_pin_threads"):
         for cls in vars(cuda_suite(module)).values():
             if not (isinstance(cls, type) and cls.__module__.endswith(module)
                     and cls.combinations()):

@@ -93,7 +93,7 @@ def test_describe_skips_every_hazard_on_this_cpu_and_imports_nothing(run_python)
     proc = run_python("-m", "benchmarks._asv", "bench_hazards",
                       env={"XFERBENCH_PROBE": CPU_PROBE, "XFERBENCH_SWEEP": "default"})
     assert proc.returncode == 0, proc.stderr
-    (hazards,) = json.loads(proc.stdout)
+    hazards, _compiled = json.loads(proc.stdout)  # CompiledHazard: tests/test_compiled_hazard
     assert (hazards["class"], hazards["measured"], hazards["combinations"]) == ("Hazards", 0, 18)
     assert {row[-1] for row in hazards["skips"]["track_wrong_fraction"]} == {
         "the hazards need an accelerator: on the CPU every copy is synchronous"}
@@ -152,7 +152,7 @@ def test_a_busy_trial_the_spin_no_longer_held_is_tried_again_and_said(gpu_device
     if reason:
         pytest.skip(reason)
     tries = []
-    busy = hazards._busy
+    busy = hazards.busy_stream
 
     def late(dev, hold):
         after = busy(dev, hold)
@@ -160,7 +160,7 @@ def test_a_busy_trial_the_spin_no_longer_held_is_tried_again_and_said(gpu_device
         tries.append(after)
         return after
 
-    monkeypatch.setattr(hazards, "_busy", late)
+    monkeypatch.setattr(hazards, "busy_stream", late)
     r = run_hazard("pinned_source_modified", 64 * KiB, gpu_device, 3, "busy")
     assert (r.trials, r.unheld, len(tries)) == (3, 3, 3 + 3 * hazards.RETRIES_PER_TRIAL)
     idle = run_hazard("pinned_source_modified", 64 * KiB, gpu_device, 3, "idle")

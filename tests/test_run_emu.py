@@ -26,6 +26,8 @@ from pathlib import Path
 import emu
 import pytest
 
+from xferbench.devices import Capabilities
+from xferbench.practices.sync import read_count_skip_reason
 from xferbench.results import load
 from xferbench.results.sidecar import metadata_path
 
@@ -187,7 +189,11 @@ def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
     statuses = {row["status"] for rows in outcomes.values() for row in rows}
     assert statuses == {"skipped"}  # nothing failed verification or timed out
     counts = outcomes["bench_sync.Loop.track_syncs_per_step"]
-    assert counts and all("CUDA and ROCm only" in row["reason"] for row in counts)
+    caps = Capabilities(**meta["capabilities"])  # each read's own reason, as the run gave it
+    assert counts and all(row["reason"] == read_count_skip_reason(row["params"]["read"], caps)
+                          for row in counts)
+    assert {row["reason"] for row in counts} >= {read_count_skip_reason("cpu", caps)}
+    assert "CUDA and ROCm only" in read_count_skip_reason("cpu", caps)
     for r in load(str(results)):
         if not r.ok:
             rows = outcomes.get(r.benchmark, [])

@@ -8,6 +8,7 @@ import warnings
 import pytest
 import torch
 
+from xferbench.devices import capabilities
 from xferbench.errors import XferbenchError
 from xferbench.practices import VerificationError
 from xferbench.practices.sync import (
@@ -18,6 +19,7 @@ from xferbench.practices.sync import (
     compare_sync,
     count_sync_warnings,
     count_syncs,
+    loop_skip_reason,
     loop_widths,
     read_count_skip_reason,
     run_loop,
@@ -40,8 +42,15 @@ def tiny(read: str) -> LoopCase:
     return LoopCase(read, width=16, depth=2, batch=8, steps=STEPS)
 
 
+def _on_cpu(read: str) -> None:
+    reason = loop_skip_reason(tiny(read), capabilities("cpu"))
+    if reason:
+        pytest.skip(reason)
+
+
 @pytest.mark.parametrize("read", READS)
 def test_every_read_runs_and_verifies_on_cpu(read, small_budget):
+    _on_cpu(read)
     result = run_loop(tiny(read), "cpu", small_budget)
     assert result.syncs is None and result.syncs_per_step is None
     assert 0 < result.step_s < 1
@@ -51,6 +60,7 @@ def test_every_read_runs_and_verifies_on_cpu(read, small_budget):
 
 @pytest.mark.parametrize("read", READS)
 def test_every_read_ends_on_the_same_parameters(read):
+    _on_cpu(read)
     ref = build_loop(tiny(PER_BATCH), "cpu")
     ref.run()
     work = build_loop(tiny(read), "cpu")

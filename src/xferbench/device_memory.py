@@ -47,8 +47,11 @@ def empty_host_cache(device: Device) -> None:
         return
     import torch
 
+    own = getattr(module_of(device.type), "empty_host_cache", None)
     acc = getattr(torch, "accelerator", None)
-    if acc is not None and hasattr(acc, "empty_host_cache"):
+    if callable(own):  # the backend's own: torch.accelerator's is a no-op for some of them
+        own()
+    elif acc is not None and hasattr(acc, "empty_host_cache"):
         acc.empty_host_cache()
     elif hasattr(torch._C, "_host_emptyCache"):  # torch < 2.9: the CUDA host allocator's cache
         torch._C._host_emptyCache()
@@ -58,11 +61,22 @@ def host_allocations(device: Device) -> int | None:
     """How many pinned host blocks the caching host allocator has allocated so far (its
     ``num_host_alloc``: a miss allocates, a hit reuses a cached block), or None where the
     backend keeps no such count (``host_memory_stats`` of torch.cuda, or of the backend)."""
+    return _host_stat(device, "num_host_alloc")
+
+
+def host_pinned_bytes(device: Device) -> int | None:
+    """Bytes of pinned host memory the caching host allocator holds now, in use and cached
+    (its ``allocated_bytes.current``: each block at the size it rounded the request up to),
+    or None where the backend keeps no such count."""
+    return _host_stat(device, "allocated_bytes.current")
+
+
+def _host_stat(device: Device, key: str) -> int | None:
     if not device.is_accelerator:
         return None
     stats = getattr(module_of(device.type), "host_memory_stats", None)
     try:
-        value = stats().get("num_host_alloc") if callable(stats) else None
+        value = stats().get(key) if callable(stats) else None
     except Exception:  # a backend that has the call but no host allocator behind it
         return None
     return None if value is None else int(value)

@@ -127,3 +127,20 @@ def _ends_soon(event: Any, within_s: float = 0.01) -> bool:
         time.sleep(0.0005)
     return True
 
+
+def timed_hold(device: Device, seconds: float) -> float | None:
+    """Seconds one ``hold_stream(device, seconds)`` held the stream, read from timing events
+    around it after a synchronise: what "``seconds`` of queued work" came to on the device
+    (a spin calibrated warm runs longer on a cooler clock). None where no spin exists."""
+    module = spin_module(device)
+    if module is None or seconds <= 0:
+        return None
+    synchronize(device)
+    start, end = new_event(device), new_event(device)
+    with _on_device(module, device):
+        stream = current_stream(device)
+        start.record(stream)
+        hold_stream(device, seconds)
+        end.record(stream)
+    synchronize(device)
+    return start.elapsed_time(end) * 1e-3

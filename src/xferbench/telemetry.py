@@ -81,6 +81,19 @@ def pci_bus_id(dev: Device) -> str | None:
         return None
 
 
+def l2_cache_bytes(device: Device) -> int | None:
+    """The device's L2 cache in bytes (``L2_cache_size`` of the backend's device properties:
+    torch.cuda's, tests/emu's), or None where the backend does not say."""
+    if not device.is_accelerator:
+        return None
+    try:
+        props = module_of(device.type).get_device_properties(device.index or 0)
+    except Exception:  # a backend without device properties
+        return None
+    size = getattr(props, "L2_cache_size", None)
+    return int(size) if isinstance(size, int) and size > 0 else None
+
+
 class _Nvml:
     """NVML for one device: initialised once, its handle found by PCI bus id (else index)."""
 

@@ -63,7 +63,7 @@ def measuring_s() -> float:
 
 def measure(fn: Callable[[], Any], spec: MeasureSpec | None = None, *,
             device: str | Device = "auto", setup: Callable[[], Any] | None = None,
-            **changes: Any) -> Measurement:
+            behind: Callable[[], Any] | None = None, **changes: Any) -> Measurement:
     """Time ``fn`` on ``device`` as ``spec`` says and return its raw samples as a Measurement.
 
     ``fn`` takes no arguments and queues its work; it must not synchronise itself (measure
@@ -74,30 +74,57 @@ def measure(fn: Callable[[], Any], spec: MeasureSpec | None = None, *,
     ``spec.min_time_s`` and ``spec.min_samples`` samples, or at ``spec.max_time_s``; a
     measurement that stopped noisy says so in its warnings. ``setup`` runs before every timed
     call, outside the timed region (each sample is then one call; on an accelerator it needs
-    a host clock). Quick mode is the caller's to resolve (``spec.for_quick()``): measure
+    a host clock). ``behind`` queues device work before every call, after ``setup``'s
+    synchronise and outside the timed region, and is not waited for: each call then starts
+    behind it, as a copy issued behind a step's queued kernels does (a host clock on an
+    accelerator). Quick mode is the caller's to resolve (``spec.for_quick()``): measure
     reads no environment.
     """
     started = time.perf_counter()
     try:
-        return _measure(fn, spec, device, setup, changes)
+        return _measure(fn, spec, device, _Before(setup, behind), changes)
     finally:
         _MEASURING_S[0] += time.perf_counter() - started
 
 
+class _Before:
+    """What runs before every timed call, outside the timed region: ``setup`` (then a
+    synchronise, so the call starts from an idle device), then ``behind`` (device work queued
+    and not waited for, so the call starts behind it)."""
+
+    def __init__(self, setup: Callable[[], Any] | None,
+                 behind: Callable[[], Any] | None) -> None:
+        self.setup, self.behind = setup, behind
+
+    def __bool__(self) -> bool:
+        return self.setup is not None or self.behind is not None
+
+    def __call__(self, dev: Device) -> None:
+        if self.setup is not None:
+            self.setup()
+            synchronize(dev)
+        if self.behind is not None:
+            self.behind()
+
+
 def _measure(fn: Callable[[], Any], spec: MeasureSpec | None, device: str | Device,
-             setup: Callable[[], Any] | None, changes: dict[str, Any]) -> Measurement:
+             before: _Before, changes: dict[str, Any]) -> Measurement:
     spec = (spec or DEFAULT_SPEC).replace(**changes) if changes else (spec or DEFAULT_SPEC)
     dev = resolve_device(device)
     if spec.clock not in (None, "completion_s") and not dev.is_accelerator:
         raise XferbenchError(
             f"clock {spec.clock!r} needs an accelerator: the CPU has completion_s")
-    if setup is not None and dev.is_accelerator and spec.clock in (None, "device_s"):
+    if before and dev.is_accelerator and spec.clock in (None, "device_s"):
+        what = "a setup" if before.setup is not None else "work queued"
         raise XferbenchError(
-            "a setup before every call needs a host clock on an accelerator: give "
+            f"{what} before every call needs a host clock on an accelerator: give "
             "clock='completion_s' (event batches queue calls back to back)")
+    if before.behind is not None and not dev.is_accelerator:
+        raise XferbenchError("work queued before every call needs an accelerator: the CPU "
+                             "queues nothing")
     if dev.is_accelerator:
-        return _measure_accelerator(fn, dev, spec, setup)
-    return _measure_cpu(fn, dev, spec, setup)
+        return _measure_accelerator(fn, dev, spec, before)
+    return _measure_cpu(fn, dev, spec, before)
 
 
 class _Stopper:
@@ -169,14 +196,12 @@ def _calibrate(fn: Callable[[], Any], overhead_s: float) -> tuple[int, float]:
             number *= 10
 
 
-def _warm_up(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
-             setup: Callable[[], Any] | None) -> float:
+def _warm_up(fn: Callable[[], Any], dev: Device, spec: MeasureSpec, before: _Before) -> float:
     """Run ``fn`` for ``spec.warmup_s`` (at least once): first calls pay for allocator
     growth, kernel loading and page faults. Returns the seconds it took."""
     start = time.perf_counter()
     while True:
-        if setup is not None:
-            setup()
+        before(dev)
         fn()
         synchronize(dev)
         if time.perf_counter() - start >= spec.warmup_s:
@@ -184,17 +209,16 @@ def _warm_up(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
 
 
 def _measure_cpu(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
-                 setup: Callable[[], Any] | None) -> Measurement:
-    warm = _warm_up(fn, dev, spec, setup)
-    if setup is not None:
+                 before: _Before) -> Measurement:
+    warm = _warm_up(fn, dev, spec, before)
+    if before:
         number, samples = 1, []
     else:
         number, first = _calibrate(fn, timer_overhead_s())
         samples = [first / number]  # the calibrating block, timed like the others
     done = _Stopper(spec)
     while True:
-        if setup is not None:
-            setup()
+        before(dev)
         samples.append(_time_block(fn, number) / number)
         stop = done(samples)
         if stop:
@@ -205,19 +229,18 @@ def _measure_cpu(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
     )
 
 
-def _host_batch(fn: Callable[[], Any], dev: Device, n: int, setup: Callable[[], Any] | None,
+def _host_batch(fn: Callable[[], Any], dev: Device, n: int, before: _Before,
                 completion_s: list[float], enqueue_s: list[float],
                 over: Callable[[int], bool] | None = None) -> None:
-    """``n`` calls, each from an idle device: synchronise before reading the clock. ``over``
+    """``n`` calls, each from an idle device (or behind the work ``before`` queues):
+    synchronise before reading the clock. ``over``
     (the samples so far) ends the batch early once the budget is spent: a batch of slow
     calls (cold pinning, say) never outruns max_time_s by a whole batch."""
     perf = time.perf_counter
     for _ in range(n):
         if over is not None and over(len(completion_s)):
             return
-        if setup is not None:
-            setup()
-            synchronize(dev)
+        before(dev)
         t0 = perf()
         fn()
         t1 = perf()
@@ -228,8 +251,8 @@ def _host_batch(fn: Callable[[], Any], dev: Device, n: int, setup: Callable[[], 
 
 
 def _measure_accelerator(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
-                         setup: Callable[[], Any] | None) -> Measurement:
-    warm = _warm_up(fn, dev, spec, setup)
+                         before: _Before) -> Measurement:
+    warm = _warm_up(fn, dev, spec, before)
     events = EventSampler(fn, dev, spec) if spec.clock in (None, "device_s") else None
     if events is not None and events.unavailable:
         spec = spec.replace(clock="completion_s")  # read on a named host clock: see extra
@@ -244,7 +267,7 @@ def _measure_accelerator(fn: Callable[[], Any], dev: Device, spec: MeasureSpec,
                 spec, host = spec.replace(clock="completion_s"), True
                 done.spec = spec
         if host:  # a host clock alone is the figure's: its batch ends at the budget
-            _host_batch(fn, dev, spec.batch, setup, completion_s, enqueue_s,
+            _host_batch(fn, dev, spec.batch, before, completion_s, enqueue_s,
                         done.spent if spec.clock in ("completion_s", "enqueue_s") else None)
         on_events = spec.clock in (None, "device_s")
         watched = events.watched() if on_events else (  # type: ignore[union-attr]

@@ -103,12 +103,18 @@ def can_device_access_peer(device: Any, peer_device: Any) -> bool:
 DEVICE_NAME = "xferbench emulated accelerator"
 
 
+#: What the device properties call its L2 cache. Nothing is cached: it stands in for a GPU's
+#: L2 (tens of MiB) at a size that keeps buffers sized past it small on a shared host.
+L2_CACHE_BYTES = 4 * 2**20
+
+
 @dataclass(frozen=True)
 class DeviceProperties:
     """What ``torch.cuda.get_device_properties`` would say, where it means something here."""
 
     name: str
     total_memory: int
+    L2_cache_size: int = L2_CACHE_BYTES
 
 
 def get_device_name(device: Any = None) -> str:

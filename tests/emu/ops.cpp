@@ -6,6 +6,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -172,16 +173,61 @@ void queue_peer_copy(const at::Tensor& src, const at::Tensor& dst) {
   barrier(src_stream, dst_stream);
 }
 
+// The host side of a copy made on the calling thread, serially: torch's intra-op threads
+// on a small loaded host can stall a 1 MiB copy for tens of milliseconds at a barrier, which
+// would read as the copy's own cost. A same-layout copy is one memmove; a restriding copy of
+// one dtype walks the elements (TensorIterator's serial loop); a converting one is torch's.
+void host_copy(const at::Tensor& src, const at::Tensor& dst) {
+  const at::Tensor to = host_view(dst);
+  const at::Tensor from = host_view(src);
+  if (same_bytes_layout(src, dst)) {
+    std::memmove(to.data_ptr(), from.data_ptr(), dst.nbytes());
+    return;
+  }
+  if (src.dtype() != dst.dtype() || src.is_conj() != dst.is_conj() ||
+      src.is_neg() != dst.is_neg()) {
+    to.copy_(from);
+    return;
+  }
+  const at::Tensor expanded = from.expand_as(to);
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(to)
+                  .add_const_input(expanded)
+                  .resize_outputs(false)
+                  .check_all_same_dtype(false)
+                  .build();
+  const int64_t item = static_cast<int64_t>(dst.element_size());
+  iter.serial_for_each(
+      [item](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
+        for (int64_t j = 0; j < size1; ++j) {
+          char* out = data[0] + j * strides[2];
+          const char* in = data[1] + j * strides[3];
+          for (int64_t i = 0; i < size0; ++i) {
+            std::memcpy(out + i * strides[0], in + i * strides[1], item);
+          }
+        }
+      },
+      {0, iter.numel()});
+}
+
 // aten::_copy_from(self=src, dst, non_blocking): every copy that touches an emu tensor.
 // The rules are CUDA's:
 //  * emu -> emu on one device: queued on the current stream (cudaMemcpyAsync D2D), whatever
 //    non_blocking says;
 //  * emu -> emu across devices, same layout: queued on the source device's current stream
 //    behind a two-way barrier (queue_peer_copy), whatever non_blocking says;
-//  * host <-> emu with non_blocking=True and the host side pinned: queued on the current
-//    stream; the caller returns before the bytes land;
-//  * any other host <-> emu copy (blocking, or pageable memory): the caller waits for the
-//    current stream to drain, then copies, so it returns with the data in place.
+//  * host <-> emu with non_blocking=True, the host side pinned and laid out as the device
+//    side: queued on the current stream; the caller returns before the bytes land;
+//  * any other host <-> emu copy: the caller waits for the current stream to drain, then
+//    copies, so it returns with the data in place. So does CUDA for pageable memory: "For
+//    transfers from pageable host memory to device memory, a stream sync is performed before
+//    the copy is initiated", and a copy from the device to pageable memory "returns only once
+//    the copy has completed" (CUDA Runtime API, "API synchronization behavior"), non_blocking
+//    or not. A host side that is not laid out as the device side (a strided view of a pinned
+//    buffer, x[::2]) is staged the same way: torch copies it through a contiguous temporary
+//    (copy_requires_temporaries in aten/src/ATen/native/cuda/Copy.cu), which is pageable, so
+//    the copy from that temporary waits for the stream. A blocking copy waits
+//    (memcpy_and_sync).
 // Copies that convert dtype, broadcast or restride run on this thread after the wait.
 at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(
@@ -218,8 +264,8 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool non_bloc
     queue_copy(stream, dst.data_ptr(), src.data_ptr(), dst.nbytes());
     return dst;
   }
-  synchronize_stream(stream);
-  host_view(dst).copy_(host_view(src));
+  synchronize_stream(stream); // a staged copy: the work queued before it runs first
+  host_copy(src, dst);
   return dst;
 }
 

@@ -3,8 +3,9 @@
 // two; a freed block goes back to a cache for its rounded size once the work queued before
 // its free has run, and a later request of that size gets it again with no new allocation.
 // A miss allocates a fresh block and pays a delay that stands for page-locking
-// (cudaHostAlloc), so a cold pin and a warm one differ on the host clock, as on a GPU
-// machine. empty_cache() returns every cached block.
+// (cudaHostAlloc), one block at a time process-wide (the driver's lock), so a cold pin and a
+// warm one differ on the host clock, and concurrent cold pins wait for each other, as on a
+// GPU machine. empty_cache() returns every cached block.
 //
 // "Pinned" means "handed out by this allocator and not yet given back": is_pinned() is true
 // for a block in use and false once it is back in the cache.
@@ -34,6 +35,9 @@ using Clock = std::chrono::steady_clock;
 // plainly slower than a warm one.
 constexpr double kDefaultPinBaseUs = 20.0;
 constexpr double kDefaultPinUsPerMiB = 16.0;
+
+// The driver's lock that page-locking holds (see PinnedMemory::allocate).
+std::mutex g_driver_mu;
 
 std::atomic<double> g_pin_base_us{-1.0}; // < 0: not read from the environment yet
 std::atomic<double> g_pin_us_per_mib{kDefaultPinUsPerMiB};
@@ -113,8 +117,17 @@ class PinnedMemory final : public at::HostAllocator {
       }
     }
     const auto started = Clock::now();
-    void* ptr = aligned_alloc_or_throw(size, "pinned host memory");
-    pay_pin_cost(size);
+    void* ptr = nullptr;
+    {
+      // One fresh block at a time, process-wide: torch pins through cudaHostAlloc, which
+      // takes a global lock in the driver ("Use cudaHostAlloc for allocating pinned memory
+      // (global lock in driver)", aten/src/ATen/cuda/CachingHostAllocator.cpp), so threads
+      // that pin at once wait for each other and a pin's time rises with their number. The
+      // wait counts in host_alloc_time, as torch's timer around cudaHostAlloc counts it.
+      std::lock_guard<std::mutex> driver(g_driver_mu);
+      ptr = aligned_alloc_or_throw(size, "pinned host memory");
+      pay_pin_cost(size);
+    }
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
         Clock::now() - started).count();
     std::lock_guard<std::mutex> lock(mu_);

@@ -218,8 +218,10 @@ def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: ClaimSeries) -> Figur
         if r is None:
             missing.append((status != NOT_MEASURABLE, status, why))
     practice, baseline = found[0], (found[1] if len(found) > 1 else None)
-    if claim.rule.kind == RATIO and s.caps is not None and s.caps.emulated:
-        # its ratios are of times (or shares of time): host threads' on an emulated device
+    timed = claim.rule.kind == RATIO or (practice is not None and practice.unit == "seconds")
+    if timed and s.caps is not None and s.caps.emulated:
+        # its ratios are of times (or shares of time), its values in seconds: host threads'
+        # on an emulated device
         return FigureVerdict(e, NOT_MEASURABLE, f"a claim about time: {s.caps.reason}",
                              practice, baseline)
     if missing:  # a figure this device cannot measure says more than one not in the grid

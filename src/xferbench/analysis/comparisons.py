@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..errors import XferbenchError
 from ..practices import HEADLINE_NBYTES
 from ..practices.pipeline import INPUT_BOUND
+from ..practices.queued import QUEUED_NBYTES, SMOKE_QUEUED_MS
 from ..units import size_label
 
 H = size_label(HEADLINE_NBYTES)
@@ -50,11 +51,30 @@ def _figure(name: str, benchmark: str, **params: str) -> Figure:
 
 COPY = "bench_copies.Copy.track_completion_s"
 STEP = "bench_pipeline.Pipeline.track_step_s"
+QUEUED = "bench_queued.QueuedCopy.track_enqueue_s"
+#: The largest queue every sweep measures a copy behind (practices/queued.py), in ms.
+LONGEST_QUEUE = str(SMOKE_QUEUED_MS[-1])
 
 
 def _h2d(host_memory: str, sync: str, layout: str) -> dict[str, str]:
     return {"direction": "h2d", "host_memory": host_memory, "sync": sync, "layout": layout,
             "size": H}
+
+
+def _behind(host_memory: str, queued: str) -> dict[str, str]:
+    """An h2d non_blocking copy of QueuedCopy behind ``queued`` ms of work."""
+    return {"direction": "h2d", "host_memory": host_memory, "sync": "non_blocking",
+            "queued": queued, "size": size_label(QUEUED_NBYTES)}
+
+
+def _queue_pair(cid: str, host_memory: str, words: str) -> ComparisonSpec:
+    """The host hold of an h2d non_blocking copy from ``host_memory`` behind the longest
+    queue, against the same copy from an idle stream."""
+    return ComparisonSpec(cid,
+                          _figure(f"{words}, behind {LONGEST_QUEUE} ms of queued work", QUEUED,
+                                  **_behind(host_memory, LONGEST_QUEUE)),
+                          _figure(f"{words}, from an idle stream", QUEUED,
+                                  **_behind(host_memory, "0")))
 
 
 def _step(size: str, host_memory: str, workers: str, move: str, precision: str = "amp",
@@ -98,6 +118,10 @@ COMPARISONS: tuple[ComparisonSpec, ...] = (
                            **_h2d("pinned", "non_blocking", "one")),
                    _figure("the copy is done (completion clock)", COPY,
                            **_h2d("pinned", "non_blocking", "one"))),
+    # the host hold behind queued work: pageable and strided copies are staged after it
+    _queue_pair("pageable_behind_queue", "pageable", "non_blocking from pageable memory"),
+    _queue_pair("strided_pinned_behind_queue", "pinned_strided",
+                "non_blocking from a strided view of a pinned buffer"),
     ComparisonSpec("create_on_device",
                    _figure("torch.zeros(n, device=dev)", "bench_creation.Creation.track_ready_s",
                            factory="zeros", variant="on_device", size=H),
@@ -118,6 +142,13 @@ COMPARISONS: tuple[ComparisonSpec, ...] = (
     ComparisonSpec("item_per_epoch",
                    _figure("loss summed on the device, read once per epoch",
                            "bench_sync.Loop.track_step_s", read="device_accumulate", width="256"),
+                   _figure(".item() every batch", "bench_sync.Loop.track_step_s",
+                           read="item_every_batch", width="256"),
+                   counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step"),
+    # the fix teams ship for the per-batch read: the loss read a step late, from pinned memory
+    ComparisonSpec("lagged_read",
+                   _figure("loss copied non_blocking into pinned memory, read a step later",
+                           "bench_sync.Loop.track_step_s", read="lagged", width="256"),
                    _figure(".item() every batch", "bench_sync.Loop.track_step_s",
                            read="item_every_batch", width="256"),
                    counts="bench_sync.Loop.track_syncs_per_step", counts_unit="syncs/step"),

@@ -132,7 +132,7 @@ def _split(nbytes: int, layout: str) -> list[int]:
 class CopyWorkload:
     """Buffers of a built case, ``run()`` that queues its copies, ``verify()`` that checks them."""
 
-    case: CopyCase
+    case: Any  # a CopyCase, or another case that names its copy (``label``)
     device: Device
     run: Callable[[], None]
     expected: list[Any]  # host tensors the destination must equal
@@ -304,9 +304,10 @@ def run_copy(case: CopyCase, device: str | Device = "auto", spec: MeasureSpec | 
 
 
 def measure_copy(work: CopyWorkload, spec: MeasureSpec | None = None, *,
-                 clock: str | None = None, setup: Callable[[], Any] | None = None
-                 ) -> Measurement:
-    """Verify, measure and verify a built copy (see ``run_copy``)."""
+                 clock: str | None = None, setup: Callable[[], Any] | None = None,
+                 behind: Callable[[], Any] | None = None) -> Measurement:
+    """Verify, measure and verify a built copy (see ``run_copy``); ``behind`` queues device
+    work before every call, not waited for (``timing.measure``)."""
     case = work.case
     work.run()
     work.verify()  # a wrong first copy fails before any number exists
@@ -314,7 +315,7 @@ def measure_copy(work: CopyWorkload, spec: MeasureSpec | None = None, *,
         dev_reason = device_clock_reason(case, capabilities(work.device))
         clock = None if not work.device.is_accelerator else (
             "device_s" if dev_reason is None else "completion_s")
-    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, setup=setup,
+    m = measure(work.run, spec or DEFAULT_SPEC, device=work.device, setup=setup, behind=behind,
                 nbytes=case.nbytes, label=case.label, clock=clock,
                 ops_per_call=len(work.expected), sm_clocked=False)
     work.verify()

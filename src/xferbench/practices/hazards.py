@@ -129,7 +129,7 @@ class HazardResult:
         return f"{self.kind} {self.stream} {size_label(self.nbytes)} on {self.device}"
 
 
-def _value(trial: int) -> int:
+def trial_value(trial: int) -> int:
     """The byte trial ``trial`` should see: 1..250, never the stale 0 nor OVERWRITE."""
     return 1 + trial % 250
 
@@ -192,16 +192,16 @@ def run_hazard(kind: str, nbytes: int, device: str | Device = "auto",
     for t in range(trials):
         if done and deadline is not None and time.time() >= deadline:
             break
-        right, held = trial(dev, on_dev, host, seen, _value(t), hold)
+        right, held = trial(dev, on_dev, host, seen, trial_value(t), hold)
         while not held and retries:
             retries -= 1
-            right, held = trial(dev, on_dev, host, seen, _value(t), hold)
+            right, held = trial(dev, on_dev, host, seen, trial_value(t), hold)
         w, p = seen_wrong(seen, right)
         wrong, torn, done, unheld = wrong + w, torn + p, done + 1, unheld + (not held)
     return HazardResult(kind, stream, nbytes, done, wrong, torn, dev.name, unheld)
 
 
-def _busy(dev: Device, hold: float) -> Any:
+def busy_stream(dev: Device, hold: float) -> Any:
     """Queue the busy variant's spin and an event after it (None for an idle stream)."""
     if not hold:
         return None
@@ -212,7 +212,7 @@ def _busy(dev: Device, hold: float) -> Any:
     return after
 
 
-def _held(after: Any) -> bool:
+def still_held(after: Any) -> bool:
     """Whether the spin still held the stream once the host had acted (always, idle)."""
     return after is None or not after.query()
 
@@ -223,11 +223,11 @@ def _d2h_read_before_sync(dev: Device, on_dev: Any, host: Any, seen: Any, v: int
     and whether the spin (if any) still held once the host had read."""
     host.zero_()
     synchronize(dev)
-    after = _busy(dev, hold)
+    after = busy_stream(dev, hold)
     on_dev.fill_(v)  # the device work whose result the host wants
     host.copy_(on_dev, non_blocking=True)
     seen.copy_(host)  # the unsafe read: no synchronise before it
-    held = _held(after)
+    held = still_held(after)
     synchronize(dev)
     if not bool(host.eq(v).all()):
         raise VerificationError(f"d2h_read_before_sync: after synchronising, the host copy is "
@@ -242,10 +242,10 @@ def _source_modified(dev: Device, on_dev: Any, src: Any, seen: Any, v: int,
     on_dev.zero_()
     src.fill_(v)
     synchronize(dev)
-    after = _busy(dev, hold)
+    after = busy_stream(dev, hold)
     on_dev.copy_(src, non_blocking=True)
     src.fill_(OVERWRITE)  # the write: the copy may not have read the source yet
-    held = _held(after)
+    held = still_held(after)
     synchronize(dev)
     seen.copy_(on_dev)  # a blocking copy back: the device's work is done
     if not bool((seen.eq(v) | seen.eq(OVERWRITE)).all()):

@@ -3,7 +3,9 @@
 Compared: the loss read with ``.item()`` every batch, every 10th batch, or accumulated on the
 device and read once per epoch; the other reads that stall the host (``.cpu()``,
 ``.tolist()``, ``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero``, boolean masks);
-and an explicit synchronise every step (``synchronize``: a drain with nothing read).
+an explicit synchronise every step (``synchronize``: a drain with nothing read); and the
+lagged read (``lagged``: the loss copied ``non_blocking`` into pinned memory behind an event,
+read one step later), the fix for the per-batch read.
 
 The loop is a fixed-seed MLP trained with SGD (momentum) on synthetic batches that already sit
 on the device. One call of ``LoopWorkload.run`` is one epoch of ``steps`` steps; every epoch
@@ -82,7 +84,17 @@ class LoopCase:
 
 
 def loop_skip_reason(case: LoopCase, caps: Capabilities) -> str | None:
-    """Every read runs everywhere: on the CPU it measures the read's own cost, no stall."""
+    """Why ``case`` has no number on ``caps.device``, or None. Every read but the lagged one
+    runs everywhere (on the CPU it measures the read's own cost, no stall); the lagged read
+    lags behind a device, through pinned memory."""
+    if case.read != "lagged":
+        return None
+    if caps.device == "cpu":
+        return ("the lagged read waits a step for a device's copy: on the CPU every copy is "
+                "done when it returns, so there is nothing to lag behind")
+    if not caps.pinned_memory:
+        return (f"the lagged read copies into pinned memory, which {caps.device} lacks: "
+                f"{caps.reason}")
     return None
 
 
@@ -218,7 +230,7 @@ def build_loop(case: LoopCase, device: str | Device = "auto") -> LoopWorkload:
     restart()
     reference = _reference(case.steps, step, params, dev)
     readings: list[Any] = []
-    read, start, end = readers(case.read, readings, tdev, lambda: synchronize(dev))
+    read, start, end = readers(case.read, readings, tdev, lambda: synchronize(dev), dev)
     steps = case.steps
 
     def run() -> None:

@@ -2,8 +2,10 @@
 
 Each read is what users write to look at a value the device computed: ``.item()`` every batch
 or every 10th, a sum kept on the device and read once per epoch, ``.cpu()``, ``.tolist()``,
-``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero`` and boolean-mask indexing; and an
-explicit synchronise every step, which reads nothing but drains the device as a read does.
+``float(t)``, ``print(t)``, ``if t > 0:``, ``torch.nonzero`` and boolean-mask indexing; an
+explicit synchronise every step, which reads nothing but drains the device as a read does;
+and the fix teams ship for the per-batch read, the lagged read: the loss copied
+``non_blocking`` into a pinned buffer, an event recorded, and the value read one step later.
 ``readers`` turns a read into the three hooks the loop calls; ``check_readings`` checks what
 an epoch read against the reference epoch, which kept every value on the device.
 """
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..devices import Device, new_event
 from . import VerificationError
 
 # torch loads inside the functions that need it: `import xferbench` stays free of it.
@@ -33,6 +36,7 @@ READS = (
     "nonzero",  # torch.nonzero(per_sample_loss > HARD_LOSS) every step
     "mask_index",  # per_sample_loss[per_sample_loss > HARD_LOSS] every step
     "synchronize",  # the whole device drained every step (an explicit synchronise), no read
+    "lagged",  # the loss copied non_blocking into pinned memory, read a step later
 )
 #: The headline pair: a read every batch vs one read per epoch.
 PER_BATCH = "item_every_batch"
@@ -124,19 +128,23 @@ def check_readings(read: str, steps: int, label: str, readings: list[Any],
 
 
 def readers(read: str, readings: list[Any], tdev: Any,
-            drain: Callable[[], None] | None = None) -> tuple[
+            drain: Callable[[], None] | None = None, device: Device | None = None) -> tuple[
         Callable[[int, Any, Any], None], Callable[[], None], Callable[[], None]]:
     """(read(step, loss, per_sample), start_of_epoch(), end_of_epoch()) for ``read``; what
     is read is appended to ``readings``.
 
     Args:
         drain: waits for all work queued on the device (``synchronize`` calls it every step).
+        device: the loop's device (``lagged`` copies into pinned memory and records events
+            on an accelerator).
     """
     import torch
 
     def nothing() -> None:
         pass
 
+    if read == "lagged":
+        return _lagged(readings, device)
     if read == "synchronize":
         def synchronise(i: int, loss: Any, ps: Any) -> None:
             (drain or nothing)()  # the loss stays on the device: nothing is read
@@ -205,3 +213,42 @@ def _step_reader(r: str, readings: list[Any]) -> Callable[[int, Any, Any], None]
     return read
 
 
+
+
+def _lagged(readings: list[Any], device: Device | None) -> tuple[
+        Callable[[int, Any, Any], None], Callable[[], None], Callable[[], None]]:
+    """The lagged read (Nerogar/OneTrainer#1608): each step queues a ``non_blocking`` copy of
+    its loss into one of two pinned host buffers and records an event after it, then reads
+    the previous step's buffer once that step's event has completed. The host waits for one
+    copy queued a step earlier, never for the queue (the current step stays queued), and
+    reads a host tensor. The last step is read at the end of the epoch. On the CPU the copy
+    is a plain host copy and nothing is waited for: what the read itself costs."""
+    import torch
+
+    accelerator = device is not None and device.is_accelerator
+    slots: list[tuple[Any, Any]] = []  # (pinned buffer, event), two of them
+    pending: list[tuple[Any, Any]] = []  # the slot of the step not read yet
+
+    def collect() -> None:
+        if pending:
+            buf, event = pending.pop()
+            if event is not None:
+                event.synchronize()  # that step's copy alone; later steps stay queued
+            readings.append(buf.item())  # a host tensor: no device read
+
+    def read(i: int, loss: Any, ps: Any) -> None:
+        if not slots:
+            slots.extend((torch.empty((), dtype=loss.dtype, pin_memory=accelerator),
+                          new_event(device, timing=False) if accelerator else None)
+                         for _ in range(2))
+        buf, event = slots[i % 2]  # read at step i - 1 (two steps back), so free again
+        buf.copy_(loss.detach(), non_blocking=accelerator)
+        if event is not None:
+            event.record()
+        collect()
+        pending.append((buf, event))
+
+    def start() -> None:
+        pending.clear()
+
+    return read, start, collect

@@ -32,19 +32,28 @@ if os.environ.get("XFERBENCH_EMU") == "1":
             print(f"emu: not loaded: {type(exc).__name__}: {exc}", file=sys.stderr)
 
     class _AfterTorch(importlib.abc.MetaPathFinder):
-        """Finds torch as the other finders do, and loads emu once torch has executed."""
+        """Finds torch as the other finders do, and loads emu once torch has executed. It
+        stays in place until then: a look-up that does not import (importlib.util.find_spec
+        ("torch"), as the suite's probe cache makes) must not use it up."""
+
+        looking = False
 
         def find_spec(self, name, path=None, target=None):
-            if name != "torch":
+            if name != "torch" or self.looking:
                 return None
-            sys.meta_path.remove(self)  # once, and not for the look-up below
-            spec = importlib.util.find_spec("torch")
+            self.looking = True  # the look-up below goes to the other finders
+            try:
+                spec = importlib.util.find_spec("torch")
+            finally:
+                self.looking = False
             if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return spec
             execute = spec.loader.exec_module
 
             def exec_module(module):
                 execute(module)
+                if self in sys.meta_path:
+                    sys.meta_path.remove(self)
                 _load_emu()
 
             spec.loader.exec_module = exec_module
