@@ -190,8 +190,10 @@ def test_emulated_results_say_so_and_each_gap_says_why(emu_run):
     assert statuses == {"skipped"}  # nothing failed verification or timed out
     counts = outcomes["bench_sync.Loop.track_syncs_per_step"]
     caps = Capabilities(**meta["capabilities"])  # each read's own reason, as the run gave it
+    # (a combination a loaded host's run cut by its budget says that instead)
     assert counts and all(row["reason"] == read_count_skip_reason(row["params"]["read"], caps)
-                          for row in counts)
+                          or row["reason"].startswith("cut: the run's budget (--budget)")
+                          for row in counts), counts
     assert {row["reason"] for row in counts} >= {read_count_skip_reason("cpu", caps)}
     assert "CUDA and ROCm only" in read_count_skip_reason("cpu", caps)
     for r in load(str(results)):
