@@ -82,6 +82,13 @@ def test_a_method_skipped_and_a_capped_combination_reach_the_sidecar_apart(tmp_p
     ])
     assert lines[2].endswith("completion_s 1.2 ms; device_s skipped: no device time here: "
                              "one call could not be held (0.8 s) [sampled under a budget cap]")
+    (tmp_path / "alone").mkdir()
+    _, alone = _follow(tmp_path / "alone", [
+        {**base, "event": "start", "done": 0},
+        {**base, "event": "combination", "done": 1, "params": params, "status": "measured",
+         "seconds": 0.1, "why": "", "values": {},
+         "skips": {"track_device_s": "no device time here"}}])
+    assert alone[2].endswith("): device_s skipped: no device time here (0.1 s)")  # no "; "
     copy = SuiteClass("bench_copies", "Copy", ("track_completion_s", "track_device_s"),
                       COPY.param_names, 1, 1, {}, {})
     out = outcomes([copy], progress)

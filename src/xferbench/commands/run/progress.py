@@ -134,8 +134,10 @@ class Progress:
         what = f"{line.class_name.split('.', 1)[-1]}({', '.join(line.params)})"
         if line.status != MEASURED:
             return f"{head} {what}: {line.status}: {line.why}"
-        values = ", ".join(f"{m.removeprefix('track_')} {_value(m, v)}" for m, v in line.values)
-        values += "".join(f"; {m.removeprefix('track_')} skipped: {why}" for m, why in line.skips)
+        values = "; ".join(
+            [", ".join(f"{m.removeprefix('track_')} {_value(m, v)}" for m, v in line.values)]
+            * bool(line.values)
+            + [f"{m.removeprefix('track_')} skipped: {why}" for m, why in line.skips])
         capped = " [sampled under a budget cap]" if line.capped else ""
         return f"{head} {what}: {values} ({line.seconds:.1f} s){capped}"
 
