@@ -8,7 +8,7 @@ import time
 import pytest
 
 from xferbench import XferbenchError
-from xferbench.devices import capabilities, is_emulated
+from xferbench.devices import Device, capabilities, is_emulated
 from xferbench.event_batches import MAX_QUEUED_OPS, max_queued_ops
 from xferbench.measurement import Measurement, Stats
 from xferbench.spec import QUICK_SCALE, MeasureSpec
@@ -422,6 +422,19 @@ def test_a_call_far_slower_than_the_budget_stops_at_five_times_it(no_quick):
 
 
 # -- the launch queue (also on the emulated device, whose depth is set: emu.set_queue_depth) --
+
+def test_a_launch_queue_shallower_than_plausible_is_probed_again_and_the_larger_kept(
+        monkeypatch):
+    """A host held up past the whole spin reads as a queue that blocked after two operations:
+    such a depth is probed once more, the larger kept; a real shallow queue reads the same
+    twice, and a second probe that sees no block gives None (the default depth)."""
+    import xferbench.stream_hold as sh
+
+    for probes, want in (([2, 1024], 1024), ([48, 48], 48), ([2, None], None), ([300], 300)):
+        seen = list(probes)
+        monkeypatch.setattr(sh, "_probe_depth", lambda dev, limit, seen=seen: seen.pop(0))
+        assert sh.launch_queue_depth(Device("cuda", 0)) == want and not seen, probes
+
 
 @pytest.mark.gpu
 def test_the_launch_queue_depth_is_measured_behind_a_spin(gpu_device):
