@@ -166,32 +166,33 @@ _HOST_RESULT = re.compile(r"^(?:get_|compute_|calc_)?(?:num|n|len|size|batch_siz
 
 def host_result_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_HOST_RESULT.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _HOST_RESULT.search(name.lower()) is not None
 
 
 def to_host_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_TO_HOST.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _TO_HOST.search(name.lower()) is not None
 
 
 def mover_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_MOVER.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _MOVER.search(name.lower()) is not None
 
 
 def model_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_MODEL.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _MODEL.search(name.lower()) is not None
 
 
 def loss_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_LOSS.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _LOSS.search(name.lower()) is not None
 
 
 def optim_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_OPTIM.search(name.lower())) and "sched" not in name.lower()
+    return name is not None and _OPTIM.search(name.lower()) is not None and \
+        "sched" not in name.lower()
 
 
 def device_name(name: str) -> bool:

@@ -23,7 +23,7 @@ class D2h:
 
     __slots__ = ("node", "what", "live", "named")
 
-    def __init__(self, node: ast.AST, what: str) -> None:
+    def __init__(self, node: ast.expr, what: str) -> None:
         self.node, self.what, self.live = node, what, True
         self.named = False  # held in a name: pending only while the scope says so
 
@@ -61,8 +61,8 @@ class Fix(str):
 
     span: tuple[int, int, int, int]
 
-    def __new__(cls, text: str, node: ast.AST) -> Fix:
+    def __new__(cls, text: str, node: ast.expr) -> Fix:
         self = super().__new__(cls, text)
-        self.span = (node.lineno, node.col_offset,  # type: ignore[attr-defined]
-                     node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        self.span = (node.lineno, node.col_offset, node.end_lineno or node.lineno,
+                     node.end_col_offset or node.col_offset)
         return self

@@ -11,7 +11,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, optim_name, purpose, terminal
+from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, Val, optim_name, purpose, terminal
+from .part import Part
 from .scopes import Frame, Loop
 
 #: A function's per-step kind: a call of it runs every step ("step") or on some steps ("info").
@@ -52,7 +53,8 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
     reused for a host value elsewhere in the function is not taken for it)."""
     spans: dict[str, list[tuple[int, int]]] = {}
     assigns: list[tuple[str, ast.expr]] = []
-    todo: list[tuple[ast.AST, ast.AST | None]] = [(stmt, None) for stmt in body]
+    todo: list[tuple[ast.AST, ast.For | ast.AsyncFor | ast.While | None]] = [
+        (stmt, None) for stmt in body]
     while todo:
         node, loop = todo.pop()
         if isinstance(node, SCOPES):
@@ -66,18 +68,16 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                 first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
                 if isinstance(first, ast.Name):
                     assigns.append((first.id, node.value))
-        helped = helper_losses(node) if isinstance(node, ast.Call) else ()
-        if helped:  # loss_scaler(loss, optimizer): the backward runs inside
-            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
-                else (0, node.lineno)
-            for root in helped:
-                spans.setdefault(root, []).append(span)
-        if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
+        if not isinstance(node, ast.Call):
+            continue
+        span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
+            else (0, node.lineno)
+        for root in helper_losses(node):  # loss_scaler(loss, optimizer): the backward inside
+            spans.setdefault(root, []).append(span)
+        if BACKWARD.match(terminal(node.func) or ""):
             # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
             target = node.args[0] if node.args else (
                 node.func.value if isinstance(node.func, ast.Attribute) else None)
-            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
-                else (0, node.lineno)
             for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
     for _ in range(2):
@@ -236,21 +236,15 @@ def _roots(expr: ast.expr | None, first: bool = True) -> set[str]:
     return set()
 
 
-class Steps:
-    """Step bookkeeping and the end-of-module resolution, mixed into the analyser."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.facts: dict[str, Facts] = {}
-        self.sites: list[LoopCall] = []
-        self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
+class Steps(Part):
+    """Step bookkeeping and the end-of-module resolution."""
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""
-        if kind == "backward" and not self.may_optimise:  # type: ignore[attr-defined]
+        if kind == "backward" and not self.inp.may_optimise:
             kind = "forward"  # gradients no optimiser consumes: no training step
-        frame = self.frame
-        loop = self.step_loop(frame)
+        frame = self.st.frame
+        loop = self.an.step_loop(frame)
         frame.heavy = True
         frame.backward_any = frame.backward_any or kind == "backward"
         if loop is not None:
@@ -271,19 +265,19 @@ class Steps:
         optimiser = [v.kind == OPTIM or optim_name(a) and terminal(a) not in ("opt", "opts")
                      for a, v in zip(args, values)]
         callee = terminal(node.func) or ""
-        if any(optimiser) and callee not in self.functions_seen and \
+        if any(optimiser) and callee not in self.st.functions_seen and \
                 helper_step(node, optimiser):  # the module's own functions are walked
             self.step_op("backward")
             self.step_op("optimise")
 
-    def note_call(self, name: str, args: list | None = None,
-                  keywords: list[tuple[str | None, object]] | None = None) -> None:
+    def note_call(self, name: str, args: list[Val] | None = None,
+                  keywords: list[tuple[str | None, Val]] | None = None) -> None:
         """A call of ``name``, which may be a function of this module; ``args`` and
         ``keywords`` (Vals) say which of its parameters get a device value."""
-        frame = self.frame
-        loop = self.step_loop(frame)
+        frame = self.st.frame
+        loop = self.an.step_loop(frame)
         (loop.calls if loop is not None else frame.calls).add(name)
-        self.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
+        self.st.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
                                tuple(frame.guards)))
         device: set = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
         device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
@@ -292,18 +286,18 @@ class Steps:
         device |= {("module", k) for k, v in keywords or [] if k is not None and
                    v.kind == MODULE and v.on_device}
         if device:
-            self.found_hints.setdefault(name, set()).update(device)
+            self.st.found_hints.setdefault(name, set()).update(device)
 
     @staticmethod
-    def hint_worthy(v: object) -> bool:
+    def hint_worthy(v: Val) -> bool:
         """A value that makes a parameter a device value: a tensor or a model's output, not
         a container holding one among others (a state dict with counters)."""
-        return v.tensorish and v.kind in (TENSOR, UNKNOWN)  # type: ignore[attr-defined]
+        return v.tensorish and v.kind in (TENSOR, UNKNOWN)
 
     def nested_key(self, name: str) -> str:
         """The key of the function ``name`` a call here means: a function defined in an
         enclosing function is ``outer.name`` (two functions may each define a `closure`)."""
-        frame: Frame | None = self.frame
+        frame: Frame | None = self.st.frame
         while frame is not None:
             if frame.kind == "function" and name in frame.nested:
                 return f"{frame.name}.{name}"
@@ -311,13 +305,13 @@ class Steps:
         return name
 
     def function_name(self) -> str | None:
-        frame: Frame | None = self.frame
+        frame: Frame | None = self.st.frame
         while frame is not None and frame.kind != "function":
             frame = frame.parent
         return frame.name if frame is not None else None
 
     def record_function(self, frame: Frame, name: str) -> None:
-        facts = self.facts.setdefault(name, Facts())
+        facts = self.st.facts.setdefault(name, Facts())
         facts.backward |= frame.backward
         facts.backward_any |= frame.backward_any
         facts.optimise |= frame.optimise
@@ -336,7 +330,7 @@ class Steps:
         changed = True
         while changed:
             changed = False
-            for name, facts in self.facts.items():
+            for name, facts in self.st.facts.items():
                 if name not in out and name not in epochs and facts.calls & out:
                     out.add(name)
                     changed = True
@@ -348,7 +342,7 @@ class Steps:
         whose loop over data steps the optimiser (itself, or through a function it calls
         there) runs an epoch: a loop calling it is an epoch loop, whatever else it calls
         outside that loop (mace's train_one_epoch, an L-BFGS step on one of its paths)."""
-        facts = self.facts
+        facts = self.st.facts
         epochs: set[str] = set()
         for _ in range(3):
             optimise = self.closure({n: f.optimise for n, f in facts.items()}, epochs)
@@ -367,8 +361,8 @@ class Steps:
         changed = True
         while changed:
             changed = False
-            for site in self.sites:
-                if site.callee not in self.facts or out.get(site.callee) == STEP:
+            for site in self.st.sites:
+                if site.callee not in self.st.facts or out.get(site.callee) == STEP:
                     continue
                 kind = self.site_kind(site, trains, out)
                 if kind is not None and out.get(site.callee) != kind:
