@@ -8,12 +8,15 @@ a helper the training loop calls is seen."""
 from __future__ import annotations
 
 import ast
+import os
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from .branches import Branches
 from .calls import Calls
 from .exprs import Exprs
 from .facts import TIME, Val, purpose
+from .helpers import Helpers
 from .implicit import Implicit
 from .members import Members
 from .methods import Methods
@@ -24,45 +27,69 @@ from .records import D2h, Fac
 from .returns import Returns
 from .rules import BY_CODE
 from .scopes import Frame, Loop
-from .state import ModuleState, PassInput, Raw
+from .state import Hints, ModuleState, PassInput, Raw
 from .steps import SOME_STEPS, Steps, lossy_names
 from .syncs import Syncs
 from .walker import Walker
+
+if TYPE_CHECKING:
+    from .project import Project
 
 #: Walks of one module at most: the first, then with the parameters found on the device.
 PASSES = 3
 
 
 class Analyzer:
-    """The analysis of one module: walked once, then again while a pass finds functions
-    called with device values it did not know of (at most ``PASSES`` walks)."""
+    """The analysis of one module, alone or as one of a project's."""
 
-    def __init__(self, intended: tuple[str, ...] = (), source: str | None = None) -> None:
+    def __init__(self, intended: tuple[str, ...] = (), source: str | None = None,
+                 project: Project | None = None, path: str = "") -> None:
         self.intended = intended  # functions whose host reads are meant (config)
         self.source = source
+        self.project, self.path = project, path
 
     def run(self, tree: ast.Module) -> list[Raw]:
         """The findings of ``tree``."""
-        source, intended = self.source, self.intended
-        now = ModulePass(PassInput(source, intended))
+        return analyse(tree, self.source, self.intended, self.project, self.path).st.out
+
+
+def analyse(tree: ast.Module, source: str | None, intended: tuple[str, ...] = (),
+            project: Project | None = None, path: str = "", hints: Hints | None = None,
+            helper: bool = False) -> ModulePass:
+    """The last pass over ``tree``: walked once, then again while a pass finds functions
+    called with device values it did not know of (at most ``PASSES`` walks).
+
+    Args:
+        project, path: the modules linted together and this one's file (a helper of another
+            module is looked up there).
+        hints: functions known to be called with device values, and which parameters.
+        helper: the module is analysed for what a caller in another module runs of it.
+    """
+    if project is not None:
+        path = os.path.abspath(path)  # the project names its files so
+        if source is not None and not helper:
+            project.keep(path, source, tree)
+    now = ModulePass(PassInput(source, intended, hints or {}, project=project, path=path,
+                               helper=helper))
+    now.walk(tree)
+    for _ in range(PASSES - 1):
+        inp, st = now.inp, now.st
+        hints = inp.hints
+        found = {k: hints.get(k, set()) | v for k, v in st.found_hints.items()
+                 if k in st.functions_seen}
+        quiet = st.walked - st.sync_fns
+        # helpers called before they were walked matter only to the timing rule
+        late = st.clock_seen and ((st.forward_calls & quiet) - inp.prior_quiet or (
+            st.object_calls & st.sync_fns) - inp.prior_sync)
+        if not now.returns.summaries_changed() and all(
+                v <= hints.get(k, set()) for k, v in found.items()) and not late:
+            break
+        now = ModulePass(PassInput(source, intended, {**hints, **found},
+                                   {**inp.prior_summaries, **st.summaries},
+                                   frozenset(quiet), frozenset(st.sync_fns), project, path,
+                                   helper))
         now.walk(tree)
-        for _ in range(PASSES - 1):
-            inp, st = now.inp, now.st
-            hints = inp.hints
-            found = {k: hints.get(k, set()) | v for k, v in st.found_hints.items()
-                     if k in st.functions_seen}
-            quiet = st.walked - st.sync_fns
-            # helpers called before they were walked matter only to the timing rule
-            late = st.clock_seen and ((st.forward_calls & quiet) - inp.prior_quiet or (
-                st.object_calls & st.sync_fns) - inp.prior_sync)
-            if not now.returns.summaries_changed() and all(
-                    v <= hints.get(k, set()) for k, v in found.items()) and not late:
-                break
-            now = ModulePass(PassInput(source, intended, {**hints, **found},
-                                       {**inp.prior_summaries, **st.summaries},
-                                       frozenset(quiet), frozenset(st.sync_fns)))
-            now.walk(tree)
-        return now.st.out
+    return now
 
 
 class ModulePass:
@@ -86,6 +113,7 @@ class ModulePass:
         self.branches = Branches(self)
         self.exprs = Exprs(self)  # its dispatch names calls' handler
         self.walker = Walker(self)  # its dispatch names branches' and names' handlers
+        self.helpers = Helpers(self)
 
     def walk(self, tree: ast.Module) -> None:
         self.names.prepare(tree)
@@ -177,6 +205,9 @@ class ModulePass:
     # -- the end of the module -------------------------------------------------------------------
 
     def resolve(self) -> None:
+        helping = not self.inp.helper and bool(self.st.helper_sites)  # a project's module
+        if helping:
+            self.helpers.mark_steps()
         trains, whole = self.steps.training()
         steps = self.steps.per_step(trains, whole)
         for code, node, message, loops, guards, extra, fn in self.st.candidates:
@@ -202,6 +233,8 @@ class ModulePass:
             elif fn in steps and not any(loop.train for loop in loops) and not purpose(fn):
                 self.report_step(code, node, message,
                                  bool(guards) or steps[fn] == SOME_STEPS, fn, whole)
+        if helping:
+            self.helpers.report_reads(trains, whole, steps)
 
     def any_step_loop(self, loops: tuple[Loop, ...], trains: set[str]) -> int | None:
         """The innermost loop running a forward or a training step (the model moves)."""

@@ -165,6 +165,10 @@ class Calls(Part):
         if sync_name(last):
             self.an.syncs.synced(explicit=True)  # a helper of this package's that synchronises
             return NOTHING
+        project = self.inp.project
+        if project is not None and qual.rpartition(".")[0] in project.files and not \
+                last[:1].isupper():
+            self.an.helpers.function(node, qual, values)
         if last in self.st.functions_seen:
             self.an.syncs.maybe_synced(last)
         self.st.frame.fresh_sync = False
@@ -336,6 +340,10 @@ class Calls(Part):
                 self.an.syncs.device_work()
                 return Val(TENSOR, ON_DEVICE)
             return NOTHING
+        local = func.id if isinstance(func, ast.Name) else ""
+        imported = self.st.project_imports.get(local)
+        if imported is not None and not local[:1].isupper():
+            self.an.helpers.function(node, imported, [*args, *kws])  # from .utils import log
         self.st.frame.fresh_sync = False
         name = terminal(func) or ""
         if BACKWARD.match(name) and node.args:

@@ -111,6 +111,8 @@ class Exprs(Part):
                     return Val(DEVICE_VAL, ON_DEVICE)  # accelerator.device, self.device
                 return Val(DEVICE_VAL, base.where)
             return HOST_OTHER
+        if attr.startswith(("is_", "has_")):
+            return HOST_OTHER  # param.is_tied, batch.has_labels: a flag, a Python bool
         if base.kind in (MODULE, DEVICE_VAL):
             return NOTHING if base.kind == MODULE else HOST_OTHER  # device.type, device.index
         if base.on_device:

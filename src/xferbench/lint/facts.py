@@ -60,6 +60,23 @@ def device_tensor(kind: int = TENSOR) -> Val:
     return Val(kind, ON_DEVICE)
 
 
+def hint_worthy(v: Val) -> bool:
+    """A value that makes a parameter a device value: a tensor or a model's output, not a
+    container holding one among others (a state dict with counters)."""
+    return v.tensorish and v.kind in (TENSOR, UNKNOWN)
+
+
+def device_parameters(args: list[Val], keywords: list[tuple[str | None, Val]]) -> set[object]:
+    """The parameters a call hands device values: positions and keyword names, and
+    ("module", position or name) for a model on the device."""
+    out: set[object] = {i for i, v in enumerate(args) if hint_worthy(v)}
+    out |= {k for k, v in keywords if k is not None and hint_worthy(v)}
+    out |= {("module", i) for i, v in enumerate(args) if v.kind == MODULE and v.on_device}
+    out |= {("module", k) for k, v in keywords if k is not None and v.kind == MODULE and
+            v.on_device}
+    return out
+
+
 # -- torch ---------------------------------------------------------------------------------------
 #: Factories that generate their data on the host unless given ``device=``.
 FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint",

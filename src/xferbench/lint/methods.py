@@ -56,6 +56,8 @@ class Methods(Part):
         kws = [self.an.exprs.ev(k.value) for k in node.keywords]
         self.st.acting, self.st.data_timer = outer, outer_data
         self.an.steps.helped_step(node, [*args, *kws])
+        if self.inp.project is not None:
+            self.an.helpers.method(node, func, recv, [*args, *kws])
         if isinstance(func.value, ast.Name) and func.value.id == "self" and \
                 name not in self.st.functions_seen:
             held = self.an.members.member_call(node, func, any(v.tensorish for v in (*args, *kws)))
@@ -170,6 +172,8 @@ class Methods(Part):
     def method_result(self, name: str, recv: Val) -> Val:
         if recv.kind == DEVICE_VAL:
             return HOST_OTHER  # self.device.split(":"): a device (or its name), not a tensor
+        if name.startswith(("is_", "has_")) and name != "is_nonzero":
+            return HOST_OTHER  # placement.is_replicate(): a Python bool
         if name in PARAMETERS and recv.where != ON_HOST and recv.kind not in (TENSOR, SEQ):
             return self.parameters_of(name, recv)  # self.modules.parameters()
         if name in ("items", "values", "keys"):

@@ -68,6 +68,8 @@ class Names(Part):
         elif node.module and not node.level:
             for a in node.names:
                 self.st.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif self.inp.project is not None:
+            self.an.helpers.imported(node)
 
     def qualname(self, node: ast.expr) -> str | None:
         """``th.zeros`` -> "torch.zeros" through the imports; None for a local name."""

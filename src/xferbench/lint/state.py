@@ -9,11 +9,16 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .facts import Val
 from .scopes import Frame
 from .steps import Facts, LoopCall
+
+if TYPE_CHECKING:
+    from .helpers import HelperCall
+    from .modules import Callee
+    from .project import Project
 
 #: A module that never names an optimiser nor steps one does not train.
 OPTIMISER = re.compile(r"optim|step\s*\(")
@@ -39,6 +44,9 @@ class PassInput:
         prior_summaries: what the module's functions returned in the pass before.
         prior_quiet: functions the pass before walked and saw synchronise nothing.
         prior_sync: functions the pass before saw synchronise.
+        project: the modules linted with this one (None: the module alone).
+        path: the module's file, as the project names it.
+        helper: the module is analysed for what a caller in another module runs of it.
     """
 
     source: str | None = None
@@ -47,6 +55,9 @@ class PassInput:
     prior_summaries: dict[str, Val] = field(default_factory=dict)
     prior_quiet: frozenset[str] = frozenset()
     prior_sync: frozenset[str] = frozenset()
+    project: Project | None = None
+    path: str = ""
+    helper: bool = False
 
     @property
     def scan_backward(self) -> bool:
@@ -105,3 +116,9 @@ class ModuleState:
     object_calls: set[str] = field(default_factory=set)  # called on an object before walked
     sync_count: int = 0  # synchronisations seen, to tell a branch that synchronised
     clock_seen: bool = False  # a clock was read in the module
+    # -- the project's other modules --
+    project_imports: dict[str, str] = field(default_factory=dict)  # a relative import's
+    # local name -> the module or function it names
+    helper_sites: list[HelperCall] = field(default_factory=list)  # calls of their functions
+    helpers_asked: set[tuple[Callee, frozenset[Any]]] = field(default_factory=set)  # what
+    # those calls were followed into

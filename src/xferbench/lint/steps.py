@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, Val, optim_name, purpose, terminal
+from .facts import OPTIM, Val, device_parameters, optim_name, purpose, terminal
 from .part import Part
 from .scopes import Frame, Loop
 
@@ -132,6 +132,11 @@ _NOT_STEP = re.compile(r"sched|lr|learning_rate|warmup|epoch|save|checkpoint|loa
                        r"instantiate|smart")
 #: ... and names of a helper that runs a training step with it.
 _STEP_NAME = re.compile(r"step|update|train|backward|optimi[sz]e(?:$|_)|learn|fit_batch")
+
+
+def step_name(name: str) -> bool:
+    """Whether a helper's name says it runs a training step (``train_step``, ``update``)."""
+    return bool(_STEP_NAME.search(name.lower()))
 
 
 def helper_step(node: ast.Call, optimiser: list[bool]) -> bool:
@@ -279,20 +284,10 @@ class Steps(Part):
         (loop.calls if loop is not None else frame.calls).add(name)
         self.st.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
                                tuple(frame.guards)))
-        device: set = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
-        device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
-        device |= {("module", i) for i, v in enumerate(args or []) if v.kind == MODULE
-                   and v.on_device}
-        device |= {("module", k) for k, v in keywords or [] if k is not None and
-                   v.kind == MODULE and v.on_device}
+        device = device_parameters(args or [], keywords or [])
         if device:
             self.st.found_hints.setdefault(name, set()).update(device)
 
-    @staticmethod
-    def hint_worthy(v: Val) -> bool:
-        """A value that makes a parameter a device value: a tensor or a model's output, not
-        a container holding one among others (a state dict with counters)."""
-        return v.tensorish and v.kind in (TENSOR, UNKNOWN)
 
     def nested_key(self, name: str) -> str:
         """The key of the function ``name`` a call here means: a function defined in an

@@ -369,7 +369,9 @@ class Walker(Part):
     def s_assert(self, node: ast.Assert) -> None:
         self.an.exprs.test(node.test)
         if node.msg is not None:
+            self.st.once += 1  # the message is formatted only when the assertion fails
             self.an.exprs.ev(node.msg)
+            self.st.once -= 1
 
     def s_raise(self, node: ast.Raise) -> None:
         for e in (node.exc, node.cause):
