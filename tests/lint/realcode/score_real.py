@@ -9,7 +9,8 @@ given the package's folder lints it: its calls into the package's other modules 
 ``--alone`` lints each file by itself), and scored against its labels. The sets are scored
 separately, never pooled.
 
-  python tests/lint/realcode/score_real.py [--set tuned|heldout|heldout2|all] [--cache DIR]
+  python tests/lint/realcode/score_real.py [--set tuned|heldout|heldout2|heldout3|all]
+                                           [--cache DIR]
                                            [--only PACKAGE] [--show] [--alone]
 
 A label is ``"LINE CODE VERDICT note"``: ``yes`` (a finding the rule must report: for XB101 a
@@ -54,7 +55,8 @@ from xferbench.lint.rules import BY_CODE
 CORPUS = Path(__file__).resolve().parent / "corpus.toml"
 HELDOUT = CORPUS.with_name("heldout.toml")
 HELDOUT2 = CORPUS.with_name("heldout2.toml")
-SETS = {"tuned": CORPUS, "heldout": HELDOUT, "heldout2": HELDOUT2}
+HELDOUT3 = CORPUS.with_name("heldout3.toml")
+SETS = {"tuned": CORPUS, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3}
 ELSEWHERE = "[read in another module]"
 VERDICTS = ("yes", "info", "no")
 #: pip's words for an index it could not reach (as opposed to a release it does not have)
@@ -442,8 +444,8 @@ def summary(outcome: Outcome) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--set", choices=(*SETS, "all"), default="all",
-                   help="corpus.toml (tuned on), heldout.toml, heldout2.toml, or all, each "
-                   "scored alone")
+                   help="corpus.toml (tuned on), heldout.toml, heldout2.toml, heldout3.toml, "
+                   "or all, each scored alone")
     p.add_argument("--cache", default=None, help="the archives' folder")
     p.add_argument("--only", default=None, metavar="PACKAGE")
     p.add_argument("--show", action="store_true", help="print each report, for labelling")
