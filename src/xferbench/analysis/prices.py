@@ -79,6 +79,10 @@ PRICES: tuple[PriceSpec, ...] = (
               "steps/s", "bench_pipeline.Pipeline.track_step_s", MODEL_TO, MODEL_TO,
               baseline_benchmark="bench_pipeline.Pipeline.track_step_model_to_s"),
     _from_headline("pinned_vs_pageable", "a pageable source", "a pinned one", "H2D GB/s"),
+    # a DataLoader without pin_memory feeding non_blocking copies (lint's XB110): the pipeline
+    # headline's pageable + blocking loop against pinned + prefetch
+    _from_headline("pinned_prefetch", "pageable batches, `non_blocking` copies that block",
+                   "`pin_memory=True`, copies that overlap", "steps/s"),
     # per batch the caching host allocator is warm: each pin reuses a cached block
     PriceSpec("pin_then_copy", "`.pin_memory().to(dev, non_blocking=True)`",
               "a plain `.to(dev)`", "speed", "bench_copies.Copy.track_completion_s",

@@ -211,10 +211,12 @@ class ModulePass:
         trains, whole = self.steps.training()
         steps = self.steps.per_step(trains, whole)
         for code, node, message, loops, guards, extra, fn in self.st.candidates:
-            if code == "XB105":
-                flags = self.st.loaders.get(extra, [])
-                if flags and all(f is True for f in flags):
-                    self.report(node, code, message)
+            if code == "XB110":  # a name every assignment binds to a loader without pinning
+                lines = self.st.loaders.get(extra, [])
+                found = [line for line in lines if line is not None]
+                if lines and len(found) == len(lines):
+                    for line in found:
+                        self.st.unpinned.setdefault(line, []).append(node.lineno)
                 continue
             if code == "XB104":
                 inner = self.any_step_loop(loops, trains)
@@ -235,6 +237,7 @@ class ModulePass:
                                  bool(guards) or steps[fn] == SOME_STEPS, fn, whole)
         if helping:
             self.helpers.report_reads(trains, whole, steps)
+        self.moves.report_unpinned()
 
     def any_step_loop(self, loops: tuple[Loop, ...], trains: set[str]) -> int | None:
         """The innermost loop running a forward or a training step (the model moves)."""

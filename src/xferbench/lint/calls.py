@@ -233,12 +233,16 @@ class Calls(Part):
         return Val(TENSOR, ON_HOST, PAGEABLE, tag)
 
     def loader(self, node: ast.Call) -> Val:
+        """A DataLoader: its batches pinned or pageable, as its ``pin_memory`` says (the
+        eighth positional argument, or a keyword)."""
         pin = kwarg(node, "pin_memory")
-        if has_star_kwargs(node) or (pin is not None and not isinstance(pin, ast.Constant)):
+        if has_star_kwargs(node) or len(node.args) > 7 or (
+                pin is not None and not isinstance(pin, ast.Constant)):
             return Val(LOADER, ON_HOST, PIN_UNKNOWN)
-        if pin is None or pin.value is False or pin.value is None:
-            return Val(LOADER, ON_HOST, PAGEABLE, node.lineno)
-        return Val(LOADER, ON_HOST, PINNED if pin.value else PAGEABLE, node.lineno)
+        if pin is not None and pin.value:
+            return Val(LOADER, ON_HOST, PINNED, node.lineno)
+        self.st.loader_calls[node.lineno] = node
+        return Val(LOADER, ON_HOST, PAGEABLE, node.lineno)
 
     def builtin_call(self, node: ast.Call, name: str, args: list[Val]) -> Val | None:
         if self.an.members.lookup(name) is not None:

@@ -299,20 +299,36 @@ class Moves(Part):
         return named if named is not None else (positional[0] if positional else None)
 
     def from_pageable(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
+        """``.to(dev, non_blocking=True)`` of ``recv``: XB110 where a DataLoader without
+        pin_memory made it (decided at the module's end where a name holds the loader),
+        XB105 where a tensor made without pin_memory is."""
         at = self.an.methods.method_at(func)
-        source = (f"a DataLoader built without pin_memory=True (line {recv.tag})"
-                  if isinstance(recv.tag, int) else "a tensor made without pin_memory")
-        if recv.pin == PAGEABLE:
-            self.an.report(at, "XB105", self.pageable_message(source))
+        if recv.pin == PAGEABLE and isinstance(recv.tag, int):
+            self.st.unpinned.setdefault(recv.tag, []).append(at.lineno)
+        elif recv.pin == PAGEABLE:
+            self.an.report(at, "XB105", "`non_blocking=True` from pageable memory (a tensor "
+                           "made without pin_memory): the host first copies it into a pinned "
+                           "staging buffer itself, so the transfer cannot overlap compute; pin "
+                           "the source (`pin_memory=True`) for an asynchronous copy")
         elif recv.pin == PAGEABLE_IF and isinstance(recv.tag, str):
-            self.an.candidate("XB105", at, self.pageable_message(
-                "a DataLoader built without pin_memory=True"), recv.tag)
+            self.an.candidate("XB110", at, "", recv.tag)
 
-    @staticmethod
-    def pageable_message(source: str) -> str:
-        return (f"`non_blocking=True` from pageable memory ({source}): the host first copies "
-                "it into a pinned staging buffer itself, so the transfer cannot overlap "
-                "compute; pin the source (DataLoader(pin_memory=True)) for an asynchronous copy")
+    def report_unpinned(self) -> None:
+        """XB110, once per DataLoader built without pin_memory=True whose batches are copied
+        with non_blocking=True, at the loader (where ``pin_memory=True`` goes)."""
+        for line, copies in sorted(self.st.unpinned.items()):
+            node = self.st.loader_calls.get(line)
+            if node is None:
+                continue
+            where = sorted(set(copies))
+            lines = ("line " if len(where) == 1 else "lines ") + ", ".join(
+                map(str, where[:3])) + (" ..." if len(where) > 3 else "")
+            self.an.report(node, "XB110", f"`{ast.unparse(node.func)}(...)` without "
+                           f"`pin_memory=True` feeds `.to(..., non_blocking=True)` at {lines}: "
+                           "from pageable memory that copy is not "
+                           "asynchronous (CUDA stages it in a pinned buffer while the host "
+                           "waits), so it cannot overlap compute; pass `pin_memory=True` (a "
+                           "thread beside the workers pins each batch) and keep `non_blocking`")
 
     def pin_then_copy(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
         if recv.pin != PINNED or not isinstance(recv.tag, Pinned):

@@ -25,7 +25,7 @@ OPTIMISER = re.compile(r"optim|step\s*\(")
 
 #: (line, col, code, message, severity, fix)
 Raw = tuple[int, int, str, str, str, "str | None"]
-#: XB101...XB109's record of a finding the end of the module decides: (code, node, message,
+#: XB101...XB110's record of a finding the end of the module decides: (code, node, message,
 #: loops, guards, extra, function)
 Candidate = tuple[str, ast.expr, str, tuple[Any, ...], tuple[int, ...], Any, "str | None"]
 #: A function -> its parameters (by index or name; ("module", i) for a model) on the device.
@@ -86,8 +86,11 @@ class ModuleState:
     members: dict[tuple[str, str], Val] = field(default_factory=dict)  # (class, "self.x")
     candidates: list[Candidate] = field(default_factory=list)  # decided at the module's end
     out: list[Raw] = field(default_factory=list)  # the findings
-    loaders: dict[str, list[bool | None]] = field(default_factory=dict)  # key -> pageable per
-    # assignment
+    loaders: dict[str, list[int | None]] = field(default_factory=dict)  # key -> per
+    # assignment, the line of a DataLoader built without pin_memory=True (else None)
+    loader_calls: dict[int, ast.Call] = field(default_factory=dict)  # line -> such a DataLoader
+    unpinned: dict[int, list[int]] = field(default_factory=dict)  # its line -> the lines of the
+    # non_blocking copies of its batches
     evidence: dict[tuple[int, int], bool] = field(default_factory=dict)  # lines -> they move
     # anything to a device
     # -- the statement and expression being walked --

@@ -148,8 +148,9 @@ class Walker(Part):
         frame.d2h.pop(key, None)
         self.an.bound(key, v)
         if v is not NONE and (frame.parent is None or key.startswith("self.")):
-            loader = None if v.kind != LOADER else v.pin == PAGEABLE
-            self.st.loaders.setdefault(self.loader_key(key), []).append(loader)
+            line = v.tag if v.kind == LOADER and v.pin == PAGEABLE and isinstance(
+                v.tag, int) else None
+            self.st.loaders.setdefault(self.loader_key(key), []).append(line)
 
     @staticmethod
     def loader_key(key: str) -> str:
