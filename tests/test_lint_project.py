@@ -170,4 +170,4 @@ def test_a_project_sent_to_a_worker_carries_its_files_not_its_analyses(tmp_path)
     lint_text(Path(paths[1]).read_text(), paths[1], project=project)
     assert project.passes
     copy = pickle.loads(pickle.dumps(project))
-    assert copy.files == project.files and copy.passes == {} and copy.trees == {}
+    assert copy.files == project.files and copy.passes == {} and copy.outlines == {}

@@ -68,7 +68,7 @@ def analyse(tree: ast.Module, source: str | None, intended: tuple[str, ...] = ()
     if project is not None:
         path = os.path.abspath(path)  # the project names its files so
         if source is not None and not helper:
-            project.keep(path, source, tree)
+            project.remember(path, source, tree)
     now = ModulePass(PassInput(source, intended, hints or {}, project=project, path=path,
                                helper=helper))
     now.walk(tree)

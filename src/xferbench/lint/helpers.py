@@ -143,10 +143,11 @@ class Helpers(Part):
         for site in self.st.helper_sites:
             # a helper that trains is named for it (train_ops, fit_batch, update_step): only
             # those are asked
-            if project is None or not step_name(site.name.rsplit(".", 1)[-1]):
+            if project is None or not step_name(site.name.rsplit(".", 1)[-1]) or \
+                    not self.could_matter(site):
                 continue
             found = self.followed(site)
-            if not found or not all(project.trains(t, site.hints) for t in found):
+            if not found or not all(project.trains(t) for t in found):
                 continue
             loops = [loop for loop in site.loops if not loop.comprehension]
             if loops:
@@ -156,6 +157,19 @@ class Helpers(Part):
             elif site.fn in facts:
                 found_fn = facts[site.fn]
                 found_fn.forward = found_fn.backward = found_fn.optimise = True
+
+    def could_matter(self, site: HelperCall) -> bool:
+        """Whether the loop around ``site`` (or its function) running a training step could
+        change a finding: a read or a helper's call in that loop (or in the module)."""
+        loops = [loop for loop in site.loops if not loop.comprehension]
+        inner = loops[-1] if loops else None
+        if inner is not None and inner.train:
+            return False  # a training loop already
+        codes = ("XB101", "XB104", "XB109")
+        return any(c[0] in codes and (inner is None or inner in c[3])
+                   for c in self.st.candidates) or any(
+            other is not site and (inner is None or inner in other.loops)
+            for other in self.st.helper_sites)
 
     def report_reads(self, trains: set[str], whole: set[str], steps: dict[str, str]) -> None:
         """Each call that runs every training step (or some) whose helper reads."""

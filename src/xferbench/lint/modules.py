@@ -1,12 +1,15 @@
 """What the files of a project are called as modules (``pkg.sub.mod``, or a script's stem),
-what their imports name, and the records of a call into another module: the function it runs
-(``Callee``) and the host reads in it (``Read``)."""
+what each defines and imports (``Outline``: enough to follow a call without keeping its tree),
+and the records of a call into another module: the function it runs (``Callee``) and the host
+reads in it (``Read``)."""
 
 from __future__ import annotations
 
 import ast
 import os
 from dataclasses import dataclass
+
+from .state import OPTIMISER
 
 
 @dataclass(frozen=True)
@@ -75,3 +78,32 @@ def imports_of(tree: ast.Module, module: str, path: str) -> dict[str, str]:
             out.update({a.asname or a.name.split(".")[0]: a.name if a.asname else
                         a.name.split(".")[0] for a in node.names})
     return out
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What a module defines and imports, for following a call into it.
+
+    Args:
+        functions: its module-level functions.
+        imports: its top-level imports, local name -> what it names (``pkg.mod.fn``).
+        classes: class -> (its bases as written, method -> whether its body does nothing).
+        may_train: it calls backward and names an optimiser (a helper of it may run a step).
+    """
+
+    functions: frozenset[str]
+    imports: dict[str, str]
+    classes: dict[str, tuple[tuple[str, ...], dict[str, bool]]]
+    may_train: bool
+
+
+def outline(tree: ast.Module, text: str, module: str, path: str) -> Outline:
+    """The outline of ``tree``, the module ``module`` in ``path``."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    classes = {
+        node.name: (tuple(ast.unparse(b) for b in node.bases),
+                    {n.name: trivial(n) for n in node.body if isinstance(n, defs)})
+        for node in tree.body if isinstance(node, ast.ClassDef)}
+    return Outline(frozenset(n.name for n in tree.body if isinstance(n, defs)),
+                   imports_of(tree, module, path), classes,
+                   "backward" in text and OPTIMISER.search(text) is not None)

@@ -12,13 +12,10 @@ import re
 from dataclasses import dataclass, field
 
 from .analyzer import ModulePass, analyse
-from .modules import Callee, Read, absolute, imports_of, module_name, trivial
-from .state import OPTIMISER
+from .modules import Callee, Outline, Read, module_name, outline
 
 #: Helpers followed through helpers at most this deep (a logger's method calling its writer's).
 DEPTH = 3
-#: Parsed files kept at once.
-TREES = 256
 #: A method looked up by its name alone is followed where so many classes define it at most.
 NAMED = 16
 #: Methods never looked up by name alone: those of Python's containers and strings, and the
@@ -47,7 +44,7 @@ class Project:
     files: dict[str, list[str]]
     names: dict[str, str] = field(default_factory=dict)  # path -> module name
     intended: tuple[str, ...] = ()  # functions whose host reads are meant (the config's)
-    trees: dict[str, tuple[str, ast.Module] | None] = field(default_factory=dict, repr=False)
+    outlines: dict[str, Outline | None] = field(default_factory=dict, repr=False)
     passes: dict[tuple[str, tuple[tuple[str, frozenset[object]], ...]], ModulePass | None] = \
         field(default_factory=dict, repr=False)
     methods: dict[str, list[str]] | None = field(default=None, repr=False)
@@ -85,24 +82,28 @@ class Project:
         """``path`` as a message names it: from the project's folder."""
         return os.path.relpath(path, self.root).replace(os.sep, "/")
 
-    def tree(self, path: str) -> tuple[str, ast.Module] | None:
-        """The text and tree of ``path`` (None: it cannot be read or parsed); the last
-        ``TREES`` read are kept."""
-        if path not in self.trees:
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-                self.keep(path, text, ast.parse(text, filename=path))
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-                self.trees[path] = None
-        return self.trees[path]
+    def outline(self, path: str) -> Outline | None:
+        """What ``path`` defines and imports (None: it cannot be read or parsed)."""
+        if path not in self.outlines:
+            found = self.source(path)
+            self.outlines[path] = None if found is None else outline(
+                found[1], found[0], self.names.get(path, ""), path)
+        return self.outlines[path]
 
-    def keep(self, path: str, text: str, tree: ast.Module) -> None:
-        """Remember ``path``'s text and tree (the file being linted: its classes' bases are
-        looked up in it)."""
-        if len(self.trees) >= TREES:
-            self.trees.pop(next(iter(self.trees)))
-        self.trees[path] = (text, tree)
+    def remember(self, path: str, text: str, tree: ast.Module) -> None:
+        """The outline of ``path``, being linted: its classes' bases are looked up in it."""
+        if path not in self.outlines:
+            self.outlines[path] = outline(tree, text, self.names.get(path, ""), path)
+
+    @staticmethod
+    def source(path: str) -> tuple[str, ast.Module] | None:
+        """The text and tree of ``path`` (None: it cannot be read or parsed)."""
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            return text, ast.parse(text, filename=path)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return None
 
     def module_file(self, name: str, near: str) -> str | None:
         """The file of module ``name``: the one beside ``near`` where two are."""
@@ -120,64 +121,47 @@ class Project:
         (``from .impl import fn`` in its ``__init__``) twice at most."""
         module, _, name = qual.rpartition(".")
         path = self.module_file(module, near) if module else None
-        found = self.tree(path) if path else None
+        found = self.outline(path) if path else None
         if path is None or found is None:
             return None
-        for node in found[1].body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                return Callee(path, name, name)
-            if isinstance(node, ast.ImportFrom) and hops < 2 and any(
-                    (a.asname or a.name) == name for a in node.names):
-                source = next(a.name for a in node.names if (a.asname or a.name) == name)
-                base = absolute(module, path, node)
-                return self.function(f"{base}.{source}", path, hops + 1) if base else None
+        if name in found.functions:
+            return Callee(path, name, name)
+        if name in found.imports and hops < 2:
+            return self.function(found.imports[name], path, hops + 1)
         return None
 
     def inherited(self, path: str, cls: str, name: str) -> Callee | None:
         """Method ``name`` of class ``cls`` of ``path``'s module, from its bases in the
         project (``cls`` itself does not define it)."""
         seen: set[tuple[str, str]] = set()
-        todo = [base for base in self.bases(path, cls)]
+        todo = self.bases(path, cls)
         while todo:
             where, klass = todo.pop(0)
-            if (where, klass) in seen:
+            found = self.outline(where)
+            if (where, klass) in seen or found is None or klass not in found.classes:
                 continue
             seen.add((where, klass))
-            node = self.class_def(where, klass)
-            if node is None:
-                continue
-            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
-                   for n in node.body):
+            if name in found.classes[klass][1]:
                 return Callee(where, name, f"{klass}.{name}")
             todo += self.bases(where, klass)
         return None
 
-    def class_def(self, path: str, cls: str) -> ast.ClassDef | None:
-        found = self.tree(path)
-        return next((n for n in found[1].body if isinstance(n, ast.ClassDef) and n.name == cls),
-                    None) if found else None
-
     def bases(self, path: str, cls: str) -> list[tuple[str, str]]:
         """The bases of class ``cls`` of ``path`` found in the project: (file, class)."""
-        node = self.class_def(path, cls)
-        found = self.tree(path)
-        if node is None or found is None:
+        found = self.outline(path)
+        if found is None or cls not in found.classes:
             return []
-        module = self.names.get(path, "")
-        imported = imports_of(found[1], module, path)
         out = []
-        for base in node.bases:
-            dotted_name = ast.unparse(base)
-            head, _, rest = dotted_name.partition(".")
-            if not rest and self.class_def(path, head) is not None:
+        for base in found.classes[cls][0]:
+            head, _, rest = base.partition(".")
+            if not rest and head in found.classes:
                 out.append((path, head))
                 continue
-            full = imported.get(head)
+            full = found.imports.get(head)
             qual = f"{full}.{rest}" if full and rest else full
-            if qual:
-                where = self.module_file(qual.rpartition(".")[0], path)
-                if where is not None:
-                    out.append((where, qual.rpartition(".")[2]))
+            where = self.module_file(qual.rpartition(".")[0], path) if qual else None
+            if qual and where is not None:
+                out.append((where, qual.rpartition(".")[2]))
         return out
 
     def named(self, name: str) -> list[Callee] | None:
@@ -190,12 +174,10 @@ class Project:
             self.methods = self.method_index()
         out = []
         for path in self.methods.get(name, []):
-            found = self.tree(path)
-            for node in found[1].body if found else []:
-                if isinstance(node, ast.ClassDef):
-                    out += [Callee(path, name, f"{node.name}.{name}") for n in node.body
-                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                            and n.name == name and not trivial(n)]
+            found = self.outline(path)
+            for klass, (_, methods) in found.classes.items() if found else ():
+                if name in methods and not methods[name]:
+                    out.append(Callee(path, name, f"{klass}.{name}"))
         return out if len(out) <= NAMED else None
 
     def method_index(self) -> dict[str, list[str]]:
@@ -229,14 +211,14 @@ class Project:
             self.helped[key] = tuple(done.helpers.reads_of(target.key, depth + 1))
         return self.helped[key]
 
-    def trains(self, target: Callee, hints: frozenset[object]) -> bool:
+    def trains(self, target: Callee) -> bool:
         """Whether a call of ``target`` runs a whole training step (a backward and an
-        optimiser step); a module that never says backward, or never names an optimiser, is
-        not analysed for it."""
-        found = self.tree(target.path)
-        if found is None or "backward" not in found[0] or not OPTIMISER.search(found[0]):
+        optimiser step), as its module's own analysis says; a module that never says
+        backward, or never names an optimiser, is not analysed for it."""
+        found = self.outline(target.path)
+        if found is None or not found.may_train:
             return False
-        done = self.analysed(target.path, {target.key: hints})
+        done = self.analysed(target.path, {})
         return done is not None and target.key in done.steps.training()[1]
 
     def analysed(self, path: str, hints: dict[str, frozenset[object]]) -> ModulePass | None:
@@ -245,7 +227,7 @@ class Project:
         if key in self.passes:
             return self.passes[key]
         self.passes[key] = None
-        found = self.tree(path)
+        found = self.source(path)
         if found is not None:
             text, tree = found
             self.passes[key] = analyse(tree, text, self.intended, self, path,
