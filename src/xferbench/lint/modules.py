@@ -9,7 +9,7 @@ import ast
 import os
 from dataclasses import dataclass
 
-from .state import OPTIMISER
+from .state import DEVICE_TOKENS, OPTIMISER
 
 
 @dataclass(frozen=True)
@@ -89,12 +89,14 @@ class Outline:
         imports: its top-level imports, local name -> what it names (``pkg.mod.fn``).
         classes: class -> (its bases as written, method -> whether its body does nothing).
         may_train: it calls backward and names an optimiser (a helper of it may run a step).
+        moves: its code puts something on a device (``.to(``, ``device=``...).
     """
 
     functions: frozenset[str]
     imports: dict[str, str]
     classes: dict[str, tuple[tuple[str, ...], dict[str, bool]]]
     may_train: bool
+    moves: bool = False
 
 
 def outline(tree: ast.Module, text: str, module: str, path: str) -> Outline:
@@ -106,4 +108,5 @@ def outline(tree: ast.Module, text: str, module: str, path: str) -> Outline:
         for node in tree.body if isinstance(node, ast.ClassDef)}
     return Outline(frozenset(n.name for n in tree.body if isinstance(n, defs)),
                    imports_of(tree, module, path), classes,
-                   "backward" in text and OPTIMISER.search(text) is not None)
+                   "backward" in text and OPTIMISER.search(text) is not None,
+                   any(t in text for t in DEVICE_TOKENS))

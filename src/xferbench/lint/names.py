@@ -21,11 +21,9 @@ from .facts import (
     dotted,
 )
 from .part import Part
+from .state import DEVICE_TOKENS
 from .steps import local_names
 
-#: Code that puts something on a device (tokens of the source, not of its comments alone).
-DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
-                 "fabric", ".device", "to_device", "non_blocking")
 #: A device a function is handed: its own lines may then name it only.
 DEVICE_WORD = re.compile(r"\b(?:device|cuda|gpu)\b")
 COMMENT = re.compile(r"#[^\n]*")
@@ -131,15 +129,17 @@ class Names(Part):
     def device_evidence(self, first: int, last: int | None, named: bool = False) -> bool:
         """Whether lines ``first``..``last`` of the source move anything to a device (a
         loss backward() is called on is taken to be on the device only there: a script
-        that trains on the CPU reads its loss for free); ``named``: a function's lines,
-        where a ``device`` it is handed counts too."""
+        that trains on the CPU reads its loss for free), or, in a project, the module or one
+        it imports from the project does; ``named``: a function's lines, where a ``device``
+        it is handed counts too."""
         key = (first, last or first)
         if key not in self.st.evidence:
             lines = self.st.source_lines[first - 1:last] if self.st.source_lines else []
             text = "\n".join(lines)
             self.st.evidence[key] = self.inp.source is None or any(
                 t in text for t in DEVICE_TOKENS) or named and DEVICE_WORD.search(
-                COMMENT.sub("", text)) is not None
+                COMMENT.sub("", text)) is not None or self.inp.project is not None and \
+                self.inp.project.moves_near(self.inp.path)
         return self.st.evidence[key]
 
     def mentions_backward(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -48,6 +48,7 @@ class Project:
     passes: dict[tuple[str, tuple[tuple[str, frozenset[object]], ...]], ModulePass | None] = \
         field(default_factory=dict, repr=False)
     methods: dict[str, list[str]] | None = field(default=None, repr=False)
+    near: dict[str, bool] = field(default_factory=dict, repr=False)  # path -> moves_near
     helped: dict[tuple[str, str, frozenset[object]], tuple[Read, ...]] = field(
         default_factory=dict, repr=False)
 
@@ -113,6 +114,25 @@ class Project:
         here = os.path.dirname(os.path.abspath(near))
         beside = [p for p in found if os.path.dirname(p) == here]
         return beside[0] if len(beside) == 1 else None
+
+    def moves_near(self, path: str) -> bool:
+        """Whether ``path``'s module or a module of the project it imports puts anything on a
+        device: a trainer whose model, batches or helpers move themselves elsewhere in the
+        project trains on the device all the same."""
+        if path not in self.near:
+            found = self.outline(path)
+            self.near[path] = found is not None and (found.moves or any(
+                self.imported_moves(qual, path) for qual in set(found.imports.values())))
+        return self.near[path]
+
+    def imported_moves(self, qual: str, near: str) -> bool:
+        """Whether the project's module ``qual`` (or the module of ``pkg.mod.name``) moves."""
+        for module in (qual, qual.rpartition(".")[0]):
+            where = self.module_file(module, near) if module else None
+            found = self.outline(where) if where is not None else None
+            if found is not None:
+                return found.moves
+        return False
 
     # -- what a call names -----------------------------------------------------------------------
 

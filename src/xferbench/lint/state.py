@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from .modules import Callee
     from .project import Project
 
+#: Code that puts something on a device (tokens of the source, not of its comments alone).
+DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
+                 "fabric", ".device", "to_device", "non_blocking")
 #: A module that never names an optimiser nor steps one does not train.
 OPTIMISER = re.compile(r"optim|step\s*\(")
 

@@ -44,6 +44,10 @@ class LoopCall:
     guards: tuple[int, ...]
 
 
+#: Assignments followed back from a loss to the names it is computed from.
+DEPTH = 4
+
+
 def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
     """The names a function calls backward() on (``loss.backward()``, ``(loss / n).backward()``,
     ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``), and the operands those
@@ -80,7 +84,7 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                 node.func.value if isinstance(node.func, ast.Attribute) else None)
             for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
-    for _ in range(2):
+    for _ in range(DEPTH):
         more = {n: spans[t] for t, value in assigns if t in spans for n in factors(t, value)
                 if n not in spans}
         if not more:
@@ -118,11 +122,52 @@ def operands(expr: ast.expr) -> set[str]:
         return operands(expr.operand)
     if isinstance(expr, ast.Subscript):
         return operands(expr.value)  # outputs["loss"]
-    if isinstance(expr, ast.Call) and _LOSSY_CALL.search((terminal(expr.func) or "").lower()) \
-            and "forward" not in (terminal(expr.func) or ""):  # a model's inputs may be text
+    if not isinstance(expr, ast.Call):
+        return set()
+    func, name = expr.func, terminal(expr.func) or ""
+    if _LOSSY_CALL.search(name.lower()) and "forward" not in name and not _model_method(func):
         return {n for a in expr.args for n in operands(a)} | {
             n for k in expr.keywords for n in operands(k.value)}
-    return set()
+    if name not in _TENSOR_MATH:
+        return set()
+    args = {n for a in expr.args for n in operands(a)}
+    if isinstance(func, ast.Name):
+        return args  # list(losses.values()), sum(terms)
+    if not isinstance(func, ast.Attribute):
+        return set()
+    owner = func.value.id if isinstance(func.value, ast.Name) else None
+    if owner in _TORCH:
+        return args  # torch.stack(terms), torch.exp(log_prob - old)
+    if owner in _HOST_MODULES:
+        return set()  # np.mean(...): host numbers
+    found = operands(func.value)  # terms.mean(), torch.stack(...).sum()
+    if name in _CONTAINER:
+        return {n + CONTAINER for n in found}
+    return found | args if name in _BINARY else found
+
+
+def _model_method(func: ast.expr) -> bool:
+    """``model.calculate_loss``: a method of an object the function was handed, which takes
+    a batch as it comes (it may move it itself), not tensors already on the device."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+        func.value.id not in ("self", "F", "nn", "functional", *_TORCH)
+
+
+#: Tensor functions and methods whose result is computed from their tensor operands
+#: (``torch.stack(list(losses.values())).sum()``: the losses), and the containers' views
+#: that hand their elements on.
+_TENSOR_MATH = frozenset({
+    "mean", "sum", "min", "max", "minimum", "maximum", "exp", "log", "clamp", "clip", "abs",
+    "stack", "cat", "where", "sqrt", "square", "pow", "neg", "prod", "logsumexp", "sigmoid",
+    "tanh", "softplus", "relu", "flatten", "squeeze", "unsqueeze", "view", "reshape", "float",
+    "double", "mul", "add", "sub", "norm", "log_softmax", "softmax", "list", "tuple",
+    "values"})
+_CONTAINER = frozenset({"values"})
+#: The mark of a lossy name that holds losses (``losses.values()``), not one itself.
+CONTAINER = "[]"
+_BINARY = frozenset({"mul", "add", "sub", "minimum", "maximum", "where"})
+_TORCH = frozenset({"torch", "th"})
+_HOST_MODULES = frozenset({"np", "numpy", "math", "statistics", "random", "jnp"})
 
 
 #: Helpers handed an optimiser that do no step: schedules, checkpoints, setup, clipping.

@@ -33,7 +33,7 @@ from .facts import (
 )
 from .part import Part
 from .scopes import Frame, Loop
-from .steps import data_like, lossy_names
+from .steps import CONTAINER, data_like, lossy_names
 
 if TYPE_CHECKING:
     from .analyzer import ModulePass
@@ -124,9 +124,10 @@ class Walker(Part):
 
     def bind_key(self, key: str, v: Val) -> None:
         frame = self.st.frame
-        if key in frame.lossy and v.where == NOWHERE and v.kind in (UNKNOWN, TENSOR) and any(
-                lo <= self.st.line <= hi for lo, hi in frame.lossy[key]):
-            v = Val(TENSOR, ON_DEVICE)  # backward() is called on it (or on what it makes)
+        for name, kind in ((key, TENSOR), (key + CONTAINER, UNKNOWN)):
+            if name in frame.lossy and v.where == NOWHERE and v.kind in (UNKNOWN, TENSOR) and \
+                    any(lo <= self.st.line <= hi for lo, hi in frame.lossy[name]):
+                v = Val(kind, ON_DEVICE)  # backward() is called on it (or on what it makes)
         for journal in frame.journals:
             if key not in journal:
                 journal[key] = frame.env.get(key)
