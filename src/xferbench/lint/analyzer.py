@@ -158,6 +158,10 @@ class ModulePass:
         frame = self.st.frame
         if frame.fresh_sync or self.st.acting or self.st.once or self.is_intended():
             return  # right after a synchronise it waits for nothing; acting needs the value
+        if self.st.inlined is not None:  # in a lambda's body, run by the call
+            call, name = self.st.inlined
+            what = f"`{name}()`, through {what} at line {node.lineno},"
+            node = call
         if frame.loops or self.steps.function_name() is not None:
             self.candidate("XB101", node, what, self.st.target, later)
 

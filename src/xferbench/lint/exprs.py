@@ -302,7 +302,7 @@ class Exprs(Part):
             frame.env[a.arg] = NOTHING
         body = self.ev(node.body)
         self.an.walker.finish_frame(frame, None, outer)
-        return Val(OTHER, tag=FnOf(body))  # lambda t: t.to(device): what its calls give
+        return Val(OTHER, tag=FnOf(body, node))  # lambda t: t.to(device): what its calls give
 
     def e_namedexpr(self, node: ast.NamedExpr) -> Val:
         v = self.ev(node.value)

@@ -113,6 +113,9 @@ class Methods(Part):
                 recv.kind == OPTIM or optim_name(func.value) or (
                     name == "step" and node.args and optim_name(node.args[0]))):
             if name == "step":  # zero_grad alone is no step: an epoch loop may hold it
+                if args and args[0].tensorish or node.args and "loss" in (
+                        terminal(node.args[0]) or "").lower():
+                    self.an.steps.step_op("backward")  # optim.step(loss): a wrapper's backward
                 self.an.steps.step_op("optimise")
                 if self.st.frame.devicey:
                     self.an.syncs.device_work()

@@ -47,12 +47,12 @@ class DictOf:
 
 
 class FnOf:
-    """A function (a lambda) whose calls give ``value``."""
+    """A function (a lambda, ``node``) whose calls give ``value``."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "node")
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self, value: Any, node: Any = None) -> None:
+        self.value, self.node = value, node
 
 
 class Fix(str):

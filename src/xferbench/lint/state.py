@@ -110,6 +110,8 @@ class ModuleState:
     # device it runs on
     timing_scopes: int = 0  # measurements open: with timer(...):, if profiling:
     data_timer: bool = False  # walking the arguments of data_time.update(...)
+    inlined: tuple[ast.Call, str] | None = None  # the call of a lambda whose body is walked,
+    # and the name it was called by: a read in the body is reported at the call
     # -- the module's functions --
     functions_seen: set[str] = field(default_factory=set)  # defined in the module
     walked: set[str] = field(default_factory=set)  # walked so far

@@ -32,6 +32,7 @@ from .facts import (
     dotted,
 )
 from .part import Part
+from .records import FnOf
 from .scopes import Frame, Loop
 from .steps import CONTAINER, data_like, lossy_names
 
@@ -216,12 +217,14 @@ class Walker(Part):
         defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
                             args.defaults))
         defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
-        for default in defaults.values():
-            self.an.exprs.ev(default)
+        made = {arg: self.an.exprs.ev(default) for arg, default in defaults.items()}
         outer = self.st.frame
         self_val = Val(MODULE) if outer.module_class else NOTHING
         param_vals = {a.arg: self.an.names.parameter(a, defaults.get(a.arg))
                       for a in [*positional, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        # output_transform=lambda x, y, pred, loss: loss.item(): what the function runs unless
+        # its caller hands another
+        param_vals.update({a: v for a, v in made.items() if isinstance(v.tag, FnOf)})
         method = bool(positional) and positional[0].arg in ("self", "cls") and \
             outer.kind == "class"
         key = node.name
