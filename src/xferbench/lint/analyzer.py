@@ -27,7 +27,7 @@ from .records import D2h, Fac
 from .returns import Returns
 from .rules import BY_CODE
 from .scopes import Frame, Loop
-from .state import Hints, ModuleState, PassInput, Raw
+from .state import TRAINS, Hints, ModuleState, PassInput, Raw
 from .steps import SOME_STEPS, Steps, lossy_names
 from .syncs import Syncs
 from .walker import Walker
@@ -99,7 +99,7 @@ class ModulePass:
     def __init__(self, inp: PassInput) -> None:
         self.inp = inp
         source = inp.source
-        self.st = ModuleState(source.splitlines() if source and "backward" in source else [])
+        self.st = ModuleState(source.splitlines() if source and TRAINS.search(source) else [])
         self.names = Names(self)
         self.members = Members(self)
         self.steps = Steps(self)

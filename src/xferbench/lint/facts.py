@@ -139,7 +139,7 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
 #: never inside another name (``get_model_device``, ``model_output``).
 _MODEL = re.compile(r"model(?:\d+|_ema|_engine|_without_ddp)?$|(?:^|_)(?:net|network|encoder|"
                     r"decoder|backbone|classifier|generator|discriminator|critic|actor|policy|"
-                    r"teacher|student|unet|vae)(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
+                    r"teacher|student|unet|vae|predictor)(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
 _LOSS = re.compile(r"(?:^|_)(?:criterion|loss_fn|loss_func|lossfn|loss_function|"
                    r"loss_fct|criteria)(?:$|_)")
 _OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")

@@ -92,6 +92,24 @@ class Helpers(Part):
         st.helper_sites.append(HelperCall(how, name, cls, frozenset(hints), node,
                                           tuple(frame.loops), tuple(frame.guards), fn))
 
+    def inherited_result(self, name: str, device: bool, hints: frozenset[object]) -> Val | None:
+        """What ``self.name(...)`` gives where a base class in another module of the project
+        defines the method (its returns there, with the parameters ``hints`` on the device;
+        ``device``: the call hands device values); None where that says nothing. Only the
+        module linted asks, not a helper's, and only in a function that runs a backward
+        itself (a training step: what it is handed back may be a loss)."""
+        project, frame = self.inp.project, self.st.frame
+        while frame.parent is not None and frame.kind != "function":
+            frame = frame.parent
+        if project is None or self.inp.helper or not self.st.classes or not frame.lossy:
+            return None
+        target = project.inherited(self.inp.path, self.st.classes[-1], name)
+        found = project.outline(target.path) if target is not None else None
+        if target is None or found is None or not found.may_train:
+            return None  # a module that never trains returns no loss
+        done = project.analysed(target.path, {target.key: hints})
+        return None if done is None else done.returns.call_result(target.key, device)
+
     # -- the module's end ------------------------------------------------------------------------
 
     def targets(self, site: HelperCall) -> list[Callee]:

@@ -29,6 +29,7 @@ from .facts import (
     UNKNOWN,
     VIEWS,
     Val,
+    device_parameters,
     is_true,
     kwarg,
     model_name,
@@ -39,6 +40,7 @@ from .facts import (
 from .implicit import BOOLEAN
 from .part import Part
 from .records import DictOf, Fac, Pinned
+from .steps import stepped_loss
 from .syncs import data_timer_name, sync_name, timing_name
 
 
@@ -113,8 +115,7 @@ class Methods(Part):
                 recv.kind == OPTIM or optim_name(func.value) or (
                     name == "step" and node.args and optim_name(node.args[0]))):
             if name == "step":  # zero_grad alone is no step: an epoch loop may hold it
-                if args and args[0].tensorish or node.args and "loss" in (
-                        terminal(node.args[0]) or "").lower():
+                if args and args[0].tensorish or stepped_loss(node):
                     self.an.steps.step_op("backward")  # optim.step(loss): a wrapper's backward
                 self.an.steps.step_op("optimise")
                 if self.st.frame.devicey:
@@ -132,11 +133,15 @@ class Methods(Part):
             self.st.frame.fresh_sync = False
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
             self.an.steps.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            device = any(v.tensorish for v in (*args, *kws))
             if name in self.st.functions_seen:
                 self.an.syncs.maybe_synced(name)
-                found = self.an.returns.call_result(name, any(v.tensorish for v in (*args, *kws)))
-                if found is not None:
-                    return found  # what this method returns: a loss, a host float
+                found = self.an.returns.call_result(name, device)
+            else:  # a base class's, in another module of the project
+                found = self.an.helpers.inherited_result(name, device, frozenset(device_parameters(
+                    args, [(k.arg, v) for k, v in zip(node.keywords, kws)])))
+            if found is not None:
+                return found  # what this method returns: a loss, a host float
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
             self.an.exprs.d2h_read(node, recv, "read")
         self.an.implicit.sized(node, name, recv)  # mask.nonzero()

@@ -9,7 +9,7 @@ import ast
 import os
 from dataclasses import dataclass
 
-from .state import DEVICE_TOKENS, OPTIMISER
+from .state import DEVICE_TOKENS, OPTIMISER, TRAINS
 
 
 @dataclass(frozen=True)
@@ -108,5 +108,5 @@ def outline(tree: ast.Module, text: str, module: str, path: str) -> Outline:
         for node in tree.body if isinstance(node, ast.ClassDef)}
     return Outline(frozenset(n.name for n in tree.body if isinstance(n, defs)),
                    imports_of(tree, module, path), classes,
-                   "backward" in text and OPTIMISER.search(text) is not None,
+                   TRAINS.search(text) is not None and OPTIMISER.search(text) is not None,
                    any(t in text for t in DEVICE_TOKENS))

@@ -21,7 +21,7 @@ from .facts import (
     dotted,
 )
 from .part import Part
-from .state import DEVICE_TOKENS
+from .state import DEVICE_TOKENS, TRAINS
 from .steps import local_names
 
 #: A device a function is handed: its own lines may then name it only.
@@ -148,7 +148,7 @@ class Names(Part):
         if not lines:
             return True
         first, last = node.lineno, node.end_lineno or node.lineno
-        return any("backward" in line for line in lines[first - 1:last])
+        return any(TRAINS.search(line) for line in lines[first - 1:last])
 
     def rebinding_keeps_scope(self, name: str) -> bool:
         """Whether ``name = ...`` here binds the name this scope already reads as ``name``

@@ -173,7 +173,7 @@ class Project:
             return []
         out = []
         for base in found.classes[cls][0]:
-            head, _, rest = base.partition(".")
+            head, _, rest = base.split("[", 1)[0].partition(".")  # Base[T]: a generic's Base
             if not rest and head in found.classes:
                 out.append((path, head))
                 continue

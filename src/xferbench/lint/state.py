@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .facts import Val
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 #: Code that puts something on a device (tokens of the source, not of its comments alone).
 DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
                  "fabric", ".device", "to_device", "non_blocking")
+#: Code that runs a backward: backward(), or an optimiser wrapper's step handed the loss.
+TRAINS = re.compile(r"backward|\.step\(\s*\w*loss")
 #: A module that never names an optimiser nor steps one does not train.
 OPTIMISER = re.compile(r"optim|step\s*\(")
 
@@ -62,13 +65,13 @@ class PassInput:
     path: str = ""
     helper: bool = False
 
-    @property
+    @cached_property
     def scan_backward(self) -> bool:
         """backward() called on a name makes it a loss on the device; a file without the
         word has none, and skips looking."""
-        return self.source is None or "backward" in self.source
+        return self.source is None or TRAINS.search(self.source) is not None
 
-    @property
+    @cached_property
     def may_optimise(self) -> bool:
         """Whether the module names an optimiser or steps one: one that does not runs its
         backward passes for the gradients as such (Grad-CAM, saliency, an attack)."""

@@ -84,6 +84,8 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                 node.func.value if isinstance(node.func, ast.Attribute) else None)
             for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
+        elif stepped_loss(node):  # optim.step(loss): a wrapper's backward
+            spans.setdefault(stepped_loss(node) or "", []).append(span)
     for _ in range(DEPTH):
         more = {n: spans[t] for t, value in assigns if t in spans for n in factors(t, value)
                 if n not in spans}
@@ -91,6 +93,17 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
             break
         spans.update(more)
     return spans
+
+
+def stepped_loss(node: ast.Call) -> str | None:
+    """The loss ``optim.step(loss)`` hands an optimiser (a wrapper that runs the backward too),
+    else None."""
+    func, first = node.func, node.args[0] if node.args else None
+    name = terminal(first) if first is not None else None
+    if isinstance(func, ast.Attribute) and func.attr == "step" and optim_name(func.value) and \
+            name is not None and "loss" in name.lower():
+        return name
+    return None
 
 
 def factors(target: str, value: ast.expr) -> set[str]:

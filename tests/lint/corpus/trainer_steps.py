@@ -1,7 +1,7 @@
 """Steps as engines and wrappers write them: an update function whose default output
 transform is a lambda that reads the loss, the same transform replaced by one that keeps the
 loss on the device, an optimiser wrapper whose step is handed the loss (it runs the
-backward)."""
+backward), a model named for what it predicts."""
 
 
 def training_step(model, optimizer, loss_fn, device,
@@ -46,3 +46,17 @@ def rollouts(env, agent, buffer):
     for batch in buffer:
         stats = agent.learn(batch)
         print(stats)  # ok: host floats the step returned
+
+
+class SpeechTrainer:
+    def __init__(self, model, duration_predictor, optimizer, accelerator):
+        self.model, self.duration_predictor = model, duration_predictor
+        self.optimizer, self.accelerator = optimizer, accelerator
+
+    def train(self, loader):
+        for batch in loader:
+            duration_loss = self.duration_predictor(batch["mel"])
+            print(duration_loss.item())  # expect: XB101
+            loss = self.model(batch["text"], batch["mel"])
+            self.accelerator.backward(loss)
+            self.optimizer.step()
