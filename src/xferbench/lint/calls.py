@@ -324,28 +324,6 @@ class Calls(Part):
         part = self.an.walker.element(v)
         return Val(SEQ, ON_DEVICE if part.tensorish else NOWHERE, elem=part)
 
-    def inline(self, node: ast.Call, lam: ast.Lambda, args: list[Val], kws: list[Val]) -> Val:
-        """``transform(x, y, pred, loss)`` where the name holds a lambda: its body walked here,
-        with the call's arguments bound to its parameters; a read in it is reported at the
-        call."""
-        frame, a = self.st.frame, lam.args
-        bound: dict[str, Val] = dict.fromkeys(
-            (p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)), NOTHING)
-        bound.update(zip((p.arg for p in (*a.posonlyargs, *a.args)), args))
-        bound.update({k.arg: v for k, v in zip(node.keywords, kws) if k.arg in bound})
-        saved = {n: frame.env.get(n) for n in bound}
-        frame.env.update(bound)
-        self.st.inlined = (node, terminal(node.func) or "")
-        try:
-            return self.an.exprs.ev(lam.body)
-        finally:
-            self.st.inlined = None
-            for n, old in saved.items():
-                if old is None:
-                    frame.env.pop(n, None)
-                else:
-                    frame.env[n] = old
-
     def other_call(self, node: ast.Call, func: ast.expr, fval: Val, args: list[Val],
                    kws: list[Val]) -> Val:
         """A call of a local name: a model's forward, a loss, a function of this module, or
@@ -377,7 +355,7 @@ class Calls(Part):
             self.an.steps.step_op("backward")
         if isinstance(func, ast.Name) and isinstance(fval.tag, FnOf) and isinstance(
                 fval.tag.node, ast.Lambda) and self.st.inlined is None:
-            return self.inline(node, fval.tag.node, args, kws)
+            return self.an.exprs.inline(node, fval.tag.node, args, kws)
         if isinstance(func, ast.Name):
             key = self.an.steps.nested_key(name)
             self.an.steps.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])

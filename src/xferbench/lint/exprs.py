@@ -31,6 +31,7 @@ from .facts import (
     UNKNOWN,
     Val,
     dotted,
+    terminal,
 )
 from .part import Part
 from .records import D2h, DictOf, Fac, FnOf
@@ -303,6 +304,28 @@ class Exprs(Part):
         body = self.ev(node.body)
         self.an.walker.finish_frame(frame, None, outer)
         return Val(OTHER, tag=FnOf(body, node))  # lambda t: t.to(device): what its calls give
+
+    def inline(self, node: ast.Call, lam: ast.Lambda, args: list[Val], kws: list[Val]) -> Val:
+        """``transform(x, y, pred, loss)`` where the name holds a lambda: its body walked here,
+        with the call's arguments bound to its parameters; a read in it is reported at the
+        call."""
+        frame, a = self.st.frame, lam.args
+        bound: dict[str, Val] = dict.fromkeys(
+            (p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)), NOTHING)
+        bound.update(zip((p.arg for p in (*a.posonlyargs, *a.args)), args))
+        bound.update({k.arg: v for k, v in zip(node.keywords, kws) if k.arg in bound})
+        saved = {n: frame.env.get(n) for n in bound}
+        frame.env.update(bound)
+        self.st.inlined = (node, terminal(node.func) or "")
+        try:
+            return self.an.exprs.ev(lam.body)
+        finally:
+            self.st.inlined = None
+            for n, old in saved.items():
+                if old is None:
+                    frame.env.pop(n, None)
+                else:
+                    frame.env[n] = old
 
     def e_namedexpr(self, node: ast.NamedExpr) -> Val:
         v = self.ev(node.value)

@@ -31,10 +31,11 @@ from .facts import (
     Val,
     dotted,
 )
+from .operands import CONTAINER
 from .part import Part
 from .records import FnOf
 from .scopes import Frame, Loop
-from .steps import CONTAINER, data_like, lossy_names
+from .steps import data_like, lossy_names
 
 if TYPE_CHECKING:
     from .analyzer import ModulePass

@@ -17,15 +17,12 @@ def training_step(model, optimizer, loss_fn, device,
     return update
 
 
-def quiet_step(model, optimizer, loss_fn, device,
-               output_transform=lambda x, y, y_pred, loss: loss.detach()):
+def quiet_step(model, optimizer, loss_fn, output_transform=lambda loss: loss.detach()):
     def update(engine, batch):
-        x, y = batch[0].to(device), batch[1].to(device)
-        loss = loss_fn(model(x), y)
-        optimizer.zero_grad()
+        loss = loss_fn(model(batch[0].cuda()), batch[1].cuda())
         loss.backward()
         optimizer.step()
-        return output_transform(x, y, None, loss)  # ok: the transform keeps it on the device
+        return output_transform(loss)  # ok: the transform keeps it on the device
 
     return update
 
