@@ -88,14 +88,16 @@ def _target(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
 
 
 def imports(src: Path) -> dict[str, list[tuple[int, str, list[str], bool]]]:
-    """module -> [(line, imported xferbench module, names, inside a function)]; ``from . import
-    x`` is an import of submodule x where x is one."""
+    """module -> [(line, imported xferbench module, names, not run at import: inside a function
+    or under ``if TYPE_CHECKING:``)]; ``from . import x`` is an import of submodule x where x is
+    one."""
     known = modules(src)
     out: dict[str, list] = {}
     for module, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         funcs = [n for n in ast.walk(tree)
-                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or isinstance(
+                     n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING"]
         local = {id(n) for f in funcs for n in ast.walk(f) if n is not f}
         found = []
         for node in ast.walk(tree):

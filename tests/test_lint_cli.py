@@ -182,7 +182,7 @@ def test_unknown_codes_on_the_command_line(project, monkeypatch, capsys):
     code, out, err = lint(project, monkeypatch, capsys, ".", "--select", "XB101,XB9")
     assert code == 2 and out == ""
     assert err == ("xferbench: --select names 'XB9', which is not an xferbench lint rule: the "
-                   "rules are XB101, XB102, XB103, XB104, XB105, XB106, XB107, XB108, XB109 "
+                   "rules are XB101, XB102, XB103, XB104, XB105, XB106, XB107, XB108, XB109, XB110 "
                    "(a prefix such as XB10 selects several)\n")
     assert lint(project, monkeypatch, capsys, ".", "--ignore", "E501")[0] == 2
 

@@ -153,7 +153,7 @@ def test_noqa_with_an_unknown_xb_code_warns_and_silences_nothing():
     result = lint_text("import torch\nx = torch.zeros(2).cuda()  # noqa: XB999, E501\n", "t.py")
     assert [(f.line, f.code) for f in result.findings] == [(2, "XB102")]
     assert result.warnings == ["t.py:2: `# noqa: XB999` names no xferbench rule (the rules "
-                               "are XB101 to XB109): it silences nothing"]
+                               "are XB101 to XB110): it silences nothing"]
 
 
 def test_only_chosen_codes_are_reported():

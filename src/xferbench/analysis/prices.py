@@ -58,6 +58,10 @@ PRICES: tuple[PriceSpec, ...] = (
     PriceSpec("model_move_in_loop", "`model.to(device)` every step", "the model moved once",
               "steps/s"),
     PriceSpec("pinned_vs_pageable", "a pageable source", "a pinned one", "H2D GB/s"),
+    # a DataLoader without pin_memory feeding non_blocking copies (lint's XB110): the pipeline
+    # headline's pageable + blocking loop against pinned + prefetch
+    PriceSpec("pinned_prefetch", "pageable batches, `non_blocking` copies that block",
+              "`pin_memory=True`, copies that overlap", "steps/s"),
     PriceSpec("pin_then_copy", "`.pin_memory().to(dev, non_blocking=True)`",
               "a plain `.to(dev)`", "speed"),
     PriceSpec("sync_per_step", "`torch.cuda.synchronize()` every step",

@@ -9,8 +9,12 @@ import ast
 import re
 
 from .facts import COUNTER_TAG, GUARD_TAG, Val, terminal
+from .part import Part
 from .scopes import joined
 from .syncs import branch_device, timing_test
+
+#: What a branch bound: name -> (its value before, after).
+Journal = dict[str, tuple[Val | None, Val | None]]
 
 
 def ends_the_path(body: list[ast.stmt]) -> bool:
@@ -70,35 +74,35 @@ def device_test(test: ast.expr) -> bool:
     return False
 
 
-class Branches:
-    """If-statement handlers, mixed into the analyser."""
+class Branches(Part):
+    """If-statement handlers."""
 
     def s_if(self, node: ast.If) -> None:
-        self.test(node.test)
-        frame = self.frame
+        self.an.exprs.test(node.test)
+        frame = self.st.frame
         pending, work = dict(frame.d2h), frame.work
-        guard = (bool(frame.loops) or self.function_name() is not None) and \
+        guard = (bool(frame.loops) or self.an.steps.function_name() is not None) and \
             self.step_guard(node.test)
         if guard:
             frame.guards.append(len(frame.loops))
         once = ends_the_path(node.body)
-        self.once += once  # a branch that raises, exits, breaks or returns: not every step
-        syncs = self.sync_count
+        self.st.once += once  # a branch that raises, exits, breaks or returns: not every step
+        syncs = self.st.sync_count
         on_body, on_else = branch_device(node.test)
-        self.branch_devices.append(on_body)
+        self.st.branch_devices.append(on_body)
         timed = timing_test(node.test)  # if profiling_enabled: a measurement's synchronise
-        self.timing_scopes += timed
+        self.st.timing_scopes += timed
         body = self.branch(node.body, node.test)
-        self.timing_scopes -= timed
-        self.branch_devices[-1] = on_else
-        self.once -= once
+        self.st.timing_scopes -= timed
+        self.st.branch_devices[-1] = on_else
+        self.st.once -= once
         if guard:
             frame.guards.pop()
         after_body, work_body = frame.d2h, frame.work
         frame.d2h, frame.work = dict(pending), work
         orelse = self.branch(node.orelse)
-        self.branch_devices.pop()
-        synced_in = self.sync_count != syncs  # a branch synchronised
+        self.st.branch_devices.pop()
+        synced_in = self.st.sync_count != syncs  # a branch synchronised
         self.join(body, orelse)
         # pending after the if only where pending on both paths: a branch may synchronise
         after_else = frame.d2h
@@ -137,11 +141,11 @@ class Branches:
                 return True  # x % n, not "%d" % x
             if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
                 for side in (node.left, *node.comparators):
-                    v = self.lookup(side.id) if isinstance(side, ast.Name) else None
+                    v = self.an.members.lookup(side.id) if isinstance(side, ast.Name) else None
                     if v is not None and v.tag is COUNTER_TAG:
                         return True
             if isinstance(node, ast.Name):  # should_log = step % every == 0; if should_log:
-                v = self.lookup(node.id)
+                v = self.an.members.lookup(node.id)
                 if v is not None and v.tag is GUARD_TAG:
                     return True
             if isinstance(node, (ast.Name, ast.Attribute)) and _LOG_FLAG.search(
@@ -149,17 +153,16 @@ class Branches:
                 return True  # a flag named for logging: should_log, self.log_now
         return False
 
-    def branch(self, body: list[ast.stmt], test: ast.expr | None = None
-               ) -> dict[str, tuple[Val | None, Val | None]]:
+    def branch(self, body: list[ast.stmt], test: ast.expr | None = None) -> Journal:
         """Walk one branch of an if; the names it bound as (before, after), and the
         environment put back as it was before. Under ``if isinstance(x, Graph):`` x is no
         tensor (a graph, a batch object moves in place)."""
-        frame = self.frame
+        frame = self.st.frame
         frame.journals.append({})
         shown = not_tensors(test)
-        self.not_tensor_names.extend(shown)
-        self.block(body)
-        del self.not_tensor_names[len(self.not_tensor_names) - len(shown):]
+        self.st.not_tensor_names.extend(shown)
+        self.an.walker.block(body)
+        del self.st.not_tensor_names[len(self.st.not_tensor_names) - len(shown):]
         journal = frame.journals.pop()
         out = {k: (old, frame.env.get(k)) for k, old in journal.items()}
         for k, old in journal.items():
@@ -169,11 +172,11 @@ class Branches:
                 frame.env[k] = old
         return out
 
-    def join(self, body: dict, orelse: dict) -> None:
+    def join(self, body: Journal, orelse: Journal) -> None:
         """After an if: a name bound in a branch holds what both paths agree on."""
-        env = self.frame.env
+        env = self.st.frame.env
         for k in body.keys() | orelse.keys():
-            old = (body.get(k) or orelse.get(k))[0]  # type: ignore[index]
+            old = (body[k] if k in body else orelse[k])[0]
             a = body[k][1] if k in body else old
             b = orelse[k][1] if k in orelse else old
             v = b if a is None else a if b is None else joined(a, b)

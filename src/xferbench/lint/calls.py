@@ -53,7 +53,7 @@ from .facts import (
     to_host_name,
 )
 from .implicit import BOOLEAN, SIZED
-from .methods import Methods
+from .part import Part
 from .records import Fac, FnOf, Pinned
 from .steps import BACKWARD
 from .syncs import sync_name
@@ -85,29 +85,30 @@ def sizes(node: ast.Call) -> bool:
         a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "size"
 
 
-class Calls(Methods):
-    """Call handlers, mixed into the analyser."""
+class Calls(Part):
+    """Call handlers."""
 
     def ev_call(self, node: ast.Call) -> Val:
-        dropped = self.statement_call is node
-        self.statement_call = None
+        dropped = self.st.statement_call is node
+        self.st.statement_call = None
         v = self.call(node, dropped)
         first = node.args[0] if node.args else None
         if dropped and isinstance(first, ast.Name) and mover_name(node.func):
-            self.bind_key(first.id, Val(UNKNOWN, ON_DEVICE))  # batch_to_device(batch, dev)
+            # batch_to_device(batch, dev)
+            self.an.walker.bind_key(first.id, Val(UNKNOWN, ON_DEVICE))
         return v
 
     def call(self, node: ast.Call, dropped: bool) -> Val:
         func = node.func
-        qual = self.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        qual = self.an.names.qualname(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
         if isinstance(func, ast.Attribute) and qual is None:
-            v = self.method_call(node, func, dropped)
+            v = self.an.methods.method_call(node, func, dropped)
             self.object_method(func)
             return v
-        fval = self.ev(func) if qual is None else NOTHING
-        args = [self.ev(a) for a in node.args]
-        kws = [self.ev(k.value) for k in node.keywords]
-        self.helped_step(node, [*args, *kws])
+        fval = self.an.exprs.ev(func) if qual is None else NOTHING
+        args = [self.an.exprs.ev(a) for a in node.args]
+        kws = [self.an.exprs.ev(k.value) for k in node.keywords]
+        self.an.steps.helped_step(node, [*args, *kws])
         if qual is not None:
             return self.library_call(node, qual, args, kws)
         if isinstance(func, ast.Name):
@@ -120,8 +121,8 @@ class Calls(Methods):
 
     def library_call(self, node: ast.Call, qual: str, args: list[Val], kws: list[Val]) -> Val:
         if qual in CLOCKS:
-            self.clock_read(node)
-            return Val(TIME, ON_HOST, tag=tuple(self.frame.loops))
+            self.an.syncs.clock_read(node)
+            return Val(TIME, ON_HOST, tag=tuple(self.st.frame.loops))
         if qual in PASS_ITER or qual.endswith(".tqdm"):
             return args[0] if args else NOTHING
         if qual.endswith(".trange"):
@@ -132,18 +133,20 @@ class Calls(Methods):
         if short in FACTORIES or short in LEGACY and sizes(node):
             return self.factory(node, short)
         if short in FROM_DATA:
-            where = self.where_of(kwarg(node, "device"))
+            where = self.an.moves.where_of(kwarg(node, "device"))
             if short in ("as_tensor", "asarray") and args and args[0].on_device:
                 where = ON_DEVICE
             pin = PINNED if is_true(kwarg(node, "pin_memory")) else (
                 PAGEABLE if where == ON_HOST else PIN_UNKNOWN)
-            made = self.noise_source(node) if where == ON_HOST else None  # np.random noise
+            # np.random noise
+            made = self.an.implicit.noise_source(node) if where == ON_HOST else None
             return Val(TENSOR, where, pin, made)
-        noise = self.noise_source(node) if short in LEGACY else None
+        noise = self.an.implicit.noise_source(node) if short in LEGACY else None
         if noise is not None:  # torch.FloatTensor(np.random.normal(...)): host noise
             return Val(TENSOR, ON_HOST, PAGEABLE, noise)
         if short.startswith("cuda.") and short[5:] in LEGACY:
-            return self.host_noise(node)  # torch.cuda.FloatTensor(np.random.normal(...))
+            # torch.cuda.FloatTensor(np.random.normal(...))
+            return self.an.implicit.host_noise(node)
         return self.torch_call(node, short, args + kws)
 
     def foreign_call(self, node: ast.Call, qual: str, values: list[Val]) -> Val:
@@ -152,37 +155,41 @@ class Calls(Methods):
         device values (its result is taken to be on the device too)."""
         head, last = qual.split(".", 1)[0], qual.rsplit(".", 1)[-1]
         if head == "math":
-            return self.math_read(node, qual, values)
+            return self.an.reads.math_read(node, qual, values)
         if qual == "wandb.log" and node.args and isinstance(node.args[0], ast.Dict):
-            self.host_read(node, values[0], "`wandb.log()`")  # each value read for the run
+            self.an.exprs.host_read(node, values[0], "`wandb.log()`")  # each value read for the run
         if to_host_name(node.func) and node.args:
             return self.copied_to_host(node, values[0])  # mace's to_numpy(loss)
         if mover_name(node.func) and node.args or self.handed_device(node):
             return Val(UNKNOWN, ON_DEVICE)  # send_to_device(batch, device), to_torch(b, dev)
         if sync_name(last):
-            self.synced(explicit=True)  # a helper of this package's that synchronises
+            self.an.syncs.synced(explicit=True)  # a helper of this package's that synchronises
             return NOTHING
-        if last in self.functions_seen:
-            self.maybe_synced(last)
-        self.frame.fresh_sync = False
+        project = self.inp.project
+        if project is not None and qual.rpartition(".")[0] in project.files and not \
+                last[:1].isupper():
+            self.an.helpers.function(node, qual, values)
+        if last in self.st.functions_seen:
+            self.an.syncs.maybe_synced(last)
+        self.st.frame.fresh_sync = False
         if last[:1].isupper() and not last.isupper():
             return Val(UNKNOWN, tag=INSTANCE)  # Vgg16(): a model if it is moved to a device
         if host_result_name(node.func):
             return HOST_OTHER  # get_batch_size(batch), format_loss(loss): a number, a string
         if head not in HOST_PACKAGES and any(v.tensorish for v in values):
-            self.device_work()
+            self.an.syncs.device_work()
             return Val(UNKNOWN, ON_DEVICE)  # reduce_dict(loss_dict), training_losses(...)
         return NOTHING
 
     def torch_call(self, node: ast.Call, short: str, values: list[Val]) -> Val:
         last = short.rsplit(".", 1)[-1]
         if last in SIZED or last == "where" and len(node.args) == 1:
-            self.sized(node, "nonzero" if last == "where" else last,
+            self.an.implicit.sized(node, "nonzero" if last == "where" else last,
                        values[0] if values else NOTHING)
         if short == "device":
-            return Val(DEVICE_VAL, self.where_of(node))
+            return Val(DEVICE_VAL, self.an.moves.where_of(node))
         if last == "synchronize":
-            self.drained(node)  # torch.cuda.synchronize(), torch.accelerator.synchronize()
+            self.an.syncs.drained(node)  # torch.cuda.synchronize(), torch.accelerator.synchronize()
             return NOTHING
         if last == "current_stream":
             return Val(OTHER, tag=CURRENT_STREAM)
@@ -204,51 +211,55 @@ class Calls(Methods):
         if short in NOT_OPS or ("." in short and not short.startswith(OP_MODULES)):
             return NOTHING
         if any(v.tensorish for v in values):
-            self.device_work()
+            self.an.syncs.device_work()
             return Val(TENSOR, ON_DEVICE, tag=BOOL_TAG if last in BOOLEAN else None)
         if any(v.kind == TENSOR and v.where == ON_HOST for v in values):
             return Val(TENSOR, ON_HOST, PAGEABLE)
         return Val(TENSOR)
 
     def factory(self, node: ast.Call, short: str) -> Val:
-        where = self.where_of(kwarg(node, "device"))
+        where = self.an.moves.where_of(kwarg(node, "device"))
         if where == ON_DEVICE:
-            self.device_work(light=True)
+            self.an.syncs.device_work(light=True)
             return Val(TENSOR, ON_DEVICE)
         pinned = is_true(kwarg(node, "pin_memory"))
         if where != ON_HOST:
             return Val(TENSOR, where, PINNED if pinned else PIN_UNKNOWN)
         if pinned:
-            return Val(TENSOR, ON_HOST, PINNED, Pinned(self.current_loop()))
+            return Val(TENSOR, ON_HOST, PINNED, Pinned(self.an.walker.current_loop()))
         # out= writes into a given tensor; generator= draws from a host generator on purpose
         deliberate = kwarg(node, "out") is not None or kwarg(node, "generator") is not None
-        tag = None if deliberate else Fac(node, short, self.current_loop())
+        tag = None if deliberate else Fac(node, short, self.an.walker.current_loop())
         return Val(TENSOR, ON_HOST, PAGEABLE, tag)
 
     def loader(self, node: ast.Call) -> Val:
+        """A DataLoader: its batches pinned or pageable, as its ``pin_memory`` says (the
+        eighth positional argument, or a keyword)."""
         pin = kwarg(node, "pin_memory")
-        if has_star_kwargs(node) or (pin is not None and not isinstance(pin, ast.Constant)):
+        if has_star_kwargs(node) or len(node.args) > 7 or (
+                pin is not None and not isinstance(pin, ast.Constant)):
             return Val(LOADER, ON_HOST, PIN_UNKNOWN)
-        if pin is None or pin.value is False or pin.value is None:
-            return Val(LOADER, ON_HOST, PAGEABLE, node.lineno)
-        return Val(LOADER, ON_HOST, PINNED if pin.value else PAGEABLE, node.lineno)
+        if pin is not None and pin.value:
+            return Val(LOADER, ON_HOST, PINNED, node.lineno)
+        self.st.loader_calls[node.lineno] = node
+        return Val(LOADER, ON_HOST, PAGEABLE, node.lineno)
 
     def builtin_call(self, node: ast.Call, name: str, args: list[Val]) -> Val | None:
-        if self.lookup(name) is not None:
+        if self.an.members.lookup(name) is not None:
             return None  # a local name that shadows the builtin
         if name == "print":
             for sub, v in zip(node.args, args):
-                self.host_read(sub, v, "`print()`")
+                self.an.exprs.host_read(sub, v, "`print()`")
             return NOTHING
         if name in VALUE_BUILTINS:
             if args:
-                self.host_read(node.args[0], args[0], f"`{name}()`", at=node,
+                self.an.exprs.host_read(node.args[0], args[0], f"`{name}()`", at=node,
                                strong=name in ("float", "int", "bool", "complex"))
             return HOST_OTHER
         if name in INERT_BUILTINS:
             return HOST_OTHER
         if name in ("sum", "max", "min"):
-            parts = [self.element(args[0])] if len(args) == 1 else args
+            parts = [self.an.walker.element(args[0])] if len(args) == 1 else args
             return Val(UNKNOWN, ON_DEVICE) if any(p.tensorish for p in parts) else NOTHING
         if name == "map" and len(args) >= 2:  # map(lambda t: t.to(device), batch)
             f = args[0]
@@ -258,15 +269,15 @@ class Calls(Methods):
         if name in ("list", "tuple"):
             return self.sequence_of(args[0]) if args else Val(SEQ)
         if name == "enumerate":
-            inner = self.element(args[0]) if args else NOTHING
+            inner = self.an.walker.element(args[0]) if args else NOTHING
             return Val(SEQ, elem=Val(SEQ, items=(COUNTER, inner)))
         if name == "zip":
-            return Val(SEQ, elem=Val(SEQ, items=tuple(self.element(a) for a in args)))
+            return Val(SEQ, elem=Val(SEQ, items=tuple(self.an.walker.element(a) for a in args)))
         if name in PASS_ITER:
             return args[0] if args else NOTHING
         if name == "next":
-            return self.element(args[0]) if args else NOTHING
-        if name in self.module_classes:
+            return self.an.walker.element(args[0]) if args else NOTHING
+        if name in self.st.module_classes:
             return Val(MODULE)
         return None
 
@@ -287,30 +298,30 @@ class Calls(Methods):
     def names_the_device(self, node: ast.expr) -> bool:
         """``device``, ``self.device``, ``args.dev``, ``x.device``, a name holding one."""
         key = dotted(node)
-        v = self.lookup(key) if key else None
+        v = self.an.members.lookup(key) if key else None
         if v is not None and v.kind == DEVICE_VAL:
             return v.on_device
-        return terminal(node) in _DEVICE_WORDS and self.device_kind(node) == "device"
+        return terminal(node) in _DEVICE_WORDS and self.an.moves.device_kind(node) == "device"
 
     def object_method(self, func: ast.Attribute) -> None:
         """``metrics.compute()``: a method of one of the module's classes, called on an object,
         synchronises where that method does (walked, or seen doing so in the pass before)."""
         name = func.attr
-        if name not in self.functions_seen or name in ("forward", "__call__") or (
+        if name not in self.st.functions_seen or name in ("forward", "__call__") or (
                 isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
             return
-        if name in self.sync_fns or name in self.prior_sync:
-            self.synced()
-        elif name not in self.walked:
-            self.object_calls.add(name)
+        if name in self.st.sync_fns or name in self.inp.prior_sync:
+            self.an.syncs.synced()
+        elif name not in self.st.walked:
+            self.st.object_calls.add(name)
 
     def copied_to_host(self, node: ast.Call, v: Val) -> Val:
         """A helper that copies its tensor to the host (``to_numpy(t)``): a read, which waits."""
-        self.host_read(node, v, f"`{ast.unparse(node.func)}()`", strong=True)
+        self.an.exprs.host_read(node, v, f"`{ast.unparse(node.func)}()`", strong=True)
         return HOST_OTHER
 
     def sequence_of(self, v: Val) -> Val:
-        part = self.element(v)
+        part = self.an.walker.element(v)
         return Val(SEQ, ON_DEVICE if part.tensorish else NOWHERE, elem=part)
 
     def other_call(self, node: ast.Call, func: ast.expr, fval: Val, args: list[Val],
@@ -322,36 +333,44 @@ class Calls(Methods):
             return Val(UNKNOWN, ON_DEVICE)  # batch_to_device(batch, device)
         if to_host_name(func) and node.args and not isinstance(func, ast.Attribute):
             return self.copied_to_host(node, args[0])  # to_numpy(loss), tensor2numpy(x)
-        if self.module_like(func, fval):
-            self.step_op()
+        if self.an.methods.module_like(func, fval):
+            self.an.steps.step_op()
             if device or fval.on_device:
-                self.device_work()
+                self.an.syncs.device_work()
                 return Val(UNKNOWN, ON_DEVICE)
             return NOTHING
         if fval.kind in (UNKNOWN, OTHER) and loss_name(func):
             if device:
-                self.device_work()
+                self.an.syncs.device_work()
                 return Val(TENSOR, ON_DEVICE)
             return NOTHING
-        self.frame.fresh_sync = False
+        local = func.id if isinstance(func, ast.Name) else ""
+        imported = self.st.project_imports.get(local)
+        if imported is not None and not local[:1].isupper():
+            self.an.helpers.function(node, imported, [*args, *kws])  # from .utils import log
+        self.st.frame.fresh_sync = False
         name = terminal(func) or ""
         if BACKWARD.match(name) and node.args:
-            self.step_op("backward")  # backwards(loss, opt): a helper (or its alias) for it
+            # backwards(loss, opt): a helper (or its alias) for it
+            self.an.steps.step_op("backward")
+        if isinstance(func, ast.Name) and isinstance(fval.tag, FnOf) and isinstance(
+                fval.tag.node, ast.Lambda) and self.st.inlined is None:
+            return self.an.exprs.inline(node, fval.tag.node, args, kws)
         if isinstance(func, ast.Name):
-            key = self.nested_key(name)
-            self.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
-            if key in self.functions_seen or key != name:
-                self.maybe_synced(key)
-                found = self.call_result(key, device)
+            key = self.an.steps.nested_key(name)
+            self.an.steps.note_call(key, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            if key in self.st.functions_seen or key != name:
+                self.an.syncs.maybe_synced(key)
+                found = self.an.returns.call_result(key, device)
                 if found is not None:
                     return found  # what its returns give: a loss, a host float, a tuple
         if fval.tag is CUDA_CTOR:
-            return self.host_noise(node)  # Tensor(np.random.normal(...))
+            return self.an.implicit.host_noise(node)  # Tensor(np.random.normal(...))
         if fval.tag is SYNC_FN:
-            self.drained(node)  # sync = torch.cuda.synchronize; sync()
+            self.an.syncs.drained(node)  # sync = torch.cuda.synchronize; sync()
             return NOTHING
         if sync_name(name):
-            self.synced(explicit=True)  # synchronize_func(), sync(): a helper that does
+            self.an.syncs.synced(explicit=True)  # synchronize_func(), sync(): a helper that does
             return NOTHING
         if name[:1].isupper() and not name.isupper():
             return Val(UNKNOWN, tag=INSTANCE)
@@ -360,6 +379,6 @@ class Calls(Methods):
         if host_result_name(func):
             return HOST_OTHER  # a size, a count, a name or text, whatever it was handed
         if device:
-            self.device_work()  # a function handed device values computes with them there
+            self.an.syncs.device_work()  # a function handed device values computes with them there
             return Val(UNKNOWN, ON_DEVICE)
         return NOTHING

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .analyzer import Analyzer
+from .project import Project
 from .proof import Proof
 from .rules import CODES, Finding
+from .state import OPTIMISER
 
 #: A file without any of these cannot hold a finding of any rule: every rule needs a move
 #: (.to/.cuda/.cpu), a device, non_blocking or pin_memory.
@@ -24,12 +26,16 @@ SPACED = re.compile(rb"\.\s*(?:to|cuda|cpu|xpu|mps)\s+\(|\.\s+(?:to|cuda|cpu|xpu
 #: is in use though the moves live in another module (accelerate's prepare, LAVIS's
 #: prepare_sample under torch.cuda.amp.autocast).
 ELSEWHERE = (b"torch.cuda", b"accelerator", b"autocast", b"GradScaler")
+#: ... or, linted with the rest of its project, one that steps an optimiser.
+OPTIMISES = re.compile(OPTIMISER.pattern.encode())
 
 
-def may_match(raw: bytes) -> bool:
-    """Whether any rule could find something in a file of these bytes."""
+def may_match(raw: bytes, project: bool = False) -> bool:
+    """Whether any rule could find something in a file of these bytes (``project``: one of
+    several linted together, whose helpers may move what it trains)."""
     return any(t in raw for t in TRIGGERS) or SPACED.search(raw) is not None or (
-        b"backward" in raw and any(t in raw for t in ELSEWHERE))
+        b"backward" in raw and (project and OPTIMISES.search(raw) is not None or any(
+            t in raw for t in ELSEWHERE)))
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
                   re.IGNORECASE)
 #: Deeply nested generated code (long chains of +) needs more than Python's default depth.
@@ -74,11 +80,12 @@ def noqa_lines(text: str, path: str, result: FileResult) -> dict[int, frozenset[
 
 def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
               raw: bytes | None = None, intended: tuple[str, ...] = (),
-              editable: bool = True) -> FileResult:
+              editable: bool = True, project: Project | None = None) -> FileResult:
     """Lint one file's text; ``raw`` (its bytes), when given, lets a file that cannot match
     any rule skip the analysis after it parsed; ``intended``: the functions (names or
     ``Class.method``, fnmatch patterns) whose host reads are meant (no XB101 in them);
-    ``editable``: False where --fix cannot write the file (a notebook's cells)."""
+    ``editable``: False where --fix cannot write the file (a notebook's cells); ``project``:
+    the files linted with it, whose helpers its calls may run."""
     result = FileResult(path, lines=text.count("\n") + (not text.endswith("\n") and bool(text)))
     try:
         tree = ast.parse(text, filename=path)
@@ -93,13 +100,14 @@ def lint_text(text: str, path: str, codes: frozenset[str] = frozenset(CODES),
         result.problem = (f"{path}: cannot parse: nested too deeply for Python's parser "
                           "(RecursionError) (not linted)")
         return result
-    if not may_match(raw if raw is not None else text.encode("utf-8", "replace")):
+    if not may_match(raw if raw is not None else text.encode("utf-8", "replace"),
+                     project is not None):
         noqa_lines(text, path, result)
         return result
     if sys.getrecursionlimit() < RECURSION_LIMIT:
         sys.setrecursionlimit(RECURSION_LIMIT)
     try:
-        raws = Analyzer(intended=intended, source=text).run(tree)
+        raws = Analyzer(intended, text, project, path).run(tree)
     except RecursionError:
         result.problem = f"{path}: nested too deeply to analyse (not linted)"
         return result

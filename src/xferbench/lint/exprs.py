@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .facts import (
     BOOL_TAG,
@@ -31,20 +31,29 @@ from .facts import (
     UNKNOWN,
     Val,
     dotted,
+    terminal,
 )
+from .part import Part
 from .records import D2h, DictOf, Fac, FnOf
 from .returns import is_host
 from .scopes import joined
 
+if TYPE_CHECKING:
+    from .analyzer import ModulePass
 
-class Exprs:
-    """Expression handlers, mixed into the analyser."""
+
+class Exprs(Part):
+    """Expression handlers."""
+
+    def __init__(self, an: ModulePass) -> None:
+        super().__init__(an)  # after calls, whose handler its dispatch names
+        self.expr_dispatch = self.expr_handlers()
 
     def expr_handlers(self) -> dict[type, Any]:
         return {
             ast.Name: self.e_name, ast.Constant: self.e_constant,
             ast.Attribute: self.e_attribute, ast.Subscript: self.e_subscript,
-            ast.Call: self.ev_call, ast.BinOp: self.e_binop, ast.UnaryOp: self.e_unaryop,
+            ast.Call: self.an.calls.ev_call, ast.BinOp: self.e_binop, ast.UnaryOp: self.e_unaryop,
             ast.BoolOp: self.e_boolop, ast.Compare: self.e_compare, ast.IfExp: self.e_ifexp,
             ast.JoinedStr: self.e_joinedstr, ast.Tuple: self.e_seq, ast.List: self.e_seq,
             ast.Set: self.e_seq, ast.Dict: self.e_dict, ast.ListComp: self.e_comp,
@@ -66,7 +75,7 @@ class Exprs:
     # -- names -----------------------------------------------------------------------------------
 
     def e_name(self, node: ast.Name) -> Val:
-        v = self.lookup(node.id)
+        v = self.an.members.lookup(node.id)
         if v is None:
             # a free name, bound later in the module (or never): a loader only if every
             # assignment of it in the module is a DataLoader without pin_memory
@@ -85,23 +94,26 @@ class Exprs:
     def e_attribute(self, node: ast.Attribute) -> Val:
         key = dotted(node)
         if key is not None:
-            v = self.lookup(key)
+            v = self.an.members.lookup(key)
             if v is not None:
                 if isinstance(v.tag, Fac):
                     v.tag.uses += 1
                 return v
-        if node.attr == "synchronize" and (self.qualname(node) or "").startswith("torch."):
+        if node.attr == "synchronize" and (self.an.names.qualname(node) or "").startswith("torch."):
             return Val(OTHER, tag=SYNC_FN)  # sync = torch.cuda.synchronize
-        if node.attr in LEGACY and (self.qualname(node) or "").startswith("torch.cuda."):
+        if node.attr in LEGACY and (self.an.names.qualname(node) or "").startswith("torch.cuda."):
             return Val(OTHER, tag=CUDA_CTOR)  # Tensor = torch.cuda.FloatTensor
         base = self.ev(node.value)
         attr = node.attr
         if attr in META_ATTRS:
             if attr == "device":
-                if base.where == NOWHERE and self.attribute_device_kind(node.value) == "device":
+                if base.where == NOWHERE and \
+                        self.an.moves.attribute_device_kind(node.value) == "device":
                     return Val(DEVICE_VAL, ON_DEVICE)  # accelerator.device, self.device
                 return Val(DEVICE_VAL, base.where)
             return HOST_OTHER
+        if attr.startswith(("is_", "has_")):
+            return HOST_OTHER  # param.is_tied, batch.has_labels: a flag, a Python bool
         if base.kind in (MODULE, DEVICE_VAL):
             return NOTHING if base.kind == MODULE else HOST_OTHER  # device.type, device.index
         if base.on_device:
@@ -112,16 +124,16 @@ class Exprs:
         if base.where == ON_HOST and base.pin in (PAGEABLE, PAGEABLE_IF) and base.kind == UNKNOWN:
             return base  # a batch's field (batch.input_ids)
         if key is not None and key.startswith("self.") and key.count(".") == 1:
-            return Val(UNKNOWN, NOWHERE, PAGEABLE_IF, self.loader_key(key))
+            return Val(UNKNOWN, NOWHERE, PAGEABLE_IF, self.an.walker.loader_key(key))
         return NOTHING
 
     def e_subscript(self, node: ast.Subscript) -> Val:
         base = self.ev(node.value)
         index = self.ev(node.slice)
-        legacy = self.legacy_read(node, base)
+        legacy = self.an.implicit.legacy_read(node, base)
         if legacy is not None:
             return legacy  # loss.data[0]
-        self.mask_index(node, index)
+        self.an.implicit.mask_index(node, index)
         self.d2h_read(node, base, "indexed")
         if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(
                 node.slice.value, int) and -len(base.items) <= node.slice.value < len(base.items):
@@ -140,17 +152,17 @@ class Exprs:
     def e_binop(self, node: ast.BinOp) -> Val:
         if isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Call):
             right = self.ev(node.right)  # the interval's start, for the clock read in left
-            self.interval_from = dotted(node.right) if right.kind == TIME else None
+            self.st.interval_from = dotted(node.right) if right.kind == TIME else None
             left = self.ev(node.left)
-            self.interval_from = None
+            self.st.interval_from = None
         else:
             left = self.ev(node.left)
             right = self.ev(node.right)
             if isinstance(node.op, ast.Sub) and TIME in (left.kind, right.kind):
-                self.interval(node)
-        if isinstance(node.op, ast.Mod) and self.is_text(node.left, left):
-            self.format_read(node, right)
-            return self.text()
+                self.an.syncs.interval(node)
+        if isinstance(node.op, ast.Mod) and self.an.reads.is_text(node.left, left):
+            self.an.reads.format_read(node, right)
+            return self.an.reads.text()
         out = self.combine(left, right)
         if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and out.on_device and (
                 left.tag is BOOL_TAG or right.tag is BOOL_TAG):
@@ -207,7 +219,7 @@ class Exprs:
         body = self.ev(node.body)
         orelse = self.ev(node.orelse)
         if self.describes_device(body) and self.describes_device(orelse):
-            kinds = {self.device_kind(node.body), self.device_kind(node.orelse)}
+            kinds = {self.an.moves.device_kind(node.body), self.an.moves.device_kind(node.orelse)}
             where = ON_DEVICE if "device" in kinds else ON_HOST if kinds == {"host"} else NOWHERE
             return Val(DEVICE_VAL, where)
         if CUDA_CTOR in (body.tag, orelse.tag):
@@ -227,7 +239,7 @@ class Exprs:
                 self.host_read(part.value, self.ev(part.value), "an f-string")
                 if part.format_spec is not None:
                     self.ev(part.format_spec)
-        return self.text()
+        return self.an.reads.text()
 
     # -- containers ------------------------------------------------------------------------------
 
@@ -258,13 +270,13 @@ class Exprs:
                               else NOTHING))
 
     def e_comp(self, node: Any) -> Val:
-        frame = self.frame
+        frame = self.st.frame
         names = {n.id for g in node.generators for n in ast.walk(g.target)
                  if isinstance(n, ast.Name)}
         saved = {n: frame.env.get(n) for n in names}
-        loop = self.enter_loop(comprehension=True)
+        loop = self.an.walker.enter_loop(comprehension=True)
         for gen in node.generators:
-            self.bind(gen.target, self.element(self.ev(gen.iter)))
+            self.an.walker.bind(gen.target, self.an.walker.element(self.ev(gen.iter)))
             for cond in gen.ifs:
                 self.test(cond)
         if isinstance(node, ast.DictComp):
@@ -276,7 +288,7 @@ class Exprs:
             value = self.ev(node.elt)
             out = Val(SEQ, ON_DEVICE if value.tensorish else NOWHERE,
                       elem=value if value.tensorish or value.kind == TENSOR else NOTHING)
-        self.leave_loop(loop)
+        self.an.walker.leave_loop(loop)
         for n, old in saved.items():
             if old is None:
                 frame.env.pop(n, None)
@@ -285,17 +297,39 @@ class Exprs:
         return out
 
     def e_lambda(self, node: ast.Lambda) -> Val:
-        outer = self.frame
-        frame = self.push("lambda")
+        outer = self.st.frame
+        frame = self.an.walker.push("lambda")
         for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
             frame.env[a.arg] = NOTHING
         body = self.ev(node.body)
-        self.finish_frame(frame, None, outer)
-        return Val(OTHER, tag=FnOf(body))  # lambda t: t.to(device): what its calls give
+        self.an.walker.finish_frame(frame, None, outer)
+        return Val(OTHER, tag=FnOf(body, node))  # lambda t: t.to(device): what its calls give
+
+    def inline(self, node: ast.Call, lam: ast.Lambda, args: list[Val], kws: list[Val]) -> Val:
+        """``transform(x, y, pred, loss)`` where the name holds a lambda: its body walked here,
+        with the call's arguments bound to its parameters; a read in it is reported at the
+        call."""
+        frame, a = self.st.frame, lam.args
+        bound: dict[str, Val] = dict.fromkeys(
+            (p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)), NOTHING)
+        bound.update(zip((p.arg for p in (*a.posonlyargs, *a.args)), args))
+        bound.update({k.arg: v for k, v in zip(node.keywords, kws) if k.arg in bound})
+        saved = {n: frame.env.get(n) for n in bound}
+        frame.env.update(bound)
+        self.st.inlined = (node, terminal(node.func) or "")
+        try:
+            return self.an.exprs.ev(lam.body)
+        finally:
+            self.st.inlined = None
+            for n, old in saved.items():
+                if old is None:
+                    frame.env.pop(n, None)
+                else:
+                    frame.env[n] = old
 
     def e_namedexpr(self, node: ast.NamedExpr) -> Val:
         v = self.ev(node.value)
-        self.bind(node.target, v)
+        self.an.walker.bind(node.target, v)
         return v
 
     def e_await(self, node: ast.Await) -> Val:
@@ -308,7 +342,7 @@ class Exprs:
         return NOTHING
 
     def e_yield(self, node: ast.Yield | ast.YieldFrom) -> Val:
-        self.yielded()
+        self.an.returns.yielded()
         return self.e_parts(node)
 
     def e_starred(self, node: ast.Starred) -> Val:
@@ -332,30 +366,31 @@ class Exprs:
         else:
             self.d2h_read(node, v, "truth-tested")
             if v.kind == TENSOR and v.where == NOWHERE:
-                self.maybe_synced("")  # if torch.isnan(x): a tensor's truth, maybe a device's
+                # if torch.isnan(x): a tensor's truth, maybe a device's
+                self.an.syncs.maybe_synced("")
 
-    def host_read(self, node: ast.AST, v: Val, what: str, at: ast.AST | None = None,
+    def host_read(self, node: ast.expr, v: Val, what: str, at: ast.expr | None = None,
                   strong: bool = False) -> None:
         """``v``'s value is read on the host at ``node``: a synchronisation if it is on the
         device (a finding inside a batch loop), a hazard if it is an unsynchronised copy.
         ``strong``: a read that needs a tensor (.item(), float()); of a value whose place is
         not known it may synchronise, so the timing and copy rules stay quiet after it."""
         if v.tensorish:
-            self.sync_read(at or node, what)
-            self.synced()
+            self.an.sync_read(at or node, what)
+            self.an.syncs.synced()
             return
-        if isinstance(node, ast.Name) and self.frame.loops and v.kind != TIME:
-            self.sync_read(at or node, what, later=node.id)  # the last turn's loss, maybe
+        if isinstance(node, ast.Name) and self.st.frame.loops and v.kind != TIME:
+            self.an.sync_read(at or node, what, later=node.id)  # the last turn's loss, maybe
         self.d2h_read(node, v, "read")
         if strong and v.where != ON_HOST and v.kind in (UNKNOWN, TENSOR, SEQ):
-            self.synced()
+            self.an.syncs.synced()
 
-    def d2h_read(self, node: ast.AST, v: Val, how: str) -> None:
+    def d2h_read(self, node: ast.expr, v: Val, how: str) -> None:
         rec = v.tag
         if isinstance(rec, D2h) and rec.live and (
-                not rec.named or any(r is rec for r in self.frame.d2h.values())):
+                not rec.named or any(r is rec for r in self.st.frame.d2h.values())):
             rec.live = False
-            self.report(node, "XB106", f"{rec.what} is {how} on the host before any "
+            self.an.report(node, "XB106", f"{rec.what} is {how} on the host before any "
                         "synchronise: the non_blocking copy may not have written it yet (read "
                         "stale or partial data); call torch.cuda.synchronize() (or "
                         "torch.accelerator.synchronize(), or an event's synchronize()) first")

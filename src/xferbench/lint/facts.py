@@ -60,6 +60,23 @@ def device_tensor(kind: int = TENSOR) -> Val:
     return Val(kind, ON_DEVICE)
 
 
+def hint_worthy(v: Val) -> bool:
+    """A value that makes a parameter a device value: a tensor or a model's output, not a
+    container holding one among others (a state dict with counters)."""
+    return v.tensorish and v.kind in (TENSOR, UNKNOWN)
+
+
+def device_parameters(args: list[Val], keywords: list[tuple[str | None, Val]]) -> set[object]:
+    """The parameters a call hands device values: positions and keyword names, and
+    ("module", position or name) for a model on the device."""
+    out: set[object] = {i for i, v in enumerate(args) if hint_worthy(v)}
+    out |= {k for k, v in keywords if k is not None and hint_worthy(v)}
+    out |= {("module", i) for i, v in enumerate(args) if v.kind == MODULE and v.on_device}
+    out |= {("module", k) for k, v in keywords if k is not None and v.kind == MODULE and
+            v.on_device}
+    return out
+
+
 # -- torch ---------------------------------------------------------------------------------------
 #: Factories that generate their data on the host unless given ``device=``.
 FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn", "randint",
@@ -122,7 +139,7 @@ MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module",
 #: never inside another name (``get_model_device``, ``model_output``).
 _MODEL = re.compile(r"model(?:\d+|_ema|_engine|_without_ddp)?$|(?:^|_)(?:net|network|encoder|"
                     r"decoder|backbone|classifier|generator|discriminator|critic|actor|policy|"
-                    r"teacher|student|unet|vae)(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
+                    r"teacher|student|unet|vae|predictor)(?:\d+|_ema|_engine|_without_ddp)?$|^net[gd]$")
 _LOSS = re.compile(r"(?:^|_)(?:criterion|loss_fn|loss_func|lossfn|loss_function|"
                    r"loss_fct|criteria)(?:$|_)")
 _OPTIM = re.compile(r"(?:^|_)(?:opt|optim|optimizer|optimiser)s?(?:$|_|\d)")
@@ -166,32 +183,33 @@ _HOST_RESULT = re.compile(r"^(?:get_|compute_|calc_)?(?:num|n|len|size|batch_siz
 
 def host_result_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_HOST_RESULT.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _HOST_RESULT.search(name.lower()) is not None
 
 
 def to_host_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_TO_HOST.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _TO_HOST.search(name.lower()) is not None
 
 
 def mover_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_MOVER.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _MOVER.search(name.lower()) is not None
 
 
 def model_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_MODEL.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _MODEL.search(name.lower()) is not None
 
 
 def loss_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_LOSS.search(name.lower()))  # type: ignore[union-attr]
+    return name is not None and _LOSS.search(name.lower()) is not None
 
 
 def optim_name(node: ast.expr) -> bool:
     name = terminal(node)
-    return bool(name) and bool(_OPTIM.search(name.lower())) and "sched" not in name.lower()
+    return name is not None and _OPTIM.search(name.lower()) is not None and \
+        "sched" not in name.lower()
 
 
 def device_name(name: str) -> bool:

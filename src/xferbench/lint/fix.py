@@ -179,12 +179,12 @@ def _regions(tree: ast.Module, lines: list[str],
         todo += [(c, node) for case in getattr(node, "cases", []) for c in case.body]
     spans: dict[tuple[int, int], list[Finding]] = {}
     for f in fixes:
-        node: ast.stmt | None = owner.get(f.line)
-        while node is not None and not _own_lines(node, lines):
-            node = parent[node]
-        if node is None:
+        stmt: ast.stmt | None = owner.get(f.line)
+        while stmt is not None and not _own_lines(stmt, lines):
+            stmt = parent[stmt]
+        if stmt is None:
             return None
-        spans.setdefault((node.lineno, node.end_lineno or node.lineno), []).append(f)
+        spans.setdefault((stmt.lineno, stmt.end_lineno or stmt.lineno), []).append(f)
     out: list[tuple[int, int, list[Finding]]] = []
     for (first, last), group in sorted(spans.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
         if out and first <= out[-1][1]:  # inside the one before: parsed with it

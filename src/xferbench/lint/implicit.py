@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from .facts import BOOL_TAG, HOST_OTHER, ON_DEVICE, TENSOR, Val, terminal
+from .part import Part
 from .records import Fac
 
 #: Methods and torch functions whose result is a boolean tensor (a mask).
@@ -22,7 +24,7 @@ SIZED = frozenset({"nonzero", "masked_select", "argwhere", "nonzero_static"})
 _SCALAR = re.compile(r"loss|acc|correct|err|nll|kl|norm|total|score|reward")
 
 
-def numpy_random(node: ast.expr, qualname) -> str | None:  # type: ignore[no-untyped-def]
+def numpy_random(node: ast.expr, qualname: Callable[[ast.expr], str | None]) -> str | None:
     """``np.random.normal`` where ``node`` calls numpy's random module, else None."""
     if isinstance(node, ast.Call):
         qual = qualname(node.func) or ""
@@ -31,18 +33,19 @@ def numpy_random(node: ast.expr, qualname) -> str | None:  # type: ignore[no-unt
     return None
 
 
-class Implicit:
-    """Implicit reads and host noise, mixed into the analyser."""
+class Implicit(Part):
+    """Implicit reads and host noise."""
 
     def mask_index(self, node: ast.Subscript, index: Val) -> None:
         """``x[mask]`` with a boolean mask on the device: a nonzero runs inside."""
         if index.tag is BOOL_TAG and index.tensorish:
-            self.host_read(node, index, "boolean-mask indexing `x[mask]` (a nonzero inside)")
+            self.an.exprs.host_read(node, index,
+                                    "boolean-mask indexing `x[mask]` (a nonzero inside)")
 
     def sized(self, node: ast.Call, name: str, v: Val) -> None:
         """``torch.nonzero(t)``, ``t.nonzero()``: the host reads how many there are."""
         if name in SIZED and v.tensorish:
-            self.host_read(node, v, f"`{name}()` (its output's size is read on the host)")
+            self.an.exprs.host_read(node, v, f"`{name}()` (its output's size is read on the host)")
 
     def legacy_read(self, node: ast.Subscript, base: Val) -> Val | None:
         """``loss.data[0]``: before PyTorch 0.4 a Python number, read on the host."""
@@ -54,16 +57,16 @@ class Implicit:
             terminal(value.value.func) if isinstance(value.value, ast.Call) else "") or ""
         if not _SCALAR.search(name.lower()) and name not in ("sum", "mean", "item"):
             return None
-        self.host_read(node, base, "`.data[0]` (the legacy `.item()`)", strong=True)
+        self.an.exprs.host_read(node, base, "`.data[0]` (the legacy `.item()`)", strong=True)
         return HOST_OTHER
 
     def host_noise(self, node: ast.Call) -> Val:
         """``Tensor(np.random.normal(...))`` with a CUDA legacy constructor: host noise
         copied to the device (XB102)."""
         first = node.args[0] if node.args else None
-        qual = numpy_random(first, self.qualname) if first is not None else None
-        if qual is not None:
-            self.report(first, "XB102", self.noise_message(qual, ast.unparse(node.func)))
+        qual = numpy_random(first, self.an.names.qualname) if first is not None else None
+        if first is not None and qual is not None:
+            self.an.report(first, "XB102", self.noise_message(qual, ast.unparse(node.func)))
         return Val(TENSOR, ON_DEVICE)
 
     @staticmethod
@@ -76,5 +79,5 @@ class Implicit:
     def noise_source(self, node: ast.Call) -> Fac | None:
         """``torch.from_numpy(np.random.randn(...))``: a host factory for XB102's move."""
         first = node.args[0] if node.args else None
-        qual = numpy_random(first, self.qualname) if first is not None else None
-        return Fac(node, qual, self.current_loop()) if qual else None
+        qual = numpy_random(first, self.an.names.qualname) if first is not None else None
+        return Fac(node, qual, self.an.walker.current_loop()) if qual else None

@@ -20,39 +20,36 @@ from .facts import (
     model_name,
     optim_name,
 )
+from .part import Part
 from .scopes import Frame, joined
 
 
-class Members:
-    """Class members, mixed into the analyser."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.members: dict[tuple[str, str], Val] = {}  # (class, "self.x") -> what it holds
+class Members(Part):
+    """Class members."""
 
     def lookup(self, key: str) -> Val | None:
         """What ``key`` holds here: in this scope or an enclosing one, else, for
         ``self.<name>`` in a method, what the class's methods bound it to."""
-        frame: Frame | None = self.frame
+        frame: Frame | None = self.st.frame
         while frame is not None:
             v = frame.env.get(key)
             if v is not None:
                 return v
             frame = frame.parent
-        if self.classes and key.startswith("self."):
-            return self.members.get((self.classes[-1], key))
+        if self.st.classes and key.startswith("self."):
+            return self.st.members.get((self.st.classes[-1], key))
         return None
 
     def member_bound(self, key: str, v: Val) -> None:
         """``self.<name> = v`` in a method of the class being walked."""
-        if not self.classes or key.count(".") != 1 or v.where == NOWHERE and not (
+        if not self.st.classes or key.count(".") != 1 or v.where == NOWHERE and not (
                 v.kind in (MODULE, LOADER, OPTIM) or v.tag is INSTANCE):
             return  # what says nothing (a CPU-default device parameter) is not kept
         if optim_name(ast.Name(id=key[5:])):
             v = Val(OPTIM)  # self.opt = optimizers.get(params, ...): an optimiser, no tensor
-        at = (self.classes[-1], key)
-        old = self.members.get(at)
-        self.members[at] = v if old is None else joined(old, v)
+        at = (self.st.classes[-1], key)
+        old = self.st.members.get(at)
+        self.st.members[at] = v if old is None else joined(old, v)
 
     def member_call(self, node: ast.Call, func: ast.Attribute, device: bool) -> Val | None:
         """``self.model(x)``: a forward of a member that is a model (held as one, moved to a
@@ -62,14 +59,14 @@ class Members:
             held.kind == UNKNOWN and held.on_device and model_name(func)))
         if not model and not (held is None and model_name(func)):
             return None
-        self.step_op()
+        self.an.steps.step_op()
         if device or held is not None and held.on_device or held is None and \
                 self.class_moves():
-            self.device_work()
+            self.an.syncs.device_work()
             return Val(UNKNOWN, ON_DEVICE)
         return NOTHING
 
     def class_moves(self) -> bool:
         """Whether the class being walked moves anything to a device."""
-        span = self.class_spans[-1] if self.class_spans else None
-        return span is not None and self.device_evidence(*span)
+        span = self.st.class_spans[-1] if self.st.class_spans else None
+        return span is not None and self.an.names.device_evidence(*span)

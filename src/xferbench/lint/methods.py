@@ -29,6 +29,7 @@ from .facts import (
     UNKNOWN,
     VIEWS,
     Val,
+    device_parameters,
     is_true,
     kwarg,
     model_name,
@@ -37,67 +38,72 @@ from .facts import (
     terminal,
 )
 from .implicit import BOOLEAN
+from .part import Part
 from .records import DictOf, Fac, Pinned
+from .steps import stepped_loss
 from .syncs import data_timer_name, sync_name, timing_name
 
 
-class Methods:
-    """Method-call handlers, mixed into the analyser."""
+class Methods(Part):
+    """Method-call handlers."""
 
     def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
-        recv = self.ev(func.value)
+        recv = self.an.exprs.ev(func.value)
         name = func.attr
-        outer_data, self.data_timer = self.data_timer, self.data_timer or data_timer_name(
+        outer_data, self.st.data_timer = self.st.data_timer, self.st.data_timer or data_timer_name(
             func.value)  # data_time.update(time.time() - end): a data-loading timer
         acting = name == "step" and "env" in (terminal(func.value) or "").lower()
-        outer, self.acting = self.acting, self.acting or acting
-        args = [self.ev(a) for a in node.args]
-        kws = [self.ev(k.value) for k in node.keywords]
-        self.acting, self.data_timer = outer, outer_data
-        self.helped_step(node, [*args, *kws])
+        outer, self.st.acting = self.st.acting, self.st.acting or acting
+        args = [self.an.exprs.ev(a) for a in node.args]
+        kws = [self.an.exprs.ev(k.value) for k in node.keywords]
+        self.st.acting, self.st.data_timer = outer, outer_data
+        self.an.steps.helped_step(node, [*args, *kws])
+        if self.inp.project is not None:
+            self.an.helpers.method(node, func, recv, [*args, *kws])
         if isinstance(func.value, ast.Name) and func.value.id == "self" and \
-                name not in self.functions_seen:
-            held = self.member_call(node, func, any(v.tensorish for v in (*args, *kws)))
+                name not in self.st.functions_seen:
+            held = self.an.members.member_call(node, func, any(v.tensorish for v in (*args, *kws)))
             if held is not None:
                 return held  # self.model(batch): a forward of the model the class holds
         if acting:  # env.step(actions): the actions are needed on the host
             names = {a.id for a in node.args if isinstance(a, ast.Name)}
-            for loop in self.frame.loops:
+            for loop in self.st.frame.loops:
                 loop.env_args |= names
         if name in ("to", "cuda", "xpu", "mps"):
-            return self.move(node, func, recv, dropped)
+            return self.an.moves.move(node, func, recv, dropped)
         if name == "cpu":
             if dropped:
-                self.discarded(node, func, recv)
-            return self.to_host(node, func, recv, False)
+                self.an.moves.discarded(node, func, recv)
+            return self.an.moves.to_host(node, func, recv, False)
         if self.module_like(func.value, recv):
             if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and \
-                    name in self.functions_seen:  # a model's own helper: a call of it
+                    name in self.st.functions_seen:  # a model's own helper: a call of it
                 return self.own_method(node, name, args, kws, recv)
             return self.module_method(name, [*args, *kws], recv)
         if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
-            self.host_read(node, recv, f"`.{name}()`", at=self.method_at(func), strong=True)
+            self.an.exprs.host_read(node, recv, f"`.{name}()`", at=self.method_at(func),
+                                    strong=True)
             return HOST_OTHER
         if name == "pin_memory":
             return Val(recv.kind if recv.kind in (TENSOR, SEQ) else UNKNOWN, ON_HOST, PINNED,
-                       Pinned(self.current_loop()))
+                       Pinned(self.an.walker.current_loop()))
         if name.endswith("backward"):
-            self.step_op("backward")
-            if recv.tensorish or any(a.tensorish for a in args) or self.frame.devicey:
-                self.device_work()
+            self.an.steps.step_op("backward")
+            if recv.tensorish or any(a.tensorish for a in args) or self.st.frame.devicey:
+                self.an.syncs.device_work()
             return NOTHING
-        if self.sink_call(node, func, recv, args, kws):
-            return self.text() if name == "format" else NOTHING
+        if self.an.reads.sink_call(node, func, recv, args, kws):
+            return self.an.reads.text() if name == "format" else NOTHING
         return self.other_method(node, func, recv, args, kws)
 
     def own_method(self, node: ast.Call, name: str, args: list[Val], kws: list[Val],
                    recv: Val) -> Val:
         """``self.run_optimizer(loss)`` in a model's class (one with a forward or a
         compute_loss): what it computes, and a call of that method of the module."""
-        self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
-        self.maybe_synced(name)
+        self.an.steps.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+        self.an.syncs.maybe_synced(name)
         out = self.module_method(name, [*args, *kws], recv)
-        found = self.call_result(name, any(v.tensorish for v in (*args, *kws)))
+        found = self.an.returns.call_result(name, any(v.tensorish for v in (*args, *kws)))
         return out if found is None else found
 
     def other_method(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
@@ -109,36 +115,42 @@ class Methods:
                 recv.kind == OPTIM or optim_name(func.value) or (
                     name == "step" and node.args and optim_name(node.args[0]))):
             if name == "step":  # zero_grad alone is no step: an epoch loop may hold it
-                self.step_op("optimise")
-                if self.frame.devicey:
-                    self.device_work()
+                if args and args[0].tensorish or stepped_loss(node):
+                    self.an.steps.step_op("backward")  # optim.step(loss): a wrapper's backward
+                self.an.steps.step_op("optimise")
+                if self.st.frame.devicey:
+                    self.an.syncs.device_work()
             return NOTHING
         if sync_name(name):
             if name == "synchronize" and self.drains(func.value, recv):
-                self.drained(node)  # the current stream's: the whole queue
+                self.an.syncs.drained(node)  # the current stream's: the whole queue
             else:
-                self.synced(explicit=True)  # an event's, a side stream's, a helper's
+                self.an.syncs.synced(explicit=True)  # an event's, a side stream's, a helper's
             return NOTHING
         if timing_name(func):
-            self.timing_read()  # start.elapsed_time(end), timer.stop()
+            self.an.syncs.timing_read()  # start.elapsed_time(end), timer.stop()
         if name not in META_METHODS:
-            self.frame.fresh_sync = False
+            self.st.frame.fresh_sync = False
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
-            self.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
-            if name in self.functions_seen:
-                self.maybe_synced(name)
-                found = self.call_result(name, any(v.tensorish for v in (*args, *kws)))
-                if found is not None:
-                    return found  # what this method returns: a loss, a host float
+            self.an.steps.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
+            device = any(v.tensorish for v in (*args, *kws))
+            if name in self.st.functions_seen:
+                self.an.syncs.maybe_synced(name)
+                found = self.an.returns.call_result(name, device)
+            else:  # a base class's, in another module of the project
+                found = self.an.helpers.inherited_result(name, device, frozenset(device_parameters(
+                    args, [(k.arg, v) for k, v in zip(node.keywords, kws)])))
+            if found is not None:
+                return found  # what this method returns: a loss, a host float
         if name not in META_METHODS and name not in ("to", "pin_memory", "cuda"):
-            self.d2h_read(node, recv, "read")
-        self.sized(node, name, recv)  # mask.nonzero()
+            self.an.exprs.d2h_read(node, recv, "read")
+        self.an.implicit.sized(node, name, recv)  # mask.nonzero()
         out = self.method_result(name, recv)
         if name in STORES and not recv.on_device and recv.kind != MODULE:
             return out  # meter.update(loss), losses.append(loss): kept, not computed
         if out is NOTHING and recv.where != ON_HOST and any(
                 v.tensorish for v in (*args, *kws)):
-            self.device_work()  # self.criterion(out, y): work queued on the device
+            self.an.syncs.device_work()  # self.criterion(out, y): work queued on the device
             return Val(UNKNOWN, ON_DEVICE)  # diffusion.training_losses(model, x, t)
         return out
 
@@ -168,6 +180,8 @@ class Methods:
     def method_result(self, name: str, recv: Val) -> Val:
         if recv.kind == DEVICE_VAL:
             return HOST_OTHER  # self.device.split(":"): a device (or its name), not a tensor
+        if name.startswith(("is_", "has_")) and name != "is_nonzero":
+            return HOST_OTHER  # placement.is_replicate(): a Python bool
         if name in PARAMETERS and recv.where != ON_HOST and recv.kind not in (TENSOR, SEQ):
             return self.parameters_of(name, recv)  # self.modules.parameters()
         if name in ("items", "values", "keys"):
@@ -183,7 +197,7 @@ class Methods:
             if name in META_METHODS:
                 return HOST_OTHER
             if name not in VIEWS:
-                self.device_work()  # a view (detach, view, reshape) launches nothing
+                self.an.syncs.device_work()  # a view (detach, view, reshape) launches nothing
             mask = BOOL_TAG if name in BOOLEAN or name in VIEWS and recv.tag is BOOL_TAG \
                 else None
             return Val(TENSOR if recv.kind == TENSOR else UNKNOWN, ON_DEVICE, tag=mask)
@@ -211,18 +225,18 @@ class Methods:
             return NOTHING
         device = recv.on_device or any(v.tensorish for v in values)
         if name in ("forward", "generate") or device:
-            self.step_op()
+            self.an.steps.step_op()
         if device:
-            self.device_work()
+            self.an.syncs.device_work()
             return Val(UNKNOWN, ON_DEVICE)
         return NOTHING
 
     @staticmethod
-    def method_at(func: ast.Attribute) -> ast.AST:
+    def method_at(func: ast.Attribute) -> ast.Name:
         """Where a finding about ``x.name(...)`` points: at ``name``."""
         at = ast.Name(id=func.attr)
-        at.lineno, at.end_lineno = func.end_lineno, func.end_lineno  # type: ignore[assignment]
-        at.col_offset = max(func.end_col_offset - len(func.attr), 0)  # type: ignore[operator]
+        at.lineno = at.end_lineno = func.end_lineno or func.lineno
+        at.col_offset = max((func.end_col_offset or func.col_offset) - len(func.attr), 0)
         return at
 
     def module_like(self, node: ast.expr, v: Val) -> bool:

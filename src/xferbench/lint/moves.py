@@ -32,6 +32,7 @@ from .facts import (
     model_name,
     terminal,
 )
+from .part import Part
 from .records import D2h, DictOf, Fac, Fix, Pinned
 
 ACCELERATORS = ("cuda", "mps", "xpu", "hpu", "npu", "xla", "privateuseone", "mtia", "hip",
@@ -65,18 +66,18 @@ def chained(node: ast.expr, target: ast.AST) -> bool:
     return False
 
 
-class Moves:
-    """Move handlers, mixed into the analyser."""
+class Moves(Part):
+    """Move handlers."""
 
     def move(self, node: ast.Call, func: ast.Attribute, recv: Val, dropped: bool) -> Val:
         kind = self.target_kind(node, func.attr)
         nb = is_true(kwarg(node, "non_blocking"))
-        module = self.module_like(func.value, recv) or recv.tag is INSTANCE
+        module = self.an.methods.module_like(func.value, recv) or recv.tag is INSTANCE
         if dropped and not module and not self.discarded(node, func, recv) and \
                 kind == "device" and recv.kind == UNKNOWN:
             key = dotted(func.value)  # ac.to(device): a module or a batch moved in place
             if key is not None:
-                self.bind_key(key, Val(UNKNOWN, ON_DEVICE))
+                self.an.walker.bind_key(key, Val(UNKNOWN, ON_DEVICE))
         if kind == "host":
             return self.to_host(node, func, recv, nb)
         if kind not in ("device", "maybe"):
@@ -84,8 +85,8 @@ class Moves:
         if module:
             self.module_move(node, func)
             key = dotted(func.value)
-            if dropped and kind == "device" and key and not self.frame.loops:
-                self.bind_key(key, Val(MODULE, ON_DEVICE))  # self.model.to(device): moved
+            if dropped and kind == "device" and key and not self.st.frame.loops:
+                self.an.walker.bind_key(key, Val(MODULE, ON_DEVICE))  # self.model.to(device): moved
             return Val(MODULE, ON_DEVICE if kind == "device" else NOWHERE)
         created = self.create_then_move(node, func, recv, dropped)
         if nb and not created:
@@ -96,27 +97,27 @@ class Moves:
         if kind == "maybe":  # to another tensor's device, which may be the host
             return Val(kind_out, NOWHERE)
         if nb and recv.on_device:
-            self.device_work(light=True)  # a copy between devices; from the host, queued
+            self.an.syncs.device_work(light=True)  # a copy between devices; from the host, queued
         elif not nb and recv.where == ON_HOST:
-            self.synced()  # a blocking host-to-device copy waits for the stream
+            self.an.syncs.synced()  # a blocking host-to-device copy waits for the stream
         tag = recv.tag if isinstance(recv.tag, DictOf) else None
         return Val(kind_out, ON_DEVICE, tag=tag, elem=Val(UNKNOWN, ON_DEVICE)
                    if recv.kind == SEQ else None)
 
     def to_host(self, node: ast.Call, func: ast.Attribute, recv: Val, nb: bool) -> Val:
-        if self.module_like(func.value, recv) or recv.tag is INSTANCE:
+        if self.an.methods.module_like(func.value, recv) or recv.tag is INSTANCE:
             return Val(MODULE, ON_HOST)  # model.eval().cpu(): a module moved, nothing read
         kind = TENSOR if recv.kind == TENSOR else UNKNOWN
         if nb:
             if recv.where == ON_HOST:
                 return recv
-            self.device_work()
+            self.an.syncs.device_work()
             what = f"`{ast.unparse(func.value)}.{func.attr}(..., non_blocking=True)`"
             if len(what) > 60:
                 what = f"the `.{func.attr}(..., non_blocking=True)` copy"
             return Val(kind, ON_HOST, PAGEABLE, D2h(node, what))
         call = "`.cpu()`" if func.attr == "cpu" else "`.to('cpu')`"
-        self.host_read(node, recv, call, at=self.method_at(func), strong=True)
+        self.an.exprs.host_read(node, recv, call, at=self.an.methods.method_at(func), strong=True)
         return Val(kind, ON_HOST, PAGEABLE if recv.on_device else recv.pin)
 
     # -- the target ------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ class Moves:
                     return kind
             return "host" if kinds == {"host"} else "unknown"
         if isinstance(node, ast.Call):
-            qual = self.qualname(node.func) or ""
+            qual = self.an.names.qualname(node.func) or ""
             if qual == "torch.device":
                 return self.device_kind(node.args[0]) if node.args else (
                     "device" if kwarg(node, "type") is not None else "unknown")
@@ -166,11 +167,11 @@ class Moves:
         return "unknown"
 
     def named_device_kind(self, node: ast.Name | ast.Attribute) -> str:
-        qual = self.qualname(node)
+        qual = self.an.names.qualname(node)
         if qual is not None and qual.startswith("torch."):
             return "dtype" if qual[6:] in DTYPES else "unknown"
         key = dotted(node)
-        v = self.lookup(key) if key else None
+        v = self.an.members.lookup(key) if key else None
         name = terminal(node) or ""
         if v is not None and v.kind == DEVICE_VAL:
             return {ON_DEVICE: "device", ON_HOST: "host"}.get(v.where, "maybe")
@@ -193,7 +194,7 @@ class Moves:
         while isinstance(head, ast.Attribute):
             head = head.value
         key = dotted(base)
-        v = self.lookup(key) if key else None
+        v = self.an.members.lookup(key) if key else None
         if v is not None and v.where != NOWHERE:
             return "device" if v.where == ON_DEVICE else "host"
         if isinstance(head, ast.Name) and head.id in SETTINGS or (
@@ -214,23 +215,23 @@ class Moves:
         """XB103 where the statement drops a tensor's move; whether it was reported."""
         named = isinstance(func.value, ast.Name) and recv.kind == UNKNOWN and \
             recv.where != ON_HOST and TENSOR_NAME.match(func.value.id) is not None and \
-            func.value.id not in self.not_tensor_names
+            func.value.id not in self.st.not_tensor_names
         if recv.kind != TENSOR and not named:  # a batch, a graph may move in place
             return False
         call = ast.unparse(node)
         fix = None
-        if isinstance(func.value, ast.Name) and self.rebinding_keeps_scope(func.value.id):
+        if isinstance(func.value, ast.Name) and self.an.names.rebinding_keeps_scope(func.value.id):
             fix = Fix(f"{func.value.id} = {call}", node, (("tensor", func.value),))
-        self.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
-                    "not moved in place (a module is); assign it", fix=fix)
+        self.an.report(node, "XB103", f"`{call}` as a statement drops its result: a tensor is "
+                       "not moved in place (a module is); assign it", fix=fix)
         return True
 
     def module_move(self, node: ast.Call, func: ast.Attribute) -> None:
         key = dotted(func.value)
-        if key is None or not self.frame.loops:
+        if key is None or not self.st.frame.loops:
             return
         what = f"`{key}.{func.attr}(...)`"
-        self.candidate("XB104", self.method_at(func),
+        self.an.candidate("XB104", self.an.methods.method_at(func),
                        f"{what} moves a module inside the batch loop: every step walks all "
                        "its parameters and buffers (a no-op that still costs once they are "
                        "there); move it once, before the loop", key)
@@ -245,19 +246,20 @@ class Moves:
             target = self.fix_target(node, func)
             fix = None if text is None or target is None else \
                 Fix(text, node, (("tensor", rec.node), ("device", target)))
-            self.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
+            self.an.report(rec.node, "XB102", self.created_message(rec, func, fix is not None),
                         fix=fix)
             return True
         if chained(func.value, rec.node):  # torch.ones(n).triu(1).to(dev)
-            self.report(rec.node, "XB102", self.created_message(rec, func, False))
+            self.an.report(rec.node, "XB102", self.created_message(rec, func, False))
             return True
-        if isinstance(func.value, ast.Name) and rec.loop is self.current_loop() and not dropped:
+        if isinstance(func.value, ast.Name) and rec.loop is self.an.walker.current_loop() and \
+                not dropped:
             rec.move = node
         return False
 
     def created_message(self, rec: Fac, func: ast.Attribute, fixable: bool) -> str:
         if rec.factory.startswith("numpy."):  # torch.from_numpy(np.random.randn(...)).cuda()
-            return self.noise_message(rec.factory, f".{func.attr}")
+            return self.an.implicit.noise_message(rec.factory, f".{func.attr}")
         text = (f"`torch.{rec.factory}(...)` fills host memory and `.{func.attr}(...)` then "
                 "copies it to the device: pass `device=` to the factory and skip the copy")
         if rec.factory[:1].isupper():  # torch.Tensor(n, m): no device= in a legacy one
@@ -298,30 +300,46 @@ class Moves:
         return named if named is not None else (positional[0] if positional else None)
 
     def from_pageable(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
-        at = self.method_at(func)
-        source = (f"a DataLoader built without pin_memory=True (line {recv.tag})"
-                  if isinstance(recv.tag, int) else "a tensor made without pin_memory")
-        if recv.pin == PAGEABLE:
-            self.report(at, "XB105", self.pageable_message(source))
+        """``.to(dev, non_blocking=True)`` of ``recv``: XB110 where a DataLoader without
+        pin_memory made it (decided at the module's end where a name holds the loader),
+        XB105 where a tensor made without pin_memory is."""
+        at = self.an.methods.method_at(func)
+        if recv.pin == PAGEABLE and isinstance(recv.tag, int):
+            self.st.unpinned.setdefault(recv.tag, []).append(at.lineno)
+        elif recv.pin == PAGEABLE:
+            self.an.report(at, "XB105", "`non_blocking=True` from pageable memory (a tensor "
+                           "made without pin_memory): the host first copies it into a pinned "
+                           "staging buffer itself, so the transfer cannot overlap compute; pin "
+                           "the source (`pin_memory=True`) for an asynchronous copy")
         elif recv.pin == PAGEABLE_IF and isinstance(recv.tag, str):
-            self.candidate("XB105", at, self.pageable_message(
-                "a DataLoader built without pin_memory=True"), recv.tag)
+            self.an.candidate("XB110", at, "", recv.tag)
 
-    @staticmethod
-    def pageable_message(source: str) -> str:
-        return (f"`non_blocking=True` from pageable memory ({source}): the host first copies "
-                "it into a pinned staging buffer itself, so the transfer cannot overlap "
-                "compute; pin the source (DataLoader(pin_memory=True)) for an asynchronous copy")
+    def report_unpinned(self) -> None:
+        """XB110, once per DataLoader built without pin_memory=True whose batches are copied
+        with non_blocking=True, at the loader (where ``pin_memory=True`` goes)."""
+        for line, copies in sorted(self.st.unpinned.items()):
+            node = self.st.loader_calls.get(line)
+            if node is None:
+                continue
+            where = sorted(set(copies))
+            lines = ("line " if len(where) == 1 else "lines ") + ", ".join(
+                map(str, where[:3])) + (" ..." if len(where) > 3 else "")
+            self.an.report(node, "XB110", f"`{ast.unparse(node.func)}(...)` without "
+                           f"`pin_memory=True` feeds `.to(..., non_blocking=True)` at {lines}: "
+                           "from pageable memory that copy is not "
+                           "asynchronous (CUDA stages it in a pinned buffer while the host "
+                           "waits), so it cannot overlap compute; pass `pin_memory=True` (a "
+                           "thread beside the workers pins each batch) and keep `non_blocking`")
 
     def pin_then_copy(self, node: ast.Call, func: ast.Attribute, recv: Val) -> None:
         if recv.pin != PINNED or not isinstance(recv.tag, Pinned):
             return
         pinned_here = isinstance(func.value, ast.Call) and isinstance(
             func.value.func, ast.Attribute) and func.value.func.attr == "pin_memory"
-        loop = self.current_loop()
+        loop = self.an.walker.current_loop()
         if loop is None or not (pinned_here or recv.tag.loop is loop):
             return
-        self.report(self.method_at(func), "XB108",
+        self.an.report(self.an.methods.method_at(func), "XB108",
                     "`.pin_memory()` then `.to(dev, non_blocking=True)` for every batch pins on "
                     "the main thread: slower than a plain `.to(dev)` (the PyTorch tutorial "
                     "measures it); let the DataLoader pin in its worker thread "

@@ -20,11 +20,10 @@ from .facts import (
     Val,
     dotted,
 )
+from .part import Part
+from .state import DEVICE_TOKENS, TRAINS
 from .steps import local_names
 
-#: Code that puts something on a device (tokens of the source, not of its comments alone).
-DEVICE_TOKENS = (".to(", ".cuda(", "device=", "torch.device", "cuda:", "accelerator",
-                 "fabric", ".device", "to_device", "non_blocking")
 #: A device a function is handed: its own lines may then name it only.
 DEVICE_WORD = re.compile(r"\b(?:device|cuda|gpu)\b")
 COMMENT = re.compile(r"#[^\n]*")
@@ -32,8 +31,8 @@ COMMENT = re.compile(r"#[^\n]*")
 MODEL_METHODS = frozenset({"forward", "training_step", "compute_loss"})
 
 
-class Names:
-    """Imports, module classes and parameters, mixed into the analyser."""
+class Names(Part):
+    """Imports, module classes and parameters."""
 
     def prepare(self, tree: ast.Module) -> None:
         """What must be known before the pass: the module's nn.Module subclasses, and its
@@ -45,28 +44,30 @@ class Names:
         for c in classes:
             if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and n.name in MODEL_METHODS for n in c.body):
-                self.module_classes.add(c.name)
+                self.st.module_classes.add(c.name)
         changed = True
         while changed:
             changed = False
             for c in classes:
-                if c.name not in self.module_classes and any(
-                        self.qualname(b) in MODULE_BASES or dotted(b) in self.module_classes
+                if c.name not in self.st.module_classes and any(
+                        self.qualname(b) in MODULE_BASES or dotted(b) in self.st.module_classes
                         for b in c.bases):
-                    self.module_classes.add(c.name)
+                    self.st.module_classes.add(c.name)
                     changed = True
 
     def s_import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
-                    self.imports[a.asname] = a.name
+                    self.st.imports[a.asname] = a.name
                 else:
                     top = a.name.split(".")[0]
-                    self.imports[top] = top
+                    self.st.imports[top] = top
         elif node.module and not node.level:
             for a in node.names:
-                self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+                self.st.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif self.inp.project is not None:
+            self.an.helpers.imported(node)
 
     def qualname(self, node: ast.expr) -> str | None:
         """``th.zeros`` -> "torch.zeros" through the imports; None for a local name."""
@@ -74,7 +75,7 @@ class Names:
         if name is None:
             return None
         head, _, rest = name.partition(".")
-        full = self.imports.get(head)
+        full = self.st.imports.get(head)
         if full is None:
             return None
         return f"{full}.{rest}" if rest else full
@@ -86,7 +87,7 @@ class Names:
         if v is NOTHING and default is not None and (
                 isinstance(default, ast.Constant) and isinstance(default.value, str)
                 or isinstance(default, ast.Call) and self.qualname(default.func) == "torch.device"):
-            kind = self.device_kind(default)
+            kind = self.an.moves.device_kind(default)
             if kind == "device":
                 return Val(DEVICE_VAL, ON_DEVICE)
             if kind in ("host", "maybe"):
@@ -96,7 +97,7 @@ class Names:
     def hinted(self, name: str, positional: list[ast.arg], vals: dict[str, Val]) -> bool:
         """A previous pass saw ``name`` called with device values (or models on the device)
         for these parameters: they hold them now; whether any did."""
-        hints = self.hints.get(name)
+        hints = self.inp.hints.get(name)
         if not hints:
             return False
         for i, a in enumerate(positional):
@@ -128,23 +129,26 @@ class Names:
     def device_evidence(self, first: int, last: int | None, named: bool = False) -> bool:
         """Whether lines ``first``..``last`` of the source move anything to a device (a
         loss backward() is called on is taken to be on the device only there: a script
-        that trains on the CPU reads its loss for free); ``named``: a function's lines,
-        where a ``device`` it is handed counts too."""
+        that trains on the CPU reads its loss for free), or, in a project, the module or one
+        it imports from the project does; ``named``: a function's lines, where a ``device``
+        it is handed counts too."""
         key = (first, last or first)
-        if key not in self.evidence:
-            lines = self.source_lines[first - 1:last] if self.source_lines else []
+        if key not in self.st.evidence:
+            lines = self.st.source_lines[first - 1:last] if self.st.source_lines else []
             text = "\n".join(lines)
-            self.evidence[key] = self.source is None or any(t in text for t in DEVICE_TOKENS) \
-                or named and DEVICE_WORD.search(COMMENT.sub("", text)) is not None
-        return self.evidence[key]
+            self.st.evidence[key] = self.inp.source is None or any(
+                t in text for t in DEVICE_TOKENS) or named and DEVICE_WORD.search(
+                COMMENT.sub("", text)) is not None or self.inp.project is not None and \
+                self.inp.project.moves_near(self.inp.path)
+        return self.st.evidence[key]
 
-    def mentions_backward(self, node: ast.AST) -> bool:
+    def mentions_backward(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Whether the function's lines hold the word (a backward needs it)."""
-        lines = self.source_lines
+        lines = self.st.source_lines
         if not lines:
             return True
-        first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        return any("backward" in line for line in lines[first - 1:last])
+        first, last = node.lineno, node.end_lineno or node.lineno
+        return any(TRAINS.search(line) for line in lines[first - 1:last])
 
     def rebinding_keeps_scope(self, name: str) -> bool:
         """Whether ``name = ...`` here binds the name this scope already reads as ``name``
@@ -152,7 +156,7 @@ class Names:
         keeps every other use of ``t`` meaning what it meant. Inside a function whose ``t``
         is a global or a closure's variable, the assignment would make it a local (an
         UnboundLocalError above it), so --fix leaves it."""
-        frame = self.frame
+        frame = self.st.frame
         if frame.kind == "module":
             return True
         if frame.kind != "function" or frame.node is None:
@@ -160,5 +164,5 @@ class Names:
         return name in local_names(frame.node)
 
     def qualified_function(self) -> str | None:
-        name = self.function_name()
-        return f"{self.classes[-1]}.{name}" if name and self.classes else name
+        name = self.an.steps.function_name()
+        return f"{self.st.classes[-1]}.{name}" if name and self.st.classes else name

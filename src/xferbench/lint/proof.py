@@ -78,7 +78,8 @@ class Proof:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.parents: dict[ast.AST, ast.AST] = {}
-        nodes, todo = [], [tree]
+        nodes: list[ast.AST] = []
+        todo: list[ast.AST] = [tree]
         while todo:  # one pass over the tree: each node's parent, and the nodes
             node = todo.pop()
             nodes.append(node)
@@ -207,9 +208,9 @@ class Proof:
                 a = scope.args
                 for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs):
                     table.setdefault(arg.arg, []).append(("param", arg))
-                for arg in (a.vararg, a.kwarg):
-                    if arg is not None:
-                        table.setdefault(arg.arg, []).append(("other", arg))
+                for rest in (a.vararg, a.kwarg):
+                    if rest is not None:
+                        table.setdefault(rest.arg, []).append(("other", rest))
             for name, kind, binding in bindings(scope):
                 table.setdefault(name, []).append((kind, binding))
             if isinstance(scope, ast.Module) and self.star:

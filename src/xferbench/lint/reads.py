@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from .facts import HOST_OTHER, OTHER, SEQ, TEXT, Val, terminal
+from .part import Part
 from .records import DictOf
 
 #: Methods of a progress bar or a writer that format the values given them.
@@ -21,8 +22,8 @@ LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical"
 DICT_LOGS = frozenset({"log", "log_dict", "log_metrics"})
 
 
-class Reads:
-    """Formatting reads, mixed into the analyser."""
+class Reads(Part):
+    """Formatting reads."""
 
     def is_text(self, node: ast.expr, v: Val | None = None) -> bool:
         """Whether ``node`` (valued ``v``) is a string, as far as the analysis can tell."""
@@ -49,7 +50,7 @@ class Reads:
             values = [right] * len(parts)
         for part, v in zip(parts, values):
             if isinstance(part, ast.Starred) or v.tensorish:
-                self.host_read(part, right if isinstance(part, ast.Starred) else v,
+                self.an.exprs.host_read(part, right if isinstance(part, ast.Starred) else v,
                                "`%` formatting", at=node)
 
     def sink_call(self, node: ast.Call, func: ast.Attribute, recv: Val, args: list[Val],
@@ -76,12 +77,12 @@ class Reads:
             return False
         for v in values:
             if v.tensorish:
-                self.host_read(node, v, what)
+                self.an.exprs.host_read(node, v, what)
                 break
         return True
 
     def math_read(self, node: ast.Call, qual: str, args: list[Val]) -> Val:
         """``math.isnan(t)``, ``math.exp(t)``: the tensor converted to a float on the host."""
         for v in args[:1]:
-            self.host_read(node, v, f"`{qual}()`", strong=True)
+            self.an.exprs.host_read(node, v, f"`{qual}()`", strong=True)
         return HOST_OTHER

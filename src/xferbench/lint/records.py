@@ -23,7 +23,7 @@ class D2h:
 
     __slots__ = ("node", "what", "live", "named")
 
-    def __init__(self, node: ast.AST, what: str) -> None:
+    def __init__(self, node: ast.expr, what: str) -> None:
         self.node, self.what, self.live = node, what, True
         self.named = False  # held in a name: pending only while the scope says so
 
@@ -47,12 +47,12 @@ class DictOf:
 
 
 class FnOf:
-    """A function (a lambda) whose calls give ``value``."""
+    """A function (a lambda, ``node``) whose calls give ``value``."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "node")
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self, value: Any, node: Any = None) -> None:
+        self.value, self.node = value, node
 
 
 class Fix(str):
@@ -64,10 +64,10 @@ class Fix(str):
     span: tuple[int, int, int, int]
     needs: tuple[tuple[str, ast.expr], ...]
 
-    def __new__(cls, text: str, node: ast.AST,
+    def __new__(cls, text: str, node: ast.expr,
                 needs: tuple[tuple[str, ast.expr], ...] = ()) -> Fix:
         self = super().__new__(cls, text)
         self.needs = needs
-        self.span = (node.lineno, node.col_offset,  # type: ignore[attr-defined]
-                     node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        self.span = (node.lineno, node.col_offset, node.end_lineno or node.lineno,
+                     node.end_col_offset or node.col_offset)
         return self

@@ -97,10 +97,10 @@ def _rule(r: Any) -> dict[str, Any]:
                            "priced": r.price_key is not None, "fixable": r.fixable}}
 
 
-def _fix(f: Finding) -> dict[str, Any]:
-    """SARIF's fix: the region --fix replaces and the text it puts there (code scanning
+def _fix(f: Finding, region: tuple[int, int, int, int]) -> dict[str, Any]:
+    """SARIF's fix: the ``region`` --fix replaces and the text it puts there (code scanning
     shows it as a suggested change)."""
-    line, col, end_line, end_col = f.fix_region  # type: ignore[misc]
+    line, col, end_line, end_col = region
     return {"description": {"text": f"xferbench lint --fix: {f.fix}"},
             "artifactChanges": [{
                 "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
@@ -128,7 +128,7 @@ def as_sarif(findings: list[Finding], notes: list[str]) -> str:
         if properties:
             result["properties"] = properties
         if f.fix is not None and f.fix_region is not None:
-            result["fixes"] = [_fix(f)]
+            result["fixes"] = [_fix(f, f.fix_region)]
         results.append(result)
     run = {
         "tool": {"driver": {"name": "xferbench lint", "version": __version__,

@@ -6,6 +6,8 @@ the pass before, and a summary that changed for such a call walks the module aga
 
 from __future__ import annotations
 
+import ast
+
 from .facts import (
     DEVICE_VAL,
     HOST_OTHER,
@@ -22,7 +24,9 @@ from .facts import (
     UNKNOWN,
     Val,
 )
+from .part import Part
 from .records import DictOf
+from .scopes import Frame
 
 #: Kinds a summary keeps as they are where every return agrees (a model built and moved).
 KEPT = (MODULE, LOADER, OPTIM, DEVICE_VAL)
@@ -52,10 +56,11 @@ def summarise(vals: list[Val]) -> Val | None:
     first = vals[0]
     if first.kind in KEPT and all((v.kind, v.where) == (first.kind, first.where) for v in vals):
         return Val(first.kind, first.where)
-    sizes = {len(v.items) if v.kind == SEQ and v.items is not None else -1 for v in vals}
+    tuples = [v.items if v.kind == SEQ else None for v in vals]
+    sizes = {-1 if t is None else len(t) for t in tuples}
     items = None
-    if len(sizes) == 1 and min(sizes) > 0:
-        parts = [summarise([v.items[p] for v in vals]) for p in range(min(sizes))]  # type: ignore[index]
+    if len(sizes) == 1 and min(sizes) > 0:  # every return a tuple of one size
+        parts = [summarise([t[p] for t in tuples if t is not None]) for p in range(min(sizes))]
         items = tuple(NOTHING if p is None else p for p in parts)
     if all(is_host(v) for v in vals):
         if items is not None:
@@ -90,24 +95,19 @@ def signature(v: Val | None) -> tuple | None:
     return (v.kind, v.where, items, isinstance(v.tag, DictOf))
 
 
-class Returns:
-    """Return summaries, mixed into the analyser."""
+class Returns(Part):
+    """Return summaries."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.summaries: dict[str, Val] = {}  # functions walked in this pass
-        self.prior_summaries: dict[str, Val] = {}  # the pass before's
-
-    def returned(self, node, v: Val) -> None:  # type: ignore[no-untyped-def]
+    def returned(self, node: ast.expr, v: Val) -> None:
         """``return <node>`` giving ``v``."""
-        self.d2h_read(node, v, "returned")  # type: ignore[attr-defined]
-        returns = self.frame.returns  # type: ignore[attr-defined]
+        self.an.exprs.d2h_read(node, v, "returned")
+        returns = self.st.frame.returns
         if returns is not None:
             returns.append(v)
 
     def yielded(self) -> None:
         """A generator: its calls give what it yields, not a summary of its returns."""
-        frame = self.frame  # type: ignore[attr-defined]
+        frame: Frame | None = self.st.frame
         while frame is not None and frame.kind not in ("function", "lambda"):
             frame = frame.parent
         if frame is not None:
@@ -117,15 +117,15 @@ class Returns:
         summary = summarise(returns) if returns else None
         if summary is None:
             return
-        old = self.summaries.get(name)  # two classes' methods of one name
-        self.summaries[name] = summary if old is None else (
+        old = self.st.summaries.get(name)  # two classes' methods of one name
+        self.st.summaries[name] = summary if old is None else (
             summarise([old, summary]) or Val(UNKNOWN, ON_DEVICE if is_device(old) or
                                              is_device(summary) else NOWHERE))
 
     def summary_of(self, key: str) -> Val | None:
-        if key in self.walked:  # type: ignore[attr-defined]
-            return self.summaries.get(key)
-        return self.prior_summaries.get(key)
+        if key in self.st.walked:
+            return self.st.summaries.get(key)
+        return self.inp.prior_summaries.get(key)
 
     def call_result(self, key: str, device: bool) -> Val | None:
         """What a call of the module's function ``key`` gives (``device``: it was handed
@@ -140,6 +140,6 @@ class Returns:
     def summaries_changed(self) -> bool:
         """Whether a function called before it was walked returns other than the pass
         before said."""
-        return any(signature(self.summaries.get(k)) != signature(self.prior_summaries.get(k))
-                   for k in self.forward_calls)  # type: ignore[attr-defined]
+        return any(signature(self.st.summaries.get(k)) != signature(self.inp.prior_summaries.get(k))
+                   for k in self.st.forward_calls)
 

@@ -38,8 +38,8 @@ RULES: tuple[Rule, ...] = (
          "model.to(dev) or model.cuda() on a module inside the batch loop",
          "model_move_in_loop"),
     Rule("XB105", "non-blocking-from-pageable", "info",
-         ".to(dev, non_blocking=True) from memory that is provably pageable (a DataLoader "
-         "without pin_memory=True, a tensor made without pin_memory)", "pinned_vs_pageable"),
+         ".to(dev, non_blocking=True) from a tensor provably made in pageable memory (without "
+         "pin_memory)", "pinned_vs_pageable"),
     Rule("XB106", "read-before-sync", "error",
          "the result of .to('cpu', non_blocking=True) read on the host before any "
          "synchronise"),
@@ -53,6 +53,10 @@ RULES: tuple[Rule, ...] = (
          "an explicit synchronise (torch.cuda.synchronize(), torch.accelerator.synchronize(), "
          "the current stream's) every training step that no timer reads the clock after: a "
          "full drain of the device", "sync_per_step"),
+    Rule("XB110", "loader-not-pinned", "warning",
+         "a DataLoader built without pin_memory=True whose batches are copied with "
+         ".to(dev, non_blocking=True): from pageable memory that copy is not asynchronous",
+         "pinned_prefetch"),
 )
 BY_CODE = {r.code: r for r in RULES}
 CODES = tuple(BY_CODE)

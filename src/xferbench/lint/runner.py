@@ -15,6 +15,7 @@ from .engine import FileResult, lint_text
 from .files import Pattern, Unreadable, discover, read_source
 from .fix import Changed, fix_source, parses, stamp, write_fixed
 from .notebooks import lint_notebook
+from .project import Project
 from .rules import CODES, Finding
 
 #: Below this many files one process is faster than starting workers.
@@ -48,26 +49,28 @@ def collector_paused() -> Iterator[None]:
 
 
 def lint_file(path: str, codes: frozenset[str] = frozenset(CODES),
-              intended: tuple[str, ...] = ()) -> FileResult:
+              intended: tuple[str, ...] = (), project: Project | None = None) -> FileResult:
     with collector_paused():
-        return _lint_file(path, codes, intended)
+        return _lint_file(path, codes, intended, project)
 
 
-def _lint_file(path: str, codes: frozenset[str], intended: tuple[str, ...]) -> FileResult:
+def _lint_file(path: str, codes: frozenset[str], intended: tuple[str, ...],
+               project: Project | None = None) -> FileResult:
     if path.endswith(".ipynb"):
         return lint_notebook(path, codes, intended)
     try:
         text, raw = read_source(path)
     except Unreadable as exc:
         return FileResult(path, problem=str(exc))
-    result = lint_text(text, path, codes, raw, intended)
+    result = lint_text(text, path, codes, raw, intended, project=project)
     result.digest = hashlib.sha256(raw).hexdigest()
     return result
 
 
-def _chunk(args: tuple[list[str], frozenset[str], tuple[str, ...]]) -> list[FileResult]:
-    paths, codes, intended = args
-    return [lint_file(p, codes, intended) for p in paths]
+def _chunk(args: tuple[list[str], frozenset[str], tuple[str, ...], Project | None]
+           ) -> list[FileResult]:
+    paths, codes, intended, project = args
+    return [lint_file(p, codes, intended, project) for p in paths]
 
 
 def jobs_default() -> int:
@@ -78,14 +81,16 @@ def jobs_default() -> int:
 
 
 def lint_files(paths: list[str], codes: frozenset[str], jobs: int,
-               intended: tuple[str, ...] = ()) -> Iterable[FileResult]:
-    """Each file's result, in the order of ``paths``."""
+               intended: tuple[str, ...] = (), project: Project | None = None
+               ) -> Iterable[FileResult]:
+    """Each file's result, in the order of ``paths`` (``project``: the files linted together,
+    whose helpers a call in one may run)."""
     if jobs <= 1 or len(paths) < PARALLEL_FROM:
-        yield from (lint_file(p, codes, intended) for p in paths)
+        yield from (lint_file(p, codes, intended, project) for p in paths)
         return
     # many small chunks, dealt round-robin: big and small files spread over the workers
     count = jobs * 8
-    chunks = [(paths[i::count], codes, intended) for i in range(count)]
+    chunks = [(paths[i::count], codes, intended, project) for i in range(count)]
     order = {p: i for i, p in enumerate(paths)}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         results = [r for part in pool.map(_chunk, chunks) for r in part]
@@ -108,7 +113,8 @@ def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, job
     found = discover(paths, excludes, gitignore)
     out = LintRun(problems=list(found.problems), missing=list(found.missing),
                   files=len(found.files))
-    for result in lint_files(found.files, codes, jobs or jobs_default(), intended):
+    project = Project.of(found.files, intended)
+    for result in lint_files(found.files, codes, jobs or jobs_default(), intended, project):
         if fix and any(f.fix for f in result.findings):
             if result.path.endswith(".ipynb"):
                 out.warnings.append(f"{result.path}: --fix leaves notebooks as they are (a "
@@ -116,7 +122,7 @@ def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, job
                                     "the findings name in the notebook")
             else:
                 with collector_paused():
-                    result = _fix(result, codes, out, intended)
+                    result = _fix(result, codes, out, intended, project)
         if result.problem is not None:
             out.problems.append(result.problem)
             continue
@@ -129,7 +135,7 @@ def run(paths: list[str], codes: frozenset[str], excludes: list[Pattern], *, job
 
 
 def _fix(result: FileResult, codes: frozenset[str], out: LintRun,
-         intended: tuple[str, ...] = ()) -> FileResult:
+         intended: tuple[str, ...] = (), project: Project | None = None) -> FileResult:
     """Rewrite one file's fixable findings; what it returns is the file linted again. The
     findings fixed are those of the bytes read here (linted again where they changed since),
     and the file is written only if it still holds them just before (an edit saved
@@ -138,7 +144,7 @@ def _fix(result: FileResult, codes: frozenset[str], out: LintRun,
     seen = stamp(path)
     text, raw = read_source(path)
     current = result if hashlib.sha256(raw).hexdigest() == result.digest else \
-        lint_text(text, path, codes, raw, intended)
+        lint_text(text, path, codes, raw, intended, project=project)
     try:
         new = fix_source(raw, current.findings)
     except (RecursionError, MemoryError) as exc:  # LibCST's parser on very deep nesting
@@ -155,7 +161,7 @@ def _fix(result: FileResult, codes: frozenset[str], out: LintRun,
     except Changed as exc:
         out.warnings.append(str(exc))
         return result
-    again = lint_file(path, codes, intended)
+    again = lint_file(path, codes, intended, project)
     before = sum(1 for f in result.findings if f.fix)
     after = sum(1 for f in again.findings if f.fix)
     out.fixed[path] = max(before - after, 0)

@@ -6,9 +6,9 @@ two branches of an ``if`` left in a name."""
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from .facts import NONE, NOTHING, ON_DEVICE, ON_HOST, TENSOR, UNKNOWN, Val
+from .records import D2h, Fac
 
 
 class Loop:
@@ -28,7 +28,7 @@ class Loop:
         self.inner_train = False  # a loop nested in it trains (micro-batches, turns)
         self.carried: list[tuple[str, tuple]] = []  # reads of a name before the body binds
         # it: the last iteration's value (a candidate if that is a device tensor)
-        self.clocks: list[tuple[ast.AST, str]] = []  # clock reads ending intervals begun
+        self.clocks: list[tuple[ast.expr, str | None]] = []  # clock reads ending intervals begun
         # before it (and the interval's start), decided when the loop ends
 
 
@@ -48,24 +48,24 @@ class Frame:
         self.guards: list[int] = []  # len(loops) when each `if x % n` guard was entered
         self.step = False  # a step op outside any loop: a call of this function runs it
         self.calls: set[str] = set()
-        self.d2h: dict[str, ast.AST] = {}  # names holding an unsynchronised D2H copy
+        self.d2h: dict[str, D2h] = {}  # names holding an unsynchronised D2H copy
         self.clock = False  # a clock was read into a name: an interval may end
         self.work = False  # device work queued since the last synchronise
         self.devicey = False  # device work seen in this scope at all
-        self.defs: list[Any] = []  # factory results held in names (create-then-move)
+        self.defs: list[Fac] = []  # factory results held in names (create-then-move)
         self.module_class = False  # a class body of an nn.Module subclass
         self.journals: list[dict[str, Val | None]] = []  # per open branch: values before it
         self.attrs: dict[str, set[str]] = {}  # name -> its attribute keys bound ("x.grad")
         self.backward = False  # a backward outside any loop
         self.backward_any = False  # a backward anywhere in it, its loops too
-        self.pending_clocks: dict[str, ast.AST] = {}  # t1 = clock() with work queued before
+        self.pending_clocks: dict[str, ast.expr] = {}  # t1 = clock() with work queued before
         self.optimise = False  # an optimiser step outside any loop
         self.epoch_calls: set[str] | None = None  # a loop over data in it steps the optimiser
         # (set(): itself; else the functions such a loop calls, one of which may step it)
         self.fresh_sync = False  # an explicit synchronise, nothing queued since
         self.lossy: dict[str, list[tuple[int, int]]] = {}  # the losses backward() is called
         # on, with the lines where binding them binds that loss
-        self.node: ast.AST | None = None  # the function's def
+        self.node: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # the function's def
         self.nested: set[str] = set()  # the functions defined in it (keyed outer.inner)
         self.returns: list[Val] | None = []  # what its returns gave (None: a generator)
         self.heavy = False  # computation queued since the last synchronise (not a setup's)

@@ -11,7 +11,9 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .facts import MODULE, OPTIM, TENSOR, UNKNOWN, optim_name, purpose, terminal
+from .facts import OPTIM, Val, device_parameters, optim_name, purpose, terminal
+from .operands import factors
+from .part import Part
 from .scopes import Frame, Loop
 
 #: A function's per-step kind: a call of it runs every step ("step") or on some steps ("info").
@@ -43,6 +45,10 @@ class LoopCall:
     guards: tuple[int, ...]
 
 
+#: Assignments followed back from a loss to the names it is computed from.
+DEPTH = 4
+
+
 def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
     """The names a function calls backward() on (``loss.backward()``, ``(loss / n).backward()``,
     ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``), and the operands those
@@ -52,7 +58,8 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
     reused for a host value elsewhere in the function is not taken for it)."""
     spans: dict[str, list[tuple[int, int]]] = {}
     assigns: list[tuple[str, ast.expr]] = []
-    todo: list[tuple[ast.AST, ast.AST | None]] = [(stmt, None) for stmt in body]
+    todo: list[tuple[ast.AST, ast.For | ast.AsyncFor | ast.While | None]] = [
+        (stmt, None) for stmt in body]
     while todo:
         node, loop = todo.pop()
         if isinstance(node, SCOPES):
@@ -66,21 +73,21 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
                 first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
                 if isinstance(first, ast.Name):
                     assigns.append((first.id, node.value))
-        helped = helper_losses(node) if isinstance(node, ast.Call) else ()
-        if helped:  # loss_scaler(loss, optimizer): the backward runs inside
-            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
-                else (0, node.lineno)
-            for root in helped:
-                spans.setdefault(root, []).append(span)
-        if isinstance(node, ast.Call) and BACKWARD.match(terminal(node.func) or ""):
+        if not isinstance(node, ast.Call):
+            continue
+        span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
+            else (0, node.lineno)
+        for root in helper_losses(node):  # loss_scaler(loss, optimizer): the backward inside
+            spans.setdefault(root, []).append(span)
+        if BACKWARD.match(terminal(node.func) or ""):
             # loss.backward(); accelerator.backward(loss), backwards(loss, opt): the argument
             target = node.args[0] if node.args else (
                 node.func.value if isinstance(node.func, ast.Attribute) else None)
-            span = (loop.lineno, loop.end_lineno or loop.lineno) if loop is not None \
-                else (0, node.lineno)
             for root in _roots(target):  # (policy_loss + entropy_loss + value_loss): each
                 spans.setdefault(root, []).append(span)
-    for _ in range(2):
+        elif stepped_loss(node):  # optim.step(loss): a wrapper's backward
+            spans.setdefault(stepped_loss(node) or "", []).append(span)
+    for _ in range(DEPTH):
         more = {n: spans[t] for t, value in assigns if t in spans for n in factors(t, value)
                 if n not in spans}
         if not more:
@@ -89,40 +96,15 @@ def lossy_names(body: list[ast.stmt]) -> dict[str, list[tuple[int, int]]]:
     return spans
 
 
-def factors(target: str, value: ast.expr) -> set[str]:
-    """The operands a loss ``target`` is computed from, less its weights: in ``loss = loss *
-    warm_up`` the loss itself, in ``loss = ce * alpha`` the term, not the weight."""
-    names = operands(value)
-    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.MatMult)) and \
-            target in names:
-        return {target}
-    return {n for n in names if not _WEIGHT.search(n.lower())}
-
-
-#: A loss term's weight: a host number the loss is scaled by.
-_WEIGHT = re.compile(r"(?:^|_)(?:w|weight|weights|scale|coef|coeff|lam|lambda|lambd|alpha|"
-                     r"beta|factor|ratio|warm_?up|temperature|temp|mult|multiplier|lr|decay)"
-                     r"(?:$|_|\d)")
-
-
-def operands(expr: ast.expr) -> set[str]:
-    """The plain names ``expr`` computes with: a call's arguments, an operator's operands (not
-    a called name, an attribute's object or an index)."""
-    if isinstance(expr, ast.Name):
-        return {expr.id}
-    if isinstance(expr, ast.BinOp):
-        if isinstance(expr.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)):
-            return operands(expr.left)  # loss / accum_steps: the divisor is a count
-        return operands(expr.left) | operands(expr.right)
-    if isinstance(expr, ast.UnaryOp):
-        return operands(expr.operand)
-    if isinstance(expr, ast.Subscript):
-        return operands(expr.value)  # outputs["loss"]
-    if isinstance(expr, ast.Call) and _LOSSY_CALL.search((terminal(expr.func) or "").lower()) \
-            and "forward" not in (terminal(expr.func) or ""):  # a model's inputs may be text
-        return {n for a in expr.args for n in operands(a)} | {
-            n for k in expr.keywords for n in operands(k.value)}
-    return set()
+def stepped_loss(node: ast.Call) -> str | None:
+    """The loss ``optim.step(loss)`` hands an optimiser (a wrapper that runs the backward too),
+    else None."""
+    func, first = node.func, node.args[0] if node.args else None
+    name = terminal(first) if first is not None else None
+    if isinstance(func, ast.Attribute) and func.attr == "step" and optim_name(func.value) and \
+            name is not None and "loss" in name.lower():
+        return name
+    return None
 
 
 #: Helpers handed an optimiser that do no step: schedules, checkpoints, setup, clipping.
@@ -132,6 +114,11 @@ _NOT_STEP = re.compile(r"sched|lr|learning_rate|warmup|epoch|save|checkpoint|loa
                        r"instantiate|smart")
 #: ... and names of a helper that runs a training step with it.
 _STEP_NAME = re.compile(r"step|update|train|backward|optimi[sz]e(?:$|_)|learn|fit_batch")
+
+
+def step_name(name: str) -> bool:
+    """Whether a helper's name says it runs a training step (``train_step``, ``update``)."""
+    return bool(_STEP_NAME.search(name.lower()))
 
 
 def helper_step(node: ast.Call, optimiser: list[bool]) -> bool:
@@ -162,11 +149,6 @@ _OPTIM_ARG = re.compile(r"(?:^|_)(?:optim|optimizer|optimiser)s?(?:$|_|\d)|^opt_
 
 #: backward(), backwards(), _backward(): the calls that run a backward on their argument.
 BACKWARD = re.compile(r"^_*(?:backward|backwards|do_backward|run_backward)$")
-#: Functions that compute a loss from tensors: their arguments are tensors too.
-_LOSSY_CALL = re.compile(r"loss|criterion|entropy|mse|nll|kl_div|divergence|hinge|bce|"
-                         r"l1|smooth|focal|dice|triplet|contrastive|margin")
-
-
 #: Names of what a loop over data iterates: a loader, batches, an iterator of them.
 _DATA = re.compile(r"(?:^|_)(?:loader|dataloader|dl|iterator|iter|batches|batch_group|"
                    r"batch_generator|batch_iterator|dataset|data_iter|data)(?:$|_)|_loader$|"
@@ -236,21 +218,15 @@ def _roots(expr: ast.expr | None, first: bool = True) -> set[str]:
     return set()
 
 
-class Steps:
-    """Step bookkeeping and the end-of-module resolution, mixed into the analyser."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.facts: dict[str, Facts] = {}
-        self.sites: list[LoopCall] = []
-        self.found_hints: dict[str, set[int | str]] = {}  # callee -> device parameters
+class Steps(Part):
+    """Step bookkeeping and the end-of-module resolution."""
 
     def step_op(self, kind: str = "forward") -> None:
         """A forward, a backward or an optimiser step runs here."""
-        if kind == "backward" and not self.may_optimise:  # type: ignore[attr-defined]
+        if kind == "backward" and not self.inp.may_optimise:
             kind = "forward"  # gradients no optimiser consumes: no training step
-        frame = self.frame
-        loop = self.step_loop(frame)
+        frame = self.st.frame
+        loop = self.an.step_loop(frame)
         frame.heavy = True
         frame.backward_any = frame.backward_any or kind == "backward"
         if loop is not None:
@@ -271,39 +247,29 @@ class Steps:
         optimiser = [v.kind == OPTIM or optim_name(a) and terminal(a) not in ("opt", "opts")
                      for a, v in zip(args, values)]
         callee = terminal(node.func) or ""
-        if any(optimiser) and callee not in self.functions_seen and \
+        if any(optimiser) and callee not in self.st.functions_seen and \
                 helper_step(node, optimiser):  # the module's own functions are walked
             self.step_op("backward")
             self.step_op("optimise")
 
-    def note_call(self, name: str, args: list | None = None,
-                  keywords: list[tuple[str | None, object]] | None = None) -> None:
+    def note_call(self, name: str, args: list[Val] | None = None,
+                  keywords: list[tuple[str | None, Val]] | None = None) -> None:
         """A call of ``name``, which may be a function of this module; ``args`` and
         ``keywords`` (Vals) say which of its parameters get a device value."""
-        frame = self.frame
-        loop = self.step_loop(frame)
+        frame = self.st.frame
+        loop = self.an.step_loop(frame)
         (loop.calls if loop is not None else frame.calls).add(name)
-        self.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
+        self.st.sites.append(LoopCall(self.function_name(), name, tuple(frame.loops),
                                tuple(frame.guards)))
-        device: set = {i for i, v in enumerate(args or []) if self.hint_worthy(v)}
-        device |= {k for k, v in keywords or [] if k is not None and self.hint_worthy(v)}
-        device |= {("module", i) for i, v in enumerate(args or []) if v.kind == MODULE
-                   and v.on_device}
-        device |= {("module", k) for k, v in keywords or [] if k is not None and
-                   v.kind == MODULE and v.on_device}
+        device = device_parameters(args or [], keywords or [])
         if device:
-            self.found_hints.setdefault(name, set()).update(device)
+            self.st.found_hints.setdefault(name, set()).update(device)
 
-    @staticmethod
-    def hint_worthy(v: object) -> bool:
-        """A value that makes a parameter a device value: a tensor or a model's output, not
-        a container holding one among others (a state dict with counters)."""
-        return v.tensorish and v.kind in (TENSOR, UNKNOWN)  # type: ignore[attr-defined]
 
     def nested_key(self, name: str) -> str:
         """The key of the function ``name`` a call here means: a function defined in an
         enclosing function is ``outer.name`` (two functions may each define a `closure`)."""
-        frame: Frame | None = self.frame
+        frame: Frame | None = self.st.frame
         while frame is not None:
             if frame.kind == "function" and name in frame.nested:
                 return f"{frame.name}.{name}"
@@ -311,13 +277,13 @@ class Steps:
         return name
 
     def function_name(self) -> str | None:
-        frame: Frame | None = self.frame
+        frame: Frame | None = self.st.frame
         while frame is not None and frame.kind != "function":
             frame = frame.parent
         return frame.name if frame is not None else None
 
     def record_function(self, frame: Frame, name: str) -> None:
-        facts = self.facts.setdefault(name, Facts())
+        facts = self.st.facts.setdefault(name, Facts())
         facts.backward |= frame.backward
         facts.backward_any |= frame.backward_any
         facts.optimise |= frame.optimise
@@ -336,7 +302,7 @@ class Steps:
         changed = True
         while changed:
             changed = False
-            for name, facts in self.facts.items():
+            for name, facts in self.st.facts.items():
                 if name not in out and name not in epochs and facts.calls & out:
                     out.add(name)
                     changed = True
@@ -348,7 +314,7 @@ class Steps:
         whose loop over data steps the optimiser (itself, or through a function it calls
         there) runs an epoch: a loop calling it is an epoch loop, whatever else it calls
         outside that loop (mace's train_one_epoch, an L-BFGS step on one of its paths)."""
-        facts = self.facts
+        facts = self.st.facts
         epochs: set[str] = set()
         for _ in range(3):
             optimise = self.closure({n: f.optimise for n, f in facts.items()}, epochs)
@@ -367,8 +333,8 @@ class Steps:
         changed = True
         while changed:
             changed = False
-            for site in self.sites:
-                if site.callee not in self.facts or out.get(site.callee) == STEP:
+            for site in self.st.sites:
+                if site.callee not in self.st.facts or out.get(site.callee) == STEP:
                     continue
                 kind = self.site_kind(site, trains, out)
                 if kind is not None and out.get(site.callee) != kind:

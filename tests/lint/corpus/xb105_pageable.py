@@ -1,14 +1,15 @@
-"""non_blocking=True from pageable memory, and from pinned memory."""
+"""non_blocking=True from pageable memory, and from pinned memory (a DataLoader without
+pin_memory=True is XB110's, at the loader)."""
 import torch
 from torch.utils.data import DataLoader
 
-train_loader = DataLoader(range(10), batch_size=2)
+train_loader = DataLoader(range(10), batch_size=2)  # expect: XB110
 pinned_loader = DataLoader(range(10), batch_size=2, pin_memory=True)
 
 
 def train(model, optimizer, device):
     for x in train_loader:
-        x = x.to(device, non_blocking=True)  # expect: XB105
+        x = x.to(device, non_blocking=True)  # XB110 at the loader, not here
         model(x).sum().backward()
         optimizer.step()
     for x in pinned_loader:
@@ -38,3 +39,8 @@ class Module:
     def run(self, device):
         for batch in self.loader:
             batch.to(device, non_blocking=True)  # ok: pin_memory decided at run time
+
+
+def from_numpy(array, device):
+    host = torch.from_numpy(array)  # pageable: numpy's own memory
+    return host.to(device, non_blocking=True)  # expect: XB105

@@ -4,11 +4,14 @@ training files that ``corpus.toml`` (the set the analysis was tuned on) and ``he
 from the package index (read from its JSON API, ``$PIP_INDEX_URL`` or PyPI's, else by ``pip
 download``; the archive kept in a cache outside git:
 ``$XFERBENCH_REALCODE_CACHE`` or ``~/.cache/xferbench-lint-realcode``), taken out of its
-archive, checked against its sha256, linted, and scored against its labels. The sets are
-scored separately, never pooled.
+archive, checked against its sha256, linted with the rest of its package (as `xferbench lint`
+given the package's folder lints it: its calls into the package's other modules are followed;
+``--alone`` lints each file by itself), and scored against its labels. The sets are scored
+separately, never pooled.
 
-  python tests/lint/realcode/score_real.py [--set tuned|heldout|heldout2|all] [--cache DIR]
-                                           [--only PACKAGE] [--show]
+  python tests/lint/realcode/score_real.py [--set tuned|heldout|heldout2|heldout3|all]
+                                           [--cache DIR]
+                                           [--only PACKAGE] [--show] [--alone]
 
 A label is ``"LINE CODE VERDICT note"``: ``yes`` (a finding the rule must report: for XB101 a
 per-step host read in a training loop, for XB107 a per-step or whole-run timer nothing
@@ -46,12 +49,14 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from xferbench.lint import CODES, lint_text
+from xferbench.lint.project import Project
 from xferbench.lint.rules import BY_CODE
 
 CORPUS = Path(__file__).resolve().parent / "corpus.toml"
 HELDOUT = CORPUS.with_name("heldout.toml")
 HELDOUT2 = CORPUS.with_name("heldout2.toml")
-SETS = {"tuned": CORPUS, "heldout": HELDOUT, "heldout2": HELDOUT2}
+HELDOUT3 = CORPUS.with_name("heldout3.toml")
+SETS = {"tuned": CORPUS, "heldout": HELDOUT, "heldout2": HELDOUT2, "heldout3": HELDOUT3}
 ELSEWHERE = "[read in another module]"
 VERDICTS = ("yes", "info", "no")
 #: pip's words for an index it could not reach (as opposed to a release it does not have)
@@ -286,9 +291,33 @@ def fetch_all(entries: list[Entry], folder: Path) -> dict[str, Path | str]:
     return out
 
 
-def score_file(entry: Entry, text: str, outcome: Outcome) -> list[str]:
-    """Score one file's reports against its labels; the --show lines."""
-    result = lint_text(text, entry.name)
+def package_files(archive: Path, folder: Path) -> list[str]:
+    """The Python files of ``archive``, taken out into ``folder`` (once), for linting a file
+    with the rest of its package."""
+    out = folder / "extracted" / archive.name
+    done = out / ".done"
+    if not done.exists():
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as z:
+                members = {n: z.read(n) for n in z.namelist() if n.endswith(".py")}
+        else:
+            with tarfile.open(archive) as t:
+                members = {m.name: t.extractfile(m).read() for m in t.getmembers()
+                           if m.isfile() and m.name.endswith(".py")}
+        for name, data in members.items():
+            target = (out / name).resolve()
+            if out.resolve() in target.parents:  # a name, never a way out of the folder
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        done.write_text("")
+    return [str(p) for p in out.rglob("*.py")]
+
+
+def score_file(entry: Entry, text: str, outcome: Outcome, path: str | None = None,
+               project: Project | None = None) -> list[str]:
+    """Score one file's reports against its labels; the --show lines. ``path`` and
+    ``project``: the file taken out of its archive, linted with the rest of its package."""
+    result = lint_text(text, path or entry.name, project=project)
     shown = []
     if result.problem is not None:
         outcome.errors.append(f"{entry.name}: {result.problem}")
@@ -324,11 +353,14 @@ def score_file(entry: Entry, text: str, outcome: Outcome) -> list[str]:
 
 
 def run(corpus: Path = CORPUS, cache: str | None = None, only: str | None = None,
-        show: bool = False) -> Outcome:
+        show: bool = False, alone: bool = False) -> Outcome:
+    """Score the set ``corpus``: each file linted with the rest of its package (as `xferbench
+    lint` given the package's folder does), or ``alone``."""
     entries = [e for e in load(corpus) if only in (None, e.package)]
     folder = cache_dir(cache)
     archives = fetch_all(entries, folder)
     outcome = Outcome()
+    projects: dict[Path, tuple[Path, Project | None]] = {}
     for entry in entries:
         archive = archives[f"{entry.package}-{entry.version}-{entry.kind}"]
         if isinstance(archive, str):
@@ -349,7 +381,14 @@ def run(corpus: Path = CORPUS, cache: str | None = None, only: str | None = None
         outcome.files += 1
         outcome.lines += text.count("\n")
         outcome.packages.add(entry.package)
-        for line in score_file(entry, text, outcome):
+        path, project = None, None
+        if not alone:
+            if archive not in projects:
+                files = package_files(archive, folder)
+                projects[archive] = (folder / "extracted" / archive.name, Project.of(files))
+            base, project = projects[archive]
+            path = str(base / entry.path)
+        for line in score_file(entry, text, outcome, path, project):
             if show:
                 print(line)
     return outcome
@@ -405,16 +444,19 @@ def summary(outcome: Outcome) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--set", choices=(*SETS, "all"), default="all",
-                   help="corpus.toml (tuned on), heldout.toml, heldout2.toml, or all, each "
-                   "scored alone")
+                   help="corpus.toml (tuned on), heldout.toml, heldout2.toml, heldout3.toml, "
+                   "or all, each scored alone")
     p.add_argument("--cache", default=None, help="the archives' folder")
     p.add_argument("--only", default=None, metavar="PACKAGE")
     p.add_argument("--show", action="store_true", help="print each report, for labelling")
+    p.add_argument("--alone", action="store_true",
+                   help="lint each file by itself, not with the rest of its package")
     args = p.parse_args(argv)
     names = tuple(SETS) if args.set == "all" else (args.set,)
     errors = False
     for name in names:
-        outcome = run(SETS[name], cache=args.cache, only=args.only, show=args.show)
+        outcome = run(SETS[name], cache=args.cache, only=args.only, show=args.show,
+                      alone=args.alone)
         print(f"== {SETS[name].name} ({name}) ==")
         print("\n".join(summary(outcome)), end="\n\n")
         errors = errors or bool(outcome.errors)
