@@ -16,8 +16,8 @@ _SYNC = re.compile(r"synchron|^_*(?:sync|cuda_sync|sync_cuda|device_sync|sync_de
 #: A call that reads a timer or an event (start.elapsed_time(end), timer.stop()).
 _TIMING = re.compile(r"time|tic$|^toc|elapsed|clock|lap$|stopwatch|profil|bench")
 #: A timer of data loading: data_time, start_data_loading, load_start, data_timer.
-_DATA_TIMER = re.compile(r"data_?(?:load(?:ing)?_?)?(?:time|start|tic)|load(?:ing)?_?(?:time|start)|"
-                         r"start_data|data_?timer")
+_DATA_TIMER = re.compile(r"data_?(?:load(?:ing)?_?)?(?:time|start|tic)|"
+                         r"load(?:ing)?_?(?:time|start)|start_data|data_?timer")
 #: The devices a branch's test may name, most specific first.
 DEVICES = ("mps", "xpu", "npu", "hpu", "cuda", "cpu")
 #: What a finding of XB107 advises on each: the device's own synchronise.
