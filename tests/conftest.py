@@ -359,6 +359,15 @@ def all_committed_results() -> Path:
     return dest
 
 
+@pytest.fixture
+def results_copy(tmp_path: Path) -> Path:
+    """A copy of committed_results() in the test's own folder, for a test that alters it."""
+    dest = tmp_path / "results"
+    shutil.copytree(committed_results(), dest,
+                    ignore=shutil.ignore_patterns(".xferbench-run.lock"))
+    return dest
+
+
 def series_options(path: Path) -> list[str]:
     """``--machine`` and ``--torch`` of the series of results file ``path``: what a command
     that needs that series is given (read it before a test damages the file)."""

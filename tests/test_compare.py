@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -58,13 +57,6 @@ def scale(raw: dict, name: str, i: int, factor: float) -> None:
     if cols.get("samples") and cols["samples"][i]:
         cols["samples"][i] = [x * factor for x in cols["samples"][i]]
     raw["results"][name] = [cols[c] for c in columns[: len(row)]]
-
-
-@pytest.fixture
-def results_copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "results"
-    shutil.copytree(RESULTS, dest, ignore=shutil.ignore_patterns(".xferbench-run.lock"))
-    return dest
 
 
 def newest_file_of(root: Path, version: str, machine: str = "cpu-2core-vm") -> Path:

@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
-from test_compare import measured, newest_file_of, results_copy  # noqa: F401  (a fixture)
+from test_compare import measured, newest_file_of
 
 from xferbench.analysis.comparison import BETTER, WORSE, compare_results
 from xferbench.cli import main

@@ -83,9 +83,10 @@ def test_pin_then_copy_cold_allocates_every_call_and_warm_reuses_the_cached_bloc
         # many as it has copies in flight at once: cold at least one (the cache was emptied),
         # warm only when that number reaches a new peak. How many are in flight follows the
         # host's load, so the two counts are not ordered, and on a loaded host warm may
-        # allocate more than cold: no tight bound holds. What the practice claims is reuse: warm allocates a tenth of the tensors at most (a call
-        # that reused nothing allocates every one), and cold allocates, one at least and
-        # never more than there are
+        # allocate more than cold: no tight bound holds. What the practice claims is reuse:
+        # warm allocates a tenth of the tensors at most (a call that reused nothing
+        # allocates every one), and cold allocates, one at least and never more than there
+        # are
         assert warm_allocs <= tensors / 10, warm.extra
         assert 1 <= cold_allocs <= tensors, cold.extra
 

@@ -22,13 +22,6 @@ def result_files(root: Path) -> list[Path]:
     return sorted(p for p in root.glob("*/*.json") if p.name != "machine.json")
 
 
-@pytest.fixture
-def results_copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "results"
-    shutil.copytree(RESULTS, dest, ignore=shutil.ignore_patterns(".xferbench-run.lock"))
-    return dest
-
-
 def test_committed_results_hold_two_pytorch_versions():
     rs = load(str(RESULTS))
     assert len(rs.torch_versions()) >= 2, (

@@ -12,7 +12,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from . import __version__
 from .commands import COMMANDS
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def torch_line(commands: dict[str, argparse.ArgumentParser]) -> str:
+def torch_line(commands: Mapping[str, argparse.ArgumentParser]) -> str:
     """Which commands measure, and so need PyTorch, which xferbench does not install."""
     needs = {n: p.get_default("needs_torch") for n, p in commands.items()}
     measuring = [n if v is True else f"{n} ({v})" for n, v in needs.items() if v]

@@ -155,6 +155,7 @@ def host_memory_limit() -> tuple[int | None, str]:
     if not host_memory_grows():
         return free, "free host memory"
     declared = os.environ.get(HOST_MEMORY_VAR, "").strip()
+    grown: int | None
     if declared:
         if not declared.isdigit():
             raise XferbenchError(f"{HOST_MEMORY_VAR}={declared!r} is not a byte count: give "

@@ -100,7 +100,7 @@ class Stats:
         )
 
 
-class FrozenDict(dict):  # type: ignore[type-arg]
+class FrozenDict(dict[str, Any]):
     """A dict that refuses changes, so that a frozen record's mapping stays as it was made
     (it still pickles and serialises as a dict)."""
 
@@ -281,7 +281,8 @@ class Measurement:
         was discarded and the SM clock per sample (where read for each); the warnings where
         ``clock`` is the figure's own."""
         clock = clock or self.primary_clock
-        extra, out = self.extra, {"clock": clock}
+        extra = self.extra
+        out: dict[str, Any] = {"clock": clock}
         if clock == "device_s" and extra.get("device_clock"):
             out.update(device_clock=extra["device_clock"],
                        all_discarded=bool(extra.get("all_discarded")),

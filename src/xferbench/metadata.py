@@ -181,7 +181,7 @@ def collect_nvml(pci_bus_id: str | None, index: int | None) -> dict[str, Any]:
             ("pcie_gen_gpu_max", getattr(pynvml, "nvmlDeviceGetGpuMaxPcieLinkGeneration", None)),
         ):
             try:
-                out[key] = int(call(handle))
+                out[key] = int(call(handle)) if call is not None else None
             except Exception:
                 out[key] = None
         for key, clock in (("sm_clock_mhz", "NVML_CLOCK_SM"), ("mem_clock_mhz", "NVML_CLOCK_MEM")):
@@ -374,16 +374,10 @@ def _capabilities(data: Any) -> Capabilities | None:
 
 def _ranges(cpus: list[int]) -> str:
     """[0, 1, 2, 5] -> "0-2,5"."""
-    parts: list[str] = []
-    start = prev = None
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive CPUs
     for c in cpus:
-        if start is None:
-            start = prev = c
-        elif c == prev + 1:
-            prev = c
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
         else:
-            parts.append(f"{start}-{prev}" if start != prev else f"{start}")
-            start = prev = c
-    if start is not None:
-        parts.append(f"{start}-{prev}" if start != prev else f"{start}")
-    return ",".join(parts)
+            runs.append([c, c])
+    return ",".join(f"{first}-{last}" if first != last else f"{first}" for first, last in runs)

@@ -198,7 +198,8 @@ def under_load(dev: Device, seconds: float = 0.3) -> dict[str, Any]:
     dst = torch.empty_like(src, device=dev.torch())
     a = torch.ones(1024, 1024, device=dev.torch())
     deadline = time.perf_counter() + seconds
-    state, link = None, (None, None)
+    state = None
+    link: tuple[int | None, int | None] = (None, None)
     while time.perf_counter() < deadline:
         for _ in range(4):
             dst.copy_(src, non_blocking=True)

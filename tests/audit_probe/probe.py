@@ -39,7 +39,7 @@ if __name__ == "__main__":  # a spawned worker runs this file as __mp_main__
     show("streams", (sys.stdout.errors, sys.stderr.errors))
     show("stdin", sys.stdin.read())
     show("pickled", pickle.loads(pickle.dumps(Squares())).__class__.__module__)
-    warnings.warn("a deprecation the script raises", DeprecationWarning)
+    warnings.warn("a deprecation the script raises", DeprecationWarning, stacklevel=1)
     loader = DataLoader(Squares(), batch_size=3, num_workers=1,
                         multiprocessing_context="spawn")
     show("workers", [b.tolist() for b in loader])

@@ -227,11 +227,14 @@ def _evidence(ctx: _Context, claim: Claim, e: Evidence, s: ClaimSeries) -> Figur
     if missing:  # a figure this device cannot measure says more than one not in the grid
         _, status, why = min(missing, key=lambda m: m[0])
         return FigureVerdict(e, status, why, practice, baseline)
+    # none missing: every figure found, each a finite result (ResultSet.latest)
     if claim.rule.kind == RATIO:
-        return _ratio(claim, e, practice, baseline, ctx.alpha)  # type: ignore[arg-type]
-    holds = _OPS[claim.rule.op](float(practice.value), claim.rule.bound)  # type: ignore[arg-type]
+        assert practice is not None and baseline is not None  # a ratio's evidence names two
+        return _ratio(claim, e, practice, baseline, ctx.alpha)
+    assert practice is not None and practice.value is not None
+    holds = _OPS[claim.rule.op](float(practice.value), claim.rule.bound)
     return FigureVerdict(e, HOLDS if holds else DOES_NOT_HOLD, "", practice,
-                         observed=ctx.finder.observed(practice))  # type: ignore[arg-type]
+                         observed=ctx.finder.observed(practice))
 
 
 def _ratio(claim: Claim, e: Evidence, practice: Result, baseline: Result,

@@ -128,7 +128,7 @@ class ClaimTable:
 
 
 def shipped_path() -> str:
-    return str(files("xferbench").joinpath("data", "claims.toml"))
+    return str(files("xferbench") / "data" / "claims.toml")
 
 
 def load_table(path: str | None = None) -> ClaimTable:
@@ -178,12 +178,13 @@ def _claim(table: str, data: Any, sources: Mapping[str, Any], i: int) -> Claim:
     refs = []
     for s in cited:
         doc = s.get("doc") if isinstance(s, dict) else None
-        if doc not in sources or not isinstance(sources[doc], dict):
+        source = sources.get(doc) if isinstance(doc, str) else None
+        if not isinstance(source, dict):
             raise XferbenchError(f"{where}: source {doc!r} is not one of the table's "
                                  f"[sources]: {', '.join(sources)}")
-        refs.append(ClaimSource(_text(where, sources[doc], "document"),
-                           _text(where, sources[doc], "url", required=False),
-                           _text(where, s, "section")))
+        refs.append(ClaimSource(_text(where, source, "document"),
+                                _text(where, source, "url", required=False),
+                                _text(where, s, "section")))
     rule = _rule(where, data.get("rule"))
     evidence = data.get("evidence")
     if not isinstance(evidence, list) or not evidence:

@@ -87,6 +87,7 @@ def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: floa
     skipped_both = 0
     for key, ra, rb in _pairs(a, b, by_machine):
         either = rb if ra is None else ra
+        assert either is not None  # _pairs: every key is one side's at least
         machines = list(dict.fromkeys(r.machine for r in (ra, rb) if r is not None))
         base = dict(machine=key[0] or " vs ".join(machines), benchmark=key[1], params=key[2],
                     unit=either.unit, a=ra, b=rb)
@@ -99,6 +100,7 @@ def compare_results(a: Iterable[Result], b: Iterable[Result], *, threshold: floa
             note = f"A {sa}" if sa != "measured" else f"B {sb}"
             pending.append(Row(**base, mark=MISSING, note=note))
         else:
+            assert ra is not None and rb is not None  # both measured
             pending.append((base, ra, rb))  # decided below, with the others
     measured = [p for p in pending if not isinstance(p, Row)]
     decision, qs = decide([significance(ra, rb, alpha).p_value for _, ra, rb in measured],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from .cautions import noise_text
 from .comparisons import ComparisonSpec, H, comparison
 from .reference import assess_result, legend
 from .sitemap import BANDWIDTH_BENCHMARKS, clock_of
+from .stats import ratio_spread
 
 
 @dataclass(frozen=True)
@@ -121,10 +121,7 @@ class HeadlineValue:
         """Relative spread of the ratio: the two IQR/median figures added in quadrature."""
         if self.practice is None or self.baseline is None:
             return None
-        spreads = [r.spread for r in (self.practice, self.baseline)]
-        if any(s is None for s in spreads):
-            return None
-        return math.sqrt(sum(s * s for s in spreads))  # type: ignore[operator]
+        return ratio_spread(self.practice, self.baseline)
 
 
 def recorded_capabilities(rs: ResultSet) -> Capabilities | None:
@@ -148,7 +145,7 @@ def headlines(rs: ResultSet, which: tuple[Headline, ...] | None = None) -> list[
             caps = recorded_capabilities(rs)
             why = h.reason(caps) if (h.reason and caps) else None
             note = why or "not measured in these results"
-        counts = [None, None]
+        counts: list[float | None] = [None, None]
         if h.counts:
             for i, params in enumerate((h.practice, h.baseline)):
                 r = rs.latest(h.counts, **params)
@@ -195,7 +192,7 @@ def copy_rows(rs: ResultSet, nbytes: int = HEADLINE_NBYTES,
     the PCIe link's theoretical rate. The completion clock (every host<->device copy) first,
     then device time (the copies that have one)."""
     size = size_label(nbytes)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for benchmark in BANDWIDTH_BENCHMARKS.values():
         for direction in (*DIRECTIONS, "d2d"):
             for host_memory in COPY_HOST_MEMORY:

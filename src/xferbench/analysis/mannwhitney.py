@@ -14,6 +14,10 @@ import functools
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # numpy loads inside the functions that need it: `import xferbench` stays free of it.
 
@@ -94,7 +98,7 @@ def _exact_p(u: float, n1: int, n2: int, sizes: tuple[int, ...]) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def untied_distribution(m: int, n: int) -> object:
+def untied_distribution(m: int, n: int) -> np.ndarray:
     """P(U = 0 .. m*n) for samples of ``m`` and ``n`` distinct values (a numpy array): the
     coefficients of the Gaussian binomial [m+n choose m], built as the product over i of
     (1 - q^(n+i)) / (1 - q^i), each step a polynomial with whole coefficients."""
@@ -112,7 +116,7 @@ def untied_distribution(m: int, n: int) -> object:
     return c / c.sum()
 
 
-def _tied_distribution(sizes: tuple[int, ...], n1: int) -> tuple[object, object]:
+def _tied_distribution(sizes: tuple[int, ...], n1: int) -> tuple[np.ndarray, np.ndarray]:
     """(every doubled U, its probability) for the first sample of ``n1`` values, the pooled
     values falling into tie groups of ``sizes`` in order: the number of ways to draw the
     first sample's values with each sum of (doubled) mean ranks, counted group by group."""

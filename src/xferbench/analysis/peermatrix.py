@@ -102,7 +102,7 @@ def _size(found: list[Result]) -> int | None:
     sizes = {r.nbytes for r in found if r.ok and r.nbytes}
     if not sizes:
         return None
-    return HEADLINE_NBYTES if HEADLINE_NBYTES in sizes else max(sizes)  # type: ignore[type-var]
+    return HEADLINE_NBYTES if HEADLINE_NBYTES in sizes else max(sizes)
 
 
 def _cell(rows: dict[tuple[str, int, str], list[Result]], src: int, dst: int, layout: str,
@@ -143,10 +143,10 @@ def peer_matrices(rs: ResultSet) -> list[PeerMatrix]:
         chosen = ResultSet([r for r in on if r.torch == torch], rs.benchmarks, rs.root,
                            rs.sidecars)
         rows = _rows(chosen)
-        kinds = {device_of(chosen, r) for r in chosen} - {None}
+        kinds = {kind for r in chosen if (kind := device_of(chosen, r)) is not None}
         if not kinds:
             continue
-        device_type = sorted(kinds)[0][0]  # type: ignore[index]
+        device_type = sorted(kinds)[0][0]
         devices = tuple(sorted({src for _b, src, _t in rows} | {
             int(to) for _b, _s, to in rows if to.isdigit()}))
         for layout in _layouts(chosen):
@@ -238,7 +238,7 @@ def contention_rows(rs: ResultSet) -> list[ContentionRow]:
                 key = (str(rs.metadata_for(r).device or "unknown"), str(r.param_dict["mode"]),
                        str(r.param_dict[STREAM_PARAM]))
                 copies.setdefault(key, {})[r.benchmark.rsplit(".", 1)[-1]] = r
-        for (device, mode, stream), found in sorted(copies.items()):
+        for (device, mode, stream), timed in sorted(copies.items()):
             out.append(ContentionRow(machine, torch, device, mode, stream,
-                                     found.get("track_alone_s"), found.get("track_together_s")))
+                                     timed.get("track_alone_s"), timed.get("track_together_s")))
     return out

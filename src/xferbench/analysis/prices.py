@@ -28,6 +28,7 @@ from ..results import Result, ResultSet, load, version_key
 from ..units import format_seconds, gbps, size_label
 from .citation import citation, command
 from .comparisons import ComparisonSpec, comparison
+from .stats import ratio_spread
 
 #: The shipped table's format. Changelog: 1: first version (series, prices, rates).
 TABLE_VERSION = 1
@@ -188,13 +189,6 @@ def _cite(rs: ResultSet, r: Result) -> str:
     return command(citation(rs, r, figure=""))
 
 
-def _spread(*results: Result) -> float | None:
-    spreads = [r.spread for r in results]
-    if any(s is None for s in spreads):
-        return None
-    return math.sqrt(sum(s * s for s in spreads))  # type: ignore[operator]
-
-
 def _price(rs: ResultSet, spec: PriceSpec) -> Price | None:
     c = spec.comparison
     practice = rs.latest(c.practice.benchmark, **c.practice.param_dict)
@@ -209,7 +203,7 @@ def _price(rs: ResultSet, spec: PriceSpec) -> Price | None:
     return Price(
         key=spec.key, flagged=spec.flagged, fixed=spec.fixed, measure=spec.measure,
         ratio=baseline.value / practice.value, practice_s=practice.value,
-        baseline_s=baseline.value, noise=_spread(practice, baseline),
+        baseline_s=baseline.value, noise=ratio_spread(practice, baseline),
         series=_series(rs, baseline), command=_cite(rs, baseline),
         practice_count=counts[0], baseline_count=counts[1], counts_unit=c.counts_unit,
         nbytes=c.nbytes, unit=practice.unit)
@@ -284,7 +278,7 @@ class PriceBook:
         if results_dir is not None:
             return cls.from_table(build_table(load(results_dir)), source=results_dir)
         try:
-            text = resources.files("xferbench").joinpath("data", TABLE_RESOURCE).read_text(
+            text = (resources.files("xferbench") / "data" / TABLE_RESOURCE).read_text(
                 encoding="utf-8")
             table = json.loads(text)
         except (OSError, ValueError) as exc:

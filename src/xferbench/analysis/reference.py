@@ -12,7 +12,7 @@ small to be the link's rate), where the link's ceiling is still shown.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import XferbenchError
 from ..metadata import MachineMetadata, pcie_theoretical_bytes_per_s
@@ -145,24 +145,24 @@ def judge(figure: str, value: float, meta: MachineMetadata,
     if rng is not None and nbytes is not None and nbytes < MIN_NBYTES:
         rng, why = None, (f"no reference for a copy of {size_label(nbytes)}: under "
                           f"{size_label(MIN_NBYTES)} a copy runs at its latency's rate")
-    base = dict(figure=figure, value=value, unit=unit, low=rng.low if rng else None,
-                high=rng.high if rng else None, reference=row.id if rng and row else "",
-                setup=row.setup if rng and row else (why or _none_for(row, figure)),
-                ceiling_gbps=ceiling, ceiling=link)
+    base = Assessment(figure=figure, value=value, unit=unit, verdict=NO_REFERENCE,
+                      low=rng.low if rng else None, high=rng.high if rng else None,
+                      reference=row.id if rng and row else "",
+                      setup=row.setup if rng and row else (why or _none_for(row, figure)),
+                      ceiling_gbps=ceiling, ceiling=link)
     if ceiling is not None and value > ceiling:
-        return Assessment(**base, verdict=ABOVE_LINK, cause=measurement_problem(
+        return replace(base, verdict=ABOVE_LINK, cause=measurement_problem(
             value, ceiling, link))
     if rng is None:
-        return Assessment(**base, verdict=NO_REFERENCE)
+        return base
     lower = rng.low is not None and value < rng.low * (1 - TOLERANCE)
     higher = rng.high is not None and value > rng.high * (1 + TOLERANCE)
     if unit != "GB/s":  # a time: more is worse
         lower, higher = higher, lower
     if lower:
-        return Assessment(**base, verdict=BELOW if unit == "GB/s" else SLOWER,
-                          cause="; ".join(likely_causes(meta)) or NO_CAUSE)
-    return Assessment(**base, verdict=(ABOVE if unit == "GB/s" else FASTER) if higher
-                      else WITHIN)
+        return replace(base, verdict=BELOW if unit == "GB/s" else SLOWER,
+                       cause="; ".join(likely_causes(meta)) or NO_CAUSE)
+    return replace(base, verdict=(ABOVE if unit == "GB/s" else FASTER) if higher else WITHIN)
 
 
 def _none_for(row: ReferenceRow | None, figure: str) -> str:

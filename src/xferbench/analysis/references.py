@@ -154,7 +154,7 @@ def row_for(table: ReferenceTable, meta: MachineMetadata) -> tuple[ReferenceRow 
 # -- reading the file --------------------------------------------------------------------------
 
 def shipped_path() -> str:
-    return str(files("xferbench").joinpath("data", "references.toml"))
+    return str(files("xferbench") / "data" / "references.toml")
 
 
 @cache

@@ -37,11 +37,11 @@ def _rows(series: dict[str, ResultSet]) -> tuple[list[tuple[str, list[str]]], li
     rows: dict[str, list[str]] = {}
     blank = ["n/a"] * len(series)
     for i, rs in enumerate(series.values()):
-        for r in copy_rows(rs):
-            name = (f"{r['direction']} {r['host_memory']} {r['sync']} copy, "
-                    f"{size_label(HEADLINE_NBYTES)}, {r['clock']} clock (GB/s)")
-            noise = "" if r["noise"] is None else f" ±{noise_text(r['noise'])}"
-            rows.setdefault(name, list(blank))[i] = f"{r['gbps']:.2f}{noise}"
+        for row in copy_rows(rs):
+            name = (f"{row['direction']} {row['host_memory']} {row['sync']} copy, "
+                    f"{size_label(HEADLINE_NBYTES)}, {row['clock']} clock (GB/s)")
+            noise = "" if row["noise"] is None else f" ±{noise_text(row['noise'])}"
+            rows.setdefault(name, list(blank))[i] = f"{row['gbps']:.2f}{noise}"
     missing: dict[str, str] = {}
     for i, rs in enumerate(series.values()):
         for v in headlines(rs):

@@ -239,8 +239,9 @@ def verdict(a: Result, b: Result, alpha: float = ALPHA, threshold: float = THRES
         significant = q_value is not None and q_value < alpha
     level = decision.level if decision else alpha
     ratio = None
-    if a.ok and b.ok:
-        ratio = (1.0 if b.value == 0 else math.inf) if a.value == 0 else b.value / a.value
+    va, vb = a.finite_value, b.finite_value
+    if va is not None and vb is not None:
+        ratio = (1.0 if vb == 0 else math.inf) if va == 0 else vb / va
     interval = _interval(a, b, sig.test, level)
     word = _word(a.unit, ratio, interval, significant, sig.test, threshold)
     cycles = None
@@ -282,6 +283,14 @@ def _word(unit: str, ratio: float | None, interval: tuple[float, float] | None,
     if interval is not None and band[0] <= interval[0] and interval[1] <= band[1]:
         return SAME
     return AMBIGUOUS
+
+
+def ratio_spread(*results: Result) -> float | None:
+    """The relative spread of a ratio of ``results``: their IQR/median figures added in
+    quadrature; None where one has no quartiles."""
+    spreads = [r.spread for r in results]
+    known = [s for s in spreads if s is not None]
+    return math.sqrt(sum(s * s for s in known)) if len(known) == len(spreads) else None
 
 
 def clock_scaled(r: Result) -> Result | None:

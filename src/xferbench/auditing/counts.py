@@ -4,6 +4,7 @@ budget them: ``assert audit.per_step.syncs <= 1``, ``audit.per_step.h2d_pageable
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -89,7 +90,9 @@ class Counts:
         """The ``how`` ("mean", "max" or "sum") of each figure over ``steps``."""
         if not steps:
             return cls()
-        reduce = {"mean": lambda xs: sum(xs) / len(steps), "max": max, "sum": sum}[how]
+        reducers: dict[str, Callable[[list[Any]], Any]] = {
+            "mean": lambda xs: sum(xs) / len(steps), "max": max, "sum": sum}
+        reduce = reducers[how]
         n = {f.name: reduce([getattr(s, f.name) for s in steps])
              for f in fields(cls) if f.name != "sync_kinds"}
         names = sorted({k for s in steps for k in s.sync_kinds})

@@ -69,7 +69,7 @@ def _owner(tensor: Any, frame: FrameType | None) -> tuple[str, Any, Any] | None:
     while frame is not None:
         module = frame.f_locals.get("self")
         if isinstance(module, torch.nn.Module):
-            named = dict(module.named_parameters(remove_duplicate=False))
+            named: dict[str, torch.Tensor] = dict(module.named_parameters(remove_duplicate=False))
             named.update(module.named_buffers(remove_duplicate=False))
             path = next((n for n, t in named.items() if t is tensor), None)
             if path is not None and (found is None or len(path) >= len(found[0])):

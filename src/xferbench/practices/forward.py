@@ -64,6 +64,9 @@ def make_forward_module(mode: str, seq: int, dim: int = FORWARD_DIM) -> Any:
     from torch import nn
 
     class CausalMix(nn.Module):
+        mask: torch.Tensor  # buffers, where ``mode`` is "buffer"
+        pos: torch.Tensor
+
         def __init__(self) -> None:
             super().__init__()
             self.pos_emb = nn.Embedding(seq, dim)

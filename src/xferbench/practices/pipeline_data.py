@@ -160,7 +160,8 @@ class Prefetcher:
 
     def __init__(self, iterator: Any, device: Device, stream: Any) -> None:
         self.iterator, self.device, self.stream = iterator, device, stream
-        self.compute = current_stream(device) if stream is not None else None
+        # the stream the step computes on, None on the CPU
+        self.compute: Any = current_stream(device) if stream is not None else None
         self.pending: tuple[dict[str, Any], Any] | None = None
 
     def after_step(self) -> None:

@@ -97,6 +97,7 @@ def check_readings(read: str, steps: int, label: str, readings: list[Any],
             fail(f"per-epoch loss {readings[0]!r} is not the sum of the per-batch losses "
                  f"{want!r} within fp32 tolerance")
         return
+    expected: list[Any]  # losses, step numbers, booleans or host tensors, by ``read``
     if r == "item_every_10":
         expected = ref.losses[::LOG_EVERY]
     elif r == "synchronize":
@@ -117,8 +118,8 @@ def check_readings(read: str, steps: int, label: str, readings: list[Any],
             ok = host.shape == want.shape and torch.equal(host, want)
         elif r == "print":
             found = re.match(r"tensor\(([-+0-9.eE]+|nan|inf)", got)
-            ok = bool(found) and math.isclose(float(found.group(1)), want,
-                                              rel_tol=1e-3, abs_tol=1e-4)
+            ok = found is not None and math.isclose(float(found.group(1)), want,
+                                                    rel_tol=1e-3, abs_tol=1e-4)
         elif r == "cpu":
             ok = float(got) == want
         else:
@@ -239,7 +240,8 @@ def _lagged(readings: list[Any], device: Device | None) -> tuple[
     def read(i: int, loss: Any, ps: Any) -> None:
         if not slots:
             slots.extend((torch.empty((), dtype=loss.dtype, pin_memory=accelerator),
-                          new_event(device, timing=False) if accelerator else None)
+                          new_event(device, timing=False)
+                          if accelerator and device is not None else None)
                          for _ in range(2))
         buf, event = slots[i % 2]  # read at step i - 1 (two steps back), so free again
         buf.copy_(loss.detach(), non_blocking=accelerator)

@@ -105,7 +105,7 @@ def is_stale_temporary(folder: str, name: str) -> bool:
     name (``TEMP``), a regular file of this user's, and its process gone."""
     m = TEMP.fullmatch(name)
     path = os.path.join(folder, name)
-    return bool(m) and os.path.isfile(path) and not os.path.islink(path) and \
+    return m is not None and os.path.isfile(path) and not os.path.islink(path) and \
         left_by_dead_process(path, int(m.group("pid")))
 
 

@@ -262,8 +262,9 @@ def _renamed_sidecar(side: Sidecar, machine: str) -> Sidecar:
     return replace(side, runs=tuple(replace(r, machine=machine) for r in side.runs))
 
 
-def _started(row: Any, columns: list[str]) -> int:
-    if "started_at" in columns and isinstance(row, list) and len(row) > columns.index("started_at"):
+def _started(row: Any, columns: list[str] | None) -> int:
+    if columns and "started_at" in columns and isinstance(row, list) and \
+            len(row) > columns.index("started_at"):
         value = row[columns.index("started_at")]
         return value if isinstance(value, int) else 0
     return 0

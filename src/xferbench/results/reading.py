@@ -81,7 +81,7 @@ def parse_results_file(path: str, benchmarks: dict[str, dict[str, Any]],
             f"folder {folder}: it was moved (its series would join another machine's); move "
             f"it back, or {RESTORE}")
     check_labels(path, params, side)
-    common = dict(
+    common: dict[str, Any] = dict(
         machine=folder,
         commit=commit, date_ms=date_ms,
         torch=str(params.get("torch") or requirements.get("torch") or "unknown"),

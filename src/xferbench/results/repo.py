@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,17 +81,17 @@ def tree_hash(repo: str) -> str:
     return digest.hexdigest()
 
 
-def suite_commit(suite: Suite, environ: dict[str, str] | None = None) -> SuiteCommit:
+def suite_commit(suite: Suite, environ: Mapping[str, str] | None = None) -> SuiteCommit:
     """What ``suite``'s results are labelled with: the package's own commit; a clone's git
     HEAD; in a tree without git (no .git, or no git binary), SUITE_COMMIT_VAR if set, else
     the tree's own hash."""
     if suite.source != CLONE and suite.identity is not None:
         return SuiteCommit(suite.identity.commit, PACKAGE_COMMIT, suite.identity.date_ms)
-    environ = os.environ if environ is None else environ
+    env = os.environ if environ is None else environ
     repo = suite.root
     if git_checkout(repo):
         return SuiteCommit(git_head(repo), "git")
-    given = environ.get(SUITE_COMMIT_VAR, "").strip()
+    given = env.get(SUITE_COMMIT_VAR, "").strip()
     if given:
         if not re.fullmatch(r"[0-9a-f]{40}", given):
             raise XferbenchError(f"{SUITE_COMMIT_VAR}={given!r} is not a commit: give the "

@@ -82,6 +82,11 @@ class Result:
         return self.value is not None and math.isfinite(self.value)
 
     @property
+    def finite_value(self) -> float | None:
+        """The value where it is a finite number (``ok``), else None."""
+        return self.value if self.value is not None and math.isfinite(self.value) else None
+
+    @property
     def spread(self) -> float | None:
         """IQR / median, or None without quartiles."""
         if not self.ok or self.q25 is None or self.q75 is None or not self.value:

@@ -188,8 +188,8 @@ class ResultSet:
         kept = {k for k in rs.series() if Selection(mode=sel.mode, host=sel.host).holds(k)}
         if not kept:
             asked = " and ".join(filter(None, (
-                sel.mode is not None and f"--mode {mode_option(sel.mode)}",
-                sel.host is not None and f"--host {host_option(sel.host)}")))
+                f"--mode {mode_option(sel.mode)}" if sel.mode is not None else "",
+                f"--host {host_option(sel.host)}" if sel.host is not None else "")))
             raise XferbenchError(f"no series of {rs.root} is {asked}: it holds "
                                  f"{'; '.join(k.label for k in rs.series())}")
         return rs._with([r for r in rs.results if r.series in kept])
@@ -202,7 +202,8 @@ class ResultSet:
         groups: dict[tuple[str, str], list[SeriesKey]] = {}
         for key in self.series():
             groups.setdefault((key.machine, key.torch), []).append(key)
-        chosen, left = set(), []
+        chosen: set[SeriesKey] = set()
+        left: list[SeriesKey] = []
         for (machine, torch), keys in groups.items():
             one, others = pick(keys, mode, where=f"torch {torch} on {machine}", host=host)
             chosen.add(one)

@@ -9,7 +9,7 @@ reader sees the current version only.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -152,14 +152,14 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     version 3 "diagnostics" (none recorded)."""
     data = dict(data)
     if data.get("schema_version") == 1:
-        run = dict(data.get("run") or {})
+        only = dict(data.get("run") or {})  # version 1 recorded one run
         meta = dict(data.get("metadata") or {})
-        if run.pop("short_budgets", False):
-            run["quick"] = True
-        threads = run.pop("torch_threads", None)
+        if only.pop("short_budgets", False):
+            only["quick"] = True
+        threads = only.pop("torch_threads", None)
         if threads is not None:
             meta["torch_threads"] = threads  # the benchmark processes' count: the one figure
-        data.update({"metadata": meta, "run": run, "runs": [run] if run else []})
+        data.update({"metadata": meta, "run": only, "runs": [only] if only else []})
     run, runs = data.get("run"), [r for r in data.get("runs") or () if isinstance(r, dict)]
     if isinstance(run, dict) and run:
         # "run" is the newest run as every version wrote it, and what a relabel before
@@ -230,8 +230,8 @@ class Findings:
 
 
 def record_run(results_path: str, meta: MachineMetadata, run: RunRecord, saved: list[str],
-               outcomes: Mapping[str, list[Outcome]],
-               unrun: Mapping[str, list[Outcome]] | None = None,
+               outcomes: Mapping[str, Sequence[Outcome]],
+               unrun: Mapping[str, Sequence[Outcome]] | None = None,
                found: Findings | None = None) -> None:
     """Update the sidecar of ``results_path`` after ``run`` saved its benchmarks into it.
 

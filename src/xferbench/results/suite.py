@@ -47,10 +47,11 @@ class SuiteIdentity:
     @classmethod
     def from_dict(cls, data: dict) -> SuiteIdentity:
         commit, digest = data.get("commit"), str(data.get("digest") or "")
-        known = isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit) is not None
+        if not (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit)):
+            commit = None
         date = data.get("date_ms")
-        return cls(commit if known else digest[:40], int(date) if isinstance(date, int) else 0,
-                   str(data.get("version") or ""), data.get("dirty"), digest, known)
+        return cls(commit or digest[:40], int(date) if isinstance(date, int) else 0,
+                   str(data.get("version") or ""), data.get("dirty"), digest, commit is not None)
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,8 @@ class _Report:
         if self.out:
             write_text_safely(self.out, text + "\n", what="--out")
             return
-        stream = self.stdout if not _closed(self.stdout) else \
+        # Any: reconfigure is io.TextIOWrapper's, which the stream written to may not be
+        stream: Any = self.stdout if not _closed(self.stdout) else \
             os.fdopen(os.dup(self.fd), "w", encoding="utf-8") if self.fd is not None else None
         if stream is not None:
             with contextlib.suppress(OSError, ValueError):

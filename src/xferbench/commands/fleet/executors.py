@@ -39,10 +39,11 @@ def executor(kind: str, folder: str, opts: dict[str, Any]) -> Any:
     import submitit
 
     if kind == "local":
-        ex = submitit.LocalExecutor(folder=folder)
+        local = submitit.LocalExecutor(folder=folder)
         # submitit sets CUDA_VISIBLE_DEVICES from gpus_per_node (0 would hide every GPU)
-        ex.update_parameters(timeout_min=opts["time_min"], gpus_per_node=opts["gpus_per_node"])
-        return ex
+        local.update_parameters(timeout_min=opts["time_min"],
+                                gpus_per_node=opts["gpus_per_node"])
+        return local
     try:
         ex = submitit.SlurmExecutor(folder=folder)
     except RuntimeError:  # submitit's "Could not detect srun"

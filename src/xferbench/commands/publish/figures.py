@@ -18,11 +18,14 @@ import io
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...analysis.stats import UNCHANGED, Verdict
 from ...results.safefiles import write_text_safely
 from .views import BandwidthPanel, HeadlineRow, Trend
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 # matplotlib loads inside the functions that draw: `import xferbench` stays free of it.
 
@@ -34,12 +37,13 @@ SMALLEST_PT = 7.0
 CHAR_IN = SMALLEST_PT * 0.66 / 72
 #: The most ticks a log axis labels: past it, the decades and its two ends.
 MAX_LOG_TICKS = 8
-STYLE = {"font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
-         "font.size": 8.0, "axes.titlesize": 8.0, "axes.labelsize": 7.5,
-         "xtick.labelsize": SMALLEST_PT, "ytick.labelsize": SMALLEST_PT,
-         "legend.fontsize": SMALLEST_PT, "legend.title_fontsize": SMALLEST_PT,
-         "svg.fonttype": "none", "svg.hashsalt": "xferbench", "axes.grid": True,
-         "grid.color": "0.9", "grid.linewidth": 0.6}
+STYLE: dict[RcKeyType, Any] = {
+    "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+    "font.size": 8.0, "axes.titlesize": 8.0, "axes.labelsize": 7.5,
+    "xtick.labelsize": SMALLEST_PT, "ytick.labelsize": SMALLEST_PT,
+    "legend.fontsize": SMALLEST_PT, "legend.title_fontsize": SMALLEST_PT,
+    "svg.fonttype": "none", "svg.hashsalt": "xferbench", "axes.grid": True,
+    "grid.color": "0.9", "grid.linewidth": 0.6}
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 MUTED = "0.6"
 
@@ -213,8 +217,9 @@ def _legend_below(fig: Any, handles: list[Any], columns: int) -> None:
 
 #: A wide headline's text, larger than a phone's (it is shown at its own size on a wide
 #: screen, where 7 pt would read as the small print it is on a phone).
-WIDE_STYLE = {"font.size": 9.5, "axes.titlesize": 10.0, "axes.labelsize": 9.0,
-              "xtick.labelsize": 8.5, "ytick.labelsize": 8.5, "legend.fontsize": 8.5}
+WIDE_STYLE: dict[RcKeyType, Any] = {
+    "font.size": 9.5, "axes.titlesize": 10.0, "axes.labelsize": 9.0, "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5, "legend.fontsize": 8.5}
 
 
 def plot_headline(row: HeadlineRow, versions: list[str], path: str, width: float = WIDTH

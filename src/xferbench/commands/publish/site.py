@@ -170,7 +170,7 @@ class Site:
 
 
 def _asset(name: str) -> str:
-    return files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+    return (files(__package__) / "static" / name).read_text(encoding="utf-8")
 
 
 def commit_url(index: dict[str, Any]) -> str | None:

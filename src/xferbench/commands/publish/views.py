@@ -82,7 +82,7 @@ def copy_table(cat: Catalog, s: SeriesView) -> list[CopyRow]:
     """Every measured copy of the series at the headline size, in declared order, on the
     completion clock first, then on device time."""
     size = size_label(HEADLINE_NBYTES)
-    rows = []
+    rows: list[CopyRow] = []
     for benchmark in BANDWIDTH_BENCHMARKS.values():
         order = cat.order(benchmark)
         found = [r for r in s.results.find(benchmark, size=size) if r.ok]

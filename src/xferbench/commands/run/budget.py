@@ -196,8 +196,8 @@ def plan_text(budget_s: float, groups: Sequence[tuple[str, ClassPlan]], cap: boo
         spent_s: what the run has spent already (its own start).
     """
     if cap:
-        total = sum(p.total_s for _t, p in groups)
-        return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(total)} "
+        planned_s = sum(p.total_s for _t, p in groups)
+        return (f"--budget {budget_s:g} s --cap for a grid planned at {seconds_text(planned_s)} "
                 "at the default spec: each combination's sampling is capped at its share of "
                 "what is left, and what no longer fits is cut; a series of its own (-capped), "
                 "every capped combination marked, none of it for citation")
