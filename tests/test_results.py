@@ -204,3 +204,19 @@ def test_the_series_and_benchmark_indexes_give_what_a_scan_gives():
     assert rs.find("bench_copies.NoSuch.track_x") == []
     other = rs.series()[0]
     assert rs.filter(machine="no-such-machine").filter(series=other).results == []
+
+
+def test_an_interval_asv_put_below_zero_is_read_from_zero(results_copy):
+    """A few spread samples can give asv a 99% interval of the median reaching below 0; no
+    figure of the suite can be negative, so its lower end is read as 0, the upper kept."""
+    path = next(p for p in sorted(results_copy.glob("*/*.json")) if p.name != "machine.json")
+    data = json.loads(path.read_text())
+    cols = data["result_columns"]
+    name, row = next((k, v) for k, v in data["results"].items()
+                     if isinstance(v, list) and v[cols.index("stats_ci_99_a")])
+    at = next(i for i, x in enumerate(row[cols.index("stats_ci_99_a")]) if x is not None)
+    high = row[cols.index("stats_ci_99_b")][at]
+    row[cols.index("stats_ci_99_a")][at] = -abs(high)
+    path.write_text(json.dumps(data))
+    read = [r for r in load(str(results_copy)) if r.benchmark == name and r.path == str(path)]
+    assert read[at].ci_99 == (0.0, high)

@@ -156,11 +156,20 @@ def rows(name: str, cols: dict[str, Any], info: dict[str, Any],
             value=None if v is None else float(v), unit=unit, **common,
             samples=tuple(float(x) for x in samples) if samples else None,
             q25=column("stats_q_25"), q75=column("stats_q_75"),
-            ci_99=(ci_a, ci_b) if ci_a is not None and ci_b is not None else None,
+            ci_99=_interval(ci_a, ci_b),
             number=column("stats_number"), repeat=column("stats_repeat"),
             started_ms=started if isinstance(started, int) else None))
         check_value(path, out[-1])
     return out
+
+
+def _interval(low: Any, high: Any) -> tuple[float, float] | None:
+    """asv's 99% interval of the median, its lower end at least 0: no figure of the suite
+    (a time, a count, a fraction, bytes, a ratio) can be negative, while asv's interval of a
+    few spread samples can reach below 0, which a reader would take for a negative time."""
+    if low is None or high is None:
+        return None
+    return max(float(low), 0.0), float(high)
 
 
 def _column_reader(cols: dict[str, Any], i: int) -> Any:
