@@ -137,7 +137,10 @@ def test_pip_install_then_run_publish_list_cite_export_in_an_empty_folder(dist, 
         assert proc.returncode == 0, f"{argv}: {proc.stderr[-2000:]}"
     assert (work / "site" / "index.html").is_file()
     bmf = json.loads(proc.stdout)
-    assert len(bmf) == 3 and all(name.endswith(" [quick]") for name in bmf)
+    # a quick run, on the host's clock, on a CPU: each says so in the name BMF keeps
+    assert len(bmf) == 3 and all(
+        name.endswith(" [quick; host clock; a CPU run: not for citation]") for name in bmf), bmf
+    assert all(m.get("lower_value", 0) >= 0 for ms in bmf.values() for m in ms.values())
     # the clone's committed results and this run's, read together by the package's compare
     theirs = sorted((committed_results() / "cpu-2core-vm").glob("*torch2.13.0*.json"))[0]
     compared = _run([xb, "compare", str(theirs), str(results_file), "--bench",
