@@ -96,6 +96,7 @@ def _summary(c: Comparison) -> list[str]:
            "clock it ran at" if any(r.verdict and r.verdict.cycles for r in c.rows) else "")
         + ". Confirmed where every repeat of both series (another machine folder measuring "
         "the same again) marks it so too, else suspected."]
+    lines += [f"NOT FOR CITATION: {why}" for why in c.caveats]
     if c.confounds:
         lines.append("CAUTION: more than the release differs: " + "; ".join(c.confounds) +
                      " (a difference may be theirs; --strict refuses such a comparison)")
@@ -154,6 +155,7 @@ def as_dict(c: Comparison) -> dict[str, Any]:
         "series": {"a": [k.label for k in c.a.series], "b": [k.label for k in c.b.series]},
         "not_read": {"a": [k.label for k in c.a.others], "b": [k.label for k in c.b.others]},
         "confounds": list(c.confounds),
+        "not_for_citation": list(c.caveats),
         "skipped_both": c.skipped_both,
         "rows": [{"machine": r.machine, "benchmark": r.benchmark, "params": dict(r.params),
                   "unit": r.unit, "a": value(r.a), "b": value(r.b),
