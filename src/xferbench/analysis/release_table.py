@@ -1,6 +1,6 @@
 """The README's figures: per machine, one table with a column per PyTorch release, each cell a
 headline ratio or a copy's rate with its noise; the figures no release measured there are one
-sentence each, with the reason. ``xferbench table`` prints it; ``xferbench run`` and
+sentence each, with the reason, and why its series are not for citation (the site's banner). ``xferbench table`` prints it; ``xferbench run`` and
 ``xferbench table --per-series`` print the per-series tables of ``headline.py`` instead."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from ..results import ResultSet
 from ..results.series import SeriesKey
 from ..units import parse_size, size_label
 from .cautions import noise_text
+from .provenance import banner, provenance
 from .headline import (
     HAZARD_BENCHMARK,
     HeadlineValue,
@@ -77,6 +78,9 @@ def machine_table(machine: str, series: dict[str, ResultSet]) -> list[str]:
         gone.append(f"the non_blocking hazards ({why or 'not measured in these results'})")
     if gone:
         out += ["Not measured here: " + "; ".join(gone) + ".", ""]
+    reasons = banner([p for rs in series.values() for p in provenance(rs)])
+    if reasons:
+        out += ["Not for citation: " + "; ".join(reason for reason, _ in reasons) + ".", ""]
     return out
 
 
