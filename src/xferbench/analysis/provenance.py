@@ -23,8 +23,8 @@ from ..results.series import CAPPED as SERIES_CAPPED
 from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
-__all__ = ["CPU_ONLY", "CUT_SHORT", "EMULATED", "NO_METADATA", "QUICK", "RUNNING", "Provenance", "banner",
-           "cautions", "differences", "link_caution", "over_link_caution", "provenance",
+__all__ = ["CPU_ONLY", "CUT_SHORT", "EMULATED", "NO_METADATA", "QUICK", "RUNNING", "Provenance",
+           "banner", "cautions", "differences", "link_caution", "over_link_caution", "provenance",
            "series_provenance"]
 
 #: The reason of a series run with ``--budget --cap`` (its mode ``capped: yes``, or a

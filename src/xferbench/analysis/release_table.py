@@ -1,7 +1,8 @@
 """The README's figures: per machine, one table with a column per PyTorch release, each cell a
 headline ratio or a copy's rate with its noise; the figures no release measured there are one
-sentence each, with the reason, and why its series are not for citation (the site's banner). ``xferbench table`` prints it; ``xferbench run`` and
-``xferbench table --per-series`` print the per-series tables of ``headline.py`` instead."""
+sentence each, with the reason; then why its series are not for citation (the site's banner).
+``xferbench table`` prints it; ``xferbench run`` and ``xferbench table --per-series`` print
+the per-series tables of ``headline.py`` instead."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from ..results import ResultSet
 from ..results.series import SeriesKey
 from ..units import parse_size, size_label
 from .cautions import noise_text
-from .provenance import banner, provenance
 from .headline import (
     HAZARD_BENCHMARK,
     HeadlineValue,
@@ -19,6 +19,7 @@ from .headline import (
     headlines,
     recorded_capabilities,
 )
+from .provenance import banner, provenance
 
 LEGEND = ("ratio: baseline time / practice time (above 1: the practice is faster); ±: the "
           "noise, IQR/median (for a ratio, of both in quadrature); GB/s = 10^9 bytes/s; a "
