@@ -14,6 +14,7 @@ from manyversions import write_many_versions
 
 from xferbench.analysis.provenance import (
     CPU_ONLY,
+    EMULATED,
     NO_METADATA,
     QUICK,
     banner,
@@ -69,6 +70,17 @@ def test_a_gpu_series_may_be_cited_and_a_bare_one_may_not(tmp_path: Path):
         side.unlink()
     series = provenance(load(str(bare)))
     assert [r for r, _ in banner(series)] == [NO_METADATA]
+
+
+def test_a_series_of_an_emulated_device_is_not_for_citation_even_in_full(tmp_path: Path):
+    write_many_versions(RESULTS, tmp_path / "many", 2)
+    for path in (tmp_path / "many").glob("*/*.metadata"):
+        side = json.loads(path.read_text())
+        side["metadata"].update(emulated=True, gpu_name="xferbench emulated accelerator")
+        path.write_text(json.dumps(side))
+    series = provenance(load(str(tmp_path / "many")))
+    assert [p.emulated for p in series] == [True, True]
+    assert banner(series) == [(EMULATED, series)]
 
 
 def test_differences_name_the_build_and_cuda():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from conftest import committed_results
 
+from xferbench.analysis.provenance import CPU_ONLY
 from xferbench.analysis.release_table import machine_table, readme_tables
 from xferbench.results import load
 
@@ -25,6 +26,14 @@ def test_one_column_per_release_oldest_first_and_the_gaps_said_once():
     assert "pinned vs pageable H2D, one 64MiB tensor (pinned host memory needs an accelerator)" \
         in gaps and "the non_blocking hazards (the hazards need an accelerator" in gaps
     assert readme_tables(rs)[-1].startswith("ratio: baseline time / practice time")
+
+
+def test_a_cpu_machine_table_says_its_figures_are_not_for_citation():
+    rs = load(str(committed_results()))
+    machine = rs.machines()[0]
+    on = rs.filter(machine=machine)
+    lines = machine_table(machine, {v: on.filter(torch=v) for v in on.torch_versions()})
+    assert f"Not for citation: {CPU_ONLY}." in lines
 
 
 def test_a_figure_one_release_lacks_reads_n_a_in_its_column_only():

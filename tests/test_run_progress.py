@@ -12,6 +12,7 @@ from xferbench.commands.run.progress import Progress
 from xferbench.commands.run.suite import SuiteClass
 from xferbench.commands.run.transaction import outcomes
 from xferbench.results.runrecords import Outcome
+from xferbench.units import format_value
 
 COPY = SuiteClass("bench_copies", "Copy", ("track_device_s",),
                   ("direction", "host_memory", "sync", "layout", "size"), 2, 4,
@@ -122,3 +123,21 @@ def test_each_measuring_class_is_an_asv_call_selecting_what_runs():
     ]
     assert group_classes([COPY, PIN, LOOP], r"Copy\.") == [
         Group(r"--bench Copy\.", (r"Copy\.",), (COPY,))]
+
+
+def test_a_fraction_above_one_is_flagged_in_the_progress_line(tmp_path):
+    base = {"class": "bench_copies.Copy", "total": 1}
+    _, lines = _follow(tmp_path, [
+        {**base, "event": "start", "done": 0},
+        {**base, "event": "combination", "done": 1, "params": ["pinned", "copy_first", "1MiB"],
+         "status": "measured", "seconds": 0.7, "why": "",
+         "values": {"track_serialised_fraction": 1.21}},
+    ])
+    assert "serialised_fraction 1.21 (outside 0 to 1: not a share) (0.7 s)" in lines[2]
+
+
+def test_a_fraction_outside_zero_to_one_is_flagged_wherever_a_value_is_formatted():
+    assert format_value(1.5, "fraction") == "1.5 fraction (outside 0 to 1: not a share)"
+    assert format_value(-0.02, "fraction") == "-0.02 fraction (outside 0 to 1: not a share)"
+    assert format_value(0.191, "fraction") == "0.191 fraction"
+    assert format_value(1.0, "fraction") == "1 fraction"

@@ -31,6 +31,16 @@ def share_text(share: float | None) -> str:
                              else "")
 
 
+#: A fraction outside 0 to 1, said beside it: it is no share of anything (``cautions`` says
+#: what it measured instead, where a quote carries it).
+OUTSIDE_SHARE = " (outside 0 to 1: not a share)"
+
+
+def fraction_text(value: float) -> str:
+    """A fraction as a number ("0.191"), flagged where outside 0 to 1 (``OUTSIDE_SHARE``)."""
+    return f"{value:.3g}" + (OUTSIDE_SHARE if not 0.0 <= value <= 1.0 else "")
+
+
 def rate_text(gbps: float, direction: object = None) -> str:
     """``gbps`` as a table cell ("12.34"), marked "copied" for a d2d copy (D2D_COPIED)."""
     return f"{gbps:.2f}" + (" copied" if direction == "d2d" else "")
@@ -85,6 +95,8 @@ def format_value(value: float | None, unit: str) -> str:
         for power, name in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
             if abs(value) >= 1024**power:
                 return f"{value / 1024**power:.3g} {name}"
+    if unit == "fraction" and not 0.0 <= value <= 1.0:
+        return f"{value:.3g} {unit}{OUTSIDE_SHARE}"
     if value == int(value) and abs(value) < 1e7:
         return f"{int(value)} {unit}"  # counts and round rates: no exponent, no ".00"
     if 1e-3 <= abs(value) < 1e7:

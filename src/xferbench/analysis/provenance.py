@@ -23,14 +23,15 @@ from ..results.series import CAPPED as SERIES_CAPPED
 from ..results.series import QUICK, Mode, SeriesKey, labels
 from ..results.series import reasons as mode_reasons
 
-__all__ = ["CPU_ONLY", "CUT_SHORT", "NO_METADATA", "QUICK", "RUNNING", "Provenance", "banner",
-           "cautions", "differences", "link_caution", "over_link_caution", "provenance",
+__all__ = ["CPU_ONLY", "CUT_SHORT", "EMULATED", "NO_METADATA", "QUICK", "RUNNING", "Provenance",
+           "banner", "cautions", "differences", "link_caution", "over_link_caution", "provenance",
            "series_provenance"]
 
 #: The reason of a series run with ``--budget --cap`` (its mode ``capped: yes``, or a
 #: combination its sidecar lists as capped): the mode table's (``results.series``).
 CAPPED = SERIES_CAPPED
 CPU_ONLY = "measured on a CPU, no GPU: every accelerator row is n/a and copies are host copies"
+EMULATED = "measured on an emulated device: its times are host threads', not measurements"
 CUT_SHORT = "the run was cut short: some classes were not measured"
 RUNNING = "its run is still going: some classes are not measured yet"
 NO_METADATA = "no metadata recorded: the hardware is unknown"
@@ -68,6 +69,7 @@ class Provenance:
     capped: bool = False  # some of its numbers sampled under a budget cap (--budget --cap)
     #: its newest run is not over: it holds the results folder's lock and has not finished
     running: bool = False
+    emulated: bool = False  # an emulated device (tests/emu): every path runs, no time is real
 
     @property
     def label(self) -> str:
@@ -112,6 +114,8 @@ class Provenance:
             out.append(NO_METADATA)
         elif self.cpu_only:
             out.append(CPU_ONLY)
+        elif self.emulated:
+            out.append(EMULATED)
         if self.complete is False:
             out.append(RUNNING if self.running else CUT_SHORT)
         return out
@@ -207,6 +211,7 @@ def series_provenance(rs: ResultSet, key: SeriesKey) -> Provenance:
         capped=any(r.capped for r in results) or bool(run and run.capped),
         running=bool(run and run.complete is False and run.finished_at is None
                       and lock_is_held(rs.root)),
+        emulated=meta.emulated is True,
     )
 
 
@@ -225,11 +230,11 @@ def provenance(rs: ResultSet) -> list[Provenance]:
 def banner(series: list[Provenance]) -> list[tuple[str, list[Provenance]]]:
     """(reason, the series it applies to) for every reason a series is not for citation:
     quick first, then every other mode's in the order met, no metadata, a CPU run, a run cut
-    short; empty when every series may be cited."""
+    short (an emulated device after a CPU run); empty when every series may be cited."""
     order = [QUICK, *dict.fromkeys(r for p in series for r in p.reasons()
-                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, CUT_SHORT,
-                                                RUNNING)),
-             NO_METADATA, CPU_ONLY, CUT_SHORT, RUNNING]
+                                   if r not in (QUICK, NO_METADATA, CPU_ONLY, EMULATED,
+                                                CUT_SHORT, RUNNING)),
+             NO_METADATA, CPU_ONLY, EMULATED, CUT_SHORT, RUNNING]
     out = []
     for reason in order:
         hit = [p for p in series if reason in p.reasons()]

@@ -1,7 +1,8 @@
 """The README's figures: per machine, one table with a column per PyTorch release, each cell a
 headline ratio or a copy's rate with its noise; the figures no release measured there are one
-sentence each, with the reason. ``xferbench table`` prints it; ``xferbench run`` and
-``xferbench table --per-series`` print the per-series tables of ``headline.py`` instead."""
+sentence each, with the reason; then why its series are not for citation (the site's banner).
+``xferbench table`` prints it; ``xferbench run`` and ``xferbench table --per-series`` print
+the per-series tables of ``headline.py`` instead."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .headline import (
     headlines,
     recorded_capabilities,
 )
+from .provenance import banner, provenance
 
 LEGEND = ("ratio: baseline time / practice time (above 1: the practice is faster); ±: the "
           "noise, IQR/median (for a ratio, of both in quadrature); GB/s = 10^9 bytes/s; a "
@@ -77,6 +79,9 @@ def machine_table(machine: str, series: dict[str, ResultSet]) -> list[str]:
         gone.append(f"the non_blocking hazards ({why or 'not measured in these results'})")
     if gone:
         out += ["Not measured here: " + "; ".join(gone) + ".", ""]
+    reasons = banner([p for rs in series.values() for p in provenance(rs)])
+    if reasons:
+        out += ["Not for citation: " + "; ".join(reason for reason, _ in reasons) + ".", ""]
     return out
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.comparison import FAILED_IN_B, Row, compare_results, confounds
+from ...analysis.provenance import banner, series_provenance
 from ...analysis.repeats import commits_apart, confirm_pairs
 from ...analysis.stats import ALPHA, ON_P, ON_Q, THRESHOLD, parse_alpha, parse_threshold
 from ...errors import ExitCode, XferbenchError
@@ -192,7 +193,17 @@ def compare(a_spec: str, b_spec: str, *, results: str = "results",
                               decide_on=decide_on, commits=commits_apart(a.results, b.results))
     return Comparison(a, b, rows, skipped, threshold, alpha,
                       confounds(a.results, b.results, by_machine), confirmed, only_confirmed,
-                      decide_on)
+                      decide_on, caveats(a, b))
+
+
+def caveats(a: Side, b: Side) -> tuple[str, ...]:
+    """Why the series of both sides are not for citation, each "reason (which series)"."""
+    series = [series_provenance(side.results, key) for side in (a, b) for key in side.series]
+    out = []
+    for reason, hit in banner(series):
+        who = "every series" if len(hit) == len(series) else "; ".join(p.label for p in hit)
+        out.append(f"{reason} ({who})")
+    return tuple(out)
 
 
 def no_pair(a: Side, b: Side) -> None:

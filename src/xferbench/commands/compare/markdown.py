@@ -30,6 +30,8 @@ def format_markdown(c: Comparison) -> list[str]:
     how, the changes as a table, a legend, then every other row folded."""
     changed, rest = _split(c)
     lines = [MARKER, f"### xferbench compare: {_verdict(c)}", "", _compared(c), ""]
+    lines += [f"**Not for citation**: {plain_text(why)}" for why in c.caveats]
+    lines += [""] * bool(c.caveats)
     if c.confounds:
         caution = plain_text("; ".join(c.confounds))
         lines += [f"**Caution**: more than the release differs: {caution}", ""]

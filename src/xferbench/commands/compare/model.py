@@ -43,6 +43,9 @@ class Comparison:
     confirmed: dict[int, Confirmation] = field(default_factory=dict)
     only_confirmed: bool = False  # --confirmed: suspected regressions do not fail
     decide_on: str = ON_Q
+    #: why the compared series are not for citation, each "reason (which series)": a CPU
+    #: run, an emulated device, a quick run... (the site's banner, ``provenance.banner``)
+    caveats: tuple[str, ...] = ()
 
     @property
     def decision(self) -> Decision:

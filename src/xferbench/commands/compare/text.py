@@ -87,7 +87,7 @@ def _summary(c: Comparison) -> list[str]:
     lines = ["", f"{len(c.rows)} compared: " + ", ".join(
         f"{counts[m]} {m}" for m in MARKS) + f"; {c.skipped_both} skipped or failed on both sides",
         "B/A: B's value over A's; seconds, fractions and counts: lower is better; "
-        "rates (/s): higher is better.",
+        "rates (/s) and behaviour checks (1 holds, 0 does not): higher is better.",
         _tested(c.decision),
         f"better/worse: significant and beyond {c.threshold:.0%} (without samples: disjoint "
         f"99% CIs); same: B/A's interval inside {1 / (1 + c.threshold):.3f} to "
@@ -96,6 +96,7 @@ def _summary(c: Comparison) -> list[str]:
            "clock it ran at" if any(r.verdict and r.verdict.cycles for r in c.rows) else "")
         + ". Confirmed where every repeat of both series (another machine folder measuring "
         "the same again) marks it so too, else suspected."]
+    lines += [f"NOT FOR CITATION: {why}" for why in c.caveats]
     if c.confounds:
         lines.append("CAUTION: more than the release differs: " + "; ".join(c.confounds) +
                      " (a difference may be theirs; --strict refuses such a comparison)")
@@ -154,6 +155,7 @@ def as_dict(c: Comparison) -> dict[str, Any]:
         "series": {"a": [k.label for k in c.a.series], "b": [k.label for k in c.b.series]},
         "not_read": {"a": [k.label for k in c.a.others], "b": [k.label for k in c.b.others]},
         "confounds": list(c.confounds),
+        "not_for_citation": list(c.caveats),
         "skipped_both": c.skipped_both,
         "rows": [{"machine": r.machine, "benchmark": r.benchmark, "params": dict(r.params),
                   "unit": r.unit, "a": value(r.a), "b": value(r.b),
@@ -161,10 +163,16 @@ def as_dict(c: Comparison) -> dict[str, Any]:
                   "worse_by": None if r.worse_by is None or math.isinf(r.worse_by)
                   else r.worse_by,
                   "p_value": r.p_value, "q_value": r.q_value, "test": r.test,
-                  "interval": _interval(r), "mark": r.mark, "note": r.note,
+                  "interval": _interval(r), "ratio_outside": _outside(r),
+                  "mark": r.mark, "note": r.note,
                   **confirmation(i)}
                  for i, r in enumerate(c.rows)],
     }
+
+
+def _outside(r: Row) -> bool:
+    """The medians' ratio lies outside its interval: the two sides differ in shape."""
+    return r.verdict is not None and r.verdict.ratio_outside
 
 
 def _interval(r: Row) -> list[float | None] | None:

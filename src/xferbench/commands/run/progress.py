@@ -22,7 +22,7 @@ from ...results.runrecords import (
     Outcome,
     ProgressLine,
 )
-from ...units import format_seconds, format_value
+from ...units import format_seconds, format_value, fraction_text
 
 
 class Progress:
@@ -147,6 +147,8 @@ def _value(method: str, value: float) -> str:
         return format_seconds(value)
     if method.endswith("_bytes"):
         return format_value(value, "bytes")
+    if method.endswith(("_fraction", "_share")):
+        return fraction_text(value)
     return f"{value:.3g}"
 
 
