@@ -135,6 +135,7 @@ def test_a_count_or_a_behaviour_that_changes_is_a_change(unit, a, b, mark):
     rows, _ = compare_results([_r(a, unit, None)], [_r(b, unit, None)])
     assert rows[0].mark == mark and rows[0].test == "exact"
     assert higher_is_better("holds") and not higher_is_better("syncs")
+    assert higher_is_better("peer access (1 yes, 0 no)")  # access lost is worse
     v = verdict(_r(a, unit, None), _r(b, unit, None))
     assert v.significant == (a != b) and v.test == "exact"
     if unit == "holds":

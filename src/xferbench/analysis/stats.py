@@ -68,8 +68,9 @@ def is_rate(unit: str) -> bool:
 
 def higher_is_better(unit: str) -> bool:
     """Rates (GB/s, steps/s: any unit per second) grow when things improve, and so does a
-    behaviour check (1 holds, 0 does not); seconds, fractions and counts shrink."""
-    return is_rate(unit) or unit.strip() == "holds"
+    check whose 1 is the good answer (a behaviour that holds; a unit "(1 yes, 0 no)", as
+    peer access: losing it is worse); seconds, fractions and counts shrink."""
+    return is_rate(unit) or unit.strip() == "holds" or "(1 yes, 0 no)" in unit
 
 
 def worse_by(ratio: float, unit: str) -> float:
