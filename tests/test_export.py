@@ -213,6 +213,15 @@ def test_hud_records_fit_the_v3_table(capsys, gpu_results):
     rec = next(x for x in records if x["model"]["name"].startswith("bench_copies.Copy"))
     assert rec["benchmark"]["extra_info"]["clock"] == "completion"  # cuda:0: not a CPU's
     assert rec["runners"][0]["gpu_info"] == "NVIDIA H200"
+    # what the sidecar recorded of the host, not zeros; a number it did not record is named
+    runner = rec["runners"][0]
+    meta = load(str(gpu_results)).metadata_for(next(
+        r for r in load(str(gpu_results)) if r.machine == runner["name"]))
+    assert runner["cpu_info"] == (meta.cpu_model or "")
+    assert runner["cpu_count"] == (meta.cpu_count if isinstance(meta.cpu_count, int) else 0)
+    assert "avail_mem_in_gb" in runner["extra_info"]["not_recorded"]
+    if not isinstance(meta.cpu_count, int):
+        assert "cpu_count" in runner["extra_info"]["not_recorded"]
     assert rec["dependencies"]["torch"]["version"].startswith("2.")
     assert len(rec["head_sha"]) == 40
 

@@ -81,6 +81,11 @@ class ExportRow:
     #: "full sweep", "capped"...
     mode: str = "default"
     host: str = ""  # what measured it, as --host takes it, where its machine holds several
+    #: the host's CPU model, its core count and the device's memory, as the sidecar recorded
+    #: them (None where it did not)
+    cpu: str | None = None
+    cores: int | None = None
+    device_memory_bytes: int | None = None
 
     @property
     def series(self) -> str:
@@ -126,7 +131,9 @@ def figure(rs: ResultSet, r: Result, prov: Provenance) -> ExportRow:
         measured_ms=r.started_ms or r.date_ms, quick=r.quick,
         not_for_citation=tuple(prov.reasons()),
         results_file=os.path.relpath(r.path, rs.root), mode=prov.key.how,
-        host=host_option(r.host))
+        host=host_option(r.host), cpu=meta.cpu_model,
+        cores=meta.cpu_count if isinstance(meta.cpu_count, int) else None,
+        device_memory_bytes=meta.device_memory_bytes)
 
 
 def figures(rs: ResultSet) -> list[ExportRow]:

@@ -193,6 +193,22 @@ def _repo() -> str:
     return m.group(1) if m else ""
 
 
+def _runner(f: ExportRow) -> dict[str, Any]:
+    """The table's runner: what the sidecar recorded of the host and the device. Its numbers
+    cannot be empty, so a 0 stands for one not recorded, and extra_info names each such."""
+    gpu = not f.device.startswith("cpu")
+    memory = f.device_memory_bytes if gpu else None
+    unknown = [k for k, v in (("cpu_count", f.cores), ("avail_mem_in_gb", None),
+                              ("avail_gpu_mem_in_gb", memory if gpu else 0)) if v is None]
+    return {"name": f.machine, "type": f.device, "cpu_info": f.cpu or "",
+            "cpu_count": f.cores or 0, "mem_info": "", "avail_mem_in_gb": 0,
+            "gpu_info": f.hardware if gpu else "", "gpu_count": int(gpu),
+            "gpu_mem_info": "", "avail_gpu_mem_in_gb": round(memory / 2**30) if memory else 0,
+            "extra_info": {"hardware": f.hardware,
+                           "not_recorded": ", ".join(unknown) + " (0 here: not recorded)"
+                           if unknown else ""}}
+
+
 def hud_record(f: ExportRow) -> dict[str, Any]:
     """One figure as a row of PyTorch's oss_ci_benchmark_v3 table: its maps hold text, its
     values are the raw samples (the median where none were recorded)."""
@@ -201,12 +217,7 @@ def hud_record(f: ExportRow) -> dict[str, Any]:
         "timestamp": f.measured_ms // 1000, "schema_version": "v3", "name": "xferbench",
         "repo": _repo(), "head_branch": "", "head_sha": f.commit,
         "workflow_id": 0, "run_attempt": 1, "job_id": 0,
-        "runners": [{"name": f.machine, "type": f.device, "cpu_info": "", "cpu_count": 0,
-                     "mem_info": "", "avail_mem_in_gb": 0,
-                     "gpu_info": "" if f.hardware.startswith("CPU") else f.hardware,
-                     "gpu_count": 0 if f.device.startswith("cpu") else 1,
-                     "gpu_mem_info": "", "avail_gpu_mem_in_gb": 0,
-                     "extra_info": {"hardware": f.hardware}}],
+        "runners": [_runner(f)],
         "benchmark": {"name": "xferbench", "mode": "", "dtype": "", "extra_info": {
             "suite_commit": f.commit, "xferbench": __version__, "device": f.device,
             "clock": f.clock, "quick": "yes" if f.quick else "no", "mode": f.mode,
