@@ -46,6 +46,11 @@ def rate_text(gbps: float, direction: object = None) -> str:
     return f"{gbps:.2f}" + (" copied" if direction == "d2d" else "")
 
 
+def plural(n: int, word: str) -> str:
+    """"1 combination", "2 combinations": ``n`` and ``word``, with an s unless n is 1."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def size_label(nbytes: int) -> str:
     """4096 -> "4KiB", 67108864 -> "64MiB" (exact powers of 1024 only; else bytes)."""
     for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):

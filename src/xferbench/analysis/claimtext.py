@@ -11,7 +11,7 @@ from typing import Any
 
 from ..results import ResultSet
 from ..results.series import SeriesKey, host_option, mode_option
-from ..units import format_value
+from ..units import format_value, plural
 from .citation import Citation, citation, sentence
 from .citation import as_dict as citation_dict
 from .claims import (
@@ -197,7 +197,8 @@ def markdown_table(report: ClaimsReport) -> list[str]:
     the series' caveats."""
     machines, releases, rows = summary_rows(report)
     why = undecided_reasons(report)
-    out = ["| claims | " + " | ".join(f"{m}, {releases[m]} releases" for m in machines) + " |",
+    heads = (f"{m}, {plural(releases[m], 'release')}" for m in machines)
+    out = ["| claims | " + " | ".join(heads) + " |",
            "| --- |" + " --- |" * len(machines)]
     for claims, row, decided in rows:
         name = (f"{claims[0].title} (`{claims[0].id}`)" if decided

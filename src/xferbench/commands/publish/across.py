@@ -9,7 +9,7 @@ import json
 
 from ...analysis.comparison import AMBIGUOUS, CLOCK, FAILED_IN_B, SAME
 from ...analysis.stats import Decision
-from ...units import D2D_COPIED, GBPS, confidence, format_value
+from ...units import D2D_COPIED, GBPS, confidence, format_value, plural
 from .changes import Step, StepRow
 from .markup import (
     anchor,
@@ -29,10 +29,6 @@ from .views import BandwidthPanel, BenchmarkView
 
 STEP_HEADERS = ["benchmark", "A", "B", "B/A", "interval", "samples<br><small>A / B</small>",
                 "verdict", "repeat"]
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _repeat(sr: StepRow) -> str:

@@ -18,6 +18,7 @@ from ...analysis.claimtext import (
 )
 from ...analysis.sitemap import figure_path
 from ...results.discovery import suite_repo
+from ...units import plural
 from .catalog import Catalog
 from .markup import anchor, e, self_link
 
@@ -63,7 +64,7 @@ def claims_section(cat: Catalog, alpha: float) -> list[str]:
 def _summary_table(report: ClaimsReport) -> list[str]:
     machines, releases, rows = summary_rows(report)
     out = ['<div class="claims-wrap"><table class="claims-summary stack"><thead><tr>'
-           "<th>claim</th>" + "".join(f"<th>{e(m)}, {releases[m]} releases</th>"
+           "<th>claim</th>" + "".join(f"<th>{e(m)}, {plural(releases[m], 'release')}</th>"
                                       for m in machines) + "</tr></thead><tbody>"]
     for claims, row, decided in rows:
         links = [f'<a href="#{e(anchor("claim", c.id))}">'

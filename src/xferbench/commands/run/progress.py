@@ -22,7 +22,7 @@ from ...results.runrecords import (
     Outcome,
     ProgressLine,
 )
-from ...units import format_seconds, format_value, fraction_text
+from ...units import format_seconds, format_value, fraction_text, plural
 
 
 class Progress:
@@ -93,7 +93,7 @@ class Progress:
                                      "something else's interpreter answered")
             self.classes_started += 1
             # asv's "Setting up ..." line waits for its "ok": ours go below it
-            print(f"\n  {name}: measuring {line.total} combinations in one process",
+            print(f"\n  {name}: measuring {plural(line.total, 'combination')} in one process",
                   file=self.out, flush=True)
             return
         self.done += 1
