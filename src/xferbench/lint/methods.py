@@ -48,6 +48,11 @@ class Methods(Part):
     """Method-call handlers."""
 
     def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
+        bound = self.st.aliases.get(func.attr) if isinstance(func.value, ast.Name) and \
+            func.value.id == "self" else None
+        if bound is not None:  # self._grad(batch), with self._grad = self.compute_grad
+            func = ast.copy_location(ast.Attribute(func.value, bound, ast.Load()), func)
+            node = ast.copy_location(ast.Call(func, node.args, node.keywords), node)
         recv = self.an.exprs.ev(func.value)
         name = func.attr
         outer_data, self.st.data_timer = self.st.data_timer, self.st.data_timer or data_timer_name(
