@@ -210,3 +210,31 @@ def test_a_dict_whose_value_is_backpropagated_holds_a_device_loss():
                 loss["loss"] = self.policy(batch).mean()
                 return loss
         """) == [(15, "XB101", "warning")]
+
+
+def test_a_tensor_a_model_holds_read_with_item_every_step_is_reported():
+    assert lint("""\
+        import numpy as np
+
+        def train(net, loader, optimizer, device):
+            net.train()
+            for x, diams in loader:
+                scale = diams / net.diam_mean.item()
+                loss = net(x.to(device) * scale).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """) == [(6, "XB101", "warning")]
+
+
+def test_a_number_a_host_model_holds_is_read_for_free():
+    assert lint("""\
+        def train(net, loader, optimizer, device):
+            net = net.cpu()
+            for x, diams in loader:
+                scale = diams / net.diam_mean.item()
+                loss = net(x * scale).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """) == []

@@ -30,6 +30,7 @@ from .facts import (
     VIEWS,
     Val,
     device_parameters,
+    dotted,
     is_true,
     kwarg,
     model_name,
@@ -85,6 +86,9 @@ class Methods(Part):
                     name in self.st.functions_seen:  # a model's own helper: a call of it
                 return self.own_method(node, name, args, kws, recv)
             return self.module_method(name, [*args, *kws], recv)
+        if name in HOST_READS and recv.kind == UNKNOWN and recv.where == NOWHERE and \
+                self.held_by_model(func.value):
+            recv = Val(TENSOR, ON_DEVICE)  # net.diam_mean.item(): a parameter or a buffer
         if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
             self.an.exprs.host_read(node, recv, f"`.{name}()`", at=self.method_at(func),
                                     strong=True)
@@ -243,6 +247,19 @@ class Methods(Part):
         at.lineno = at.end_lineno = func.end_lineno or func.lineno
         at.col_offset = max((func.end_col_offset or func.col_offset) - len(func.attr), 0)
         return at
+
+    def held_by_model(self, node: ast.expr) -> bool:
+        """Whether ``node`` is an attribute of a model not on the host (``net.scale``): a
+        tensor there is a parameter or a buffer, on the device the model trains on. Not one
+        of ``self``: a trainer's step counter stays where the trainer is, often the host."""
+        if not isinstance(node, ast.Attribute) or isinstance(node.value, ast.Name) and \
+                node.value.id in ("self", "cls"):
+            return False
+        key = dotted(node.value)
+        held = self.an.members.lookup(key) if key is not None else None
+        if held is None or held.kind == UNKNOWN and held.where == NOWHERE:
+            return model_name(node.value) and not optim_name(node.value)
+        return held.kind == MODULE and held.where != ON_HOST
 
     def module_like(self, node: ast.expr, v: Val) -> bool:
         if v.kind == MODULE:
