@@ -238,3 +238,28 @@ def test_a_number_a_host_model_holds_is_read_for_free():
                 loss.backward()
                 optimizer.step()
         """) == []
+
+
+def test_a_step_method_handed_to_the_epoch_loop_is_followed_where_it_is_called():
+    assert lint("""\
+        class Net:
+            def __init__(self, module, optimizer, device):
+                self.module = module.to(device)
+                self.optimizer = optimizer
+
+            def fit_loop(self, loader, epochs):
+                for _ in range(epochs):
+                    self.run_single_epoch(loader, step_fn=self.train_step)
+
+            def run_single_epoch(self, loader, step_fn):
+                for batch in loader:
+                    step = step_fn(batch)
+                    print(step["loss"].item())
+
+            def train_step(self, batch):
+                self.optimizer.zero_grad()
+                loss = self.module(batch).mean()
+                loss.backward()
+                self.optimizer.step()
+                return {"loss": loss}
+        """) == [(13, "XB101", "warning")]

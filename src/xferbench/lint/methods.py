@@ -39,6 +39,7 @@ from .facts import (
     terminal,
 )
 from .implicit import BOOLEAN
+from .members import self_attr
 from .part import Part
 from .records import DictOf, Fac, Pinned
 from .steps import stepped_loss
@@ -141,6 +142,10 @@ class Methods(Part):
         if name not in META_METHODS:
             self.st.frame.fresh_sync = False
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            for k in node.keywords:  # step_fn=self.train_step: what step_fn(...) calls there
+                handed = self_attr(k.value)
+                if k.arg and handed in self.st.functions_seen:
+                    self.st.passed.setdefault((name, k.arg), handed)
             self.an.steps.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             device = any(v.tensorish for v in (*args, *kws))
             if name in self.st.functions_seen:
