@@ -117,3 +117,149 @@ def test_a_cpu_default_device_kept_by_the_class_still_names_the_device():
                     optimizer.step()
                     print(loss.cpu().detach().numpy())
         """) == [(13, "XB101", "warning")]
+
+
+def test_a_method_bound_to_an_attribute_is_followed_when_called_through_it():
+    assert lint("""\
+        import torch
+
+        class Impl:
+            def __init__(self, model, optim, compiled, device):
+                self.model = model.to(device)
+                self.optim = optim
+                self._grad = torch.compile(self.compute_grad) if compiled else self.compute_grad
+
+            def compute_grad(self, batch):
+                self.optim.zero_grad()
+                loss = self.model(batch).mean()
+                loss.backward()
+                return {"loss": loss}
+
+            def update(self, batch):
+                loss = self._grad(batch)
+                self.optim.step()
+                return {"loss": float(loss["loss"].cpu().numpy())}
+        """) == [(18, "XB101", "warning")]
+
+
+def test_a_dict_of_the_class_filled_with_device_values_in_one_method_holds_them_in_another():
+    assert lint("""\
+        class Trainer:
+            def __init__(self, model, optim, device):
+                self.model = model.to(device)
+                self.optim = optim
+                self.stats = {}
+
+            def forward_backward(self, batch):
+                self.optim.zero_grad()
+                loss = self.model(batch).mean()
+                loss.backward()
+                self.optim.step()
+                self.stats["loss"] = loss.detach()
+
+            def train(self, loader):
+                for batch in loader:
+                    self.forward_backward(batch)
+                    print(self.stats["loss"].item())
+        """) == [(17, "XB101", "warning")]
+
+
+def test_losses_the_class_backpropagates_from_a_dict_are_device_values_in_every_method():
+    assert lint("""\
+        class Trainer:
+            def __init__(self, tracker, model, device):
+                self.losses = tracker.losses
+                self.model = model.to(device)
+
+            def train(self, steps):
+                for it in range(steps):
+                    self.forward_and_backward()
+                    print("total_loss=%.5f" % self.losses["total_loss"])
+
+            def forward_and_backward(self):
+                self.optimizer.zero_grad()
+                self.calculate_loss(self.get_batch())
+                self.backward()
+                self.optimizer.step()
+
+            def backward(self):
+                self.losses["total_loss"].backward()
+        """) == [(9, "XB101", "warning")]
+
+
+def test_a_dict_whose_value_is_backpropagated_holds_a_device_loss():
+    assert lint("""\
+        class Impl:
+            def __init__(self, model, optim, device):
+                self.model = model.to(device)
+                self.optim = optim
+
+            def compute_grad(self, batch):
+                self.optim.zero_grad()
+                loss = self.compute_loss(batch)
+                loss["loss"].backward()
+                return loss
+
+            def update(self, batch):
+                loss = self.compute_grad(batch)
+                self.optim.step()
+                return {"loss": float(loss["loss"].cpu().numpy())}
+
+            def compute_loss(self, batch):
+                loss = {}
+                loss["loss"] = self.policy(batch).mean()
+                return loss
+        """) == [(15, "XB101", "warning")]
+
+
+def test_a_tensor_a_model_holds_read_with_item_every_step_is_reported():
+    assert lint("""\
+        import numpy as np
+
+        def train(net, loader, optimizer, device):
+            net.train()
+            for x, diams in loader:
+                scale = diams / net.diam_mean.item()
+                loss = net(x.to(device) * scale).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """) == [(6, "XB101", "warning")]
+
+
+def test_a_number_a_host_model_holds_is_read_for_free():
+    assert lint("""\
+        def train(net, loader, optimizer, device):
+            net = net.cpu()
+            for x, diams in loader:
+                scale = diams / net.diam_mean.item()
+                loss = net(x * scale).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """) == []
+
+
+def test_a_step_method_handed_to_the_epoch_loop_is_followed_where_it_is_called():
+    assert lint("""\
+        class Net:
+            def __init__(self, module, optimizer, device):
+                self.module = module.to(device)
+                self.optimizer = optimizer
+
+            def fit_loop(self, loader, epochs):
+                for _ in range(epochs):
+                    self.run_single_epoch(loader, step_fn=self.train_step)
+
+            def run_single_epoch(self, loader, step_fn):
+                for batch in loader:
+                    step = step_fn(batch)
+                    print(step["loss"].item())
+
+            def train_step(self, batch):
+                self.optimizer.zero_grad()
+                loss = self.module(batch).mean()
+                loss.backward()
+                self.optimizer.step()
+                return {"loss": loss}
+        """) == [(13, "XB101", "warning")]

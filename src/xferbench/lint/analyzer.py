@@ -18,7 +18,7 @@ from .exprs import Exprs
 from .facts import TIME, Val, purpose
 from .helpers import Helpers
 from .implicit import Implicit
-from .members import Members
+from .members import Members, scan_classes
 from .methods import Methods
 from .moves import Moves
 from .names import Names
@@ -122,11 +122,11 @@ class ModulePass:
             first = min((lo or hi for spans in lossy.values() for lo, hi in spans), default=0)
             self.st.frame.lossy = lossy if lossy and self.names.device_evidence(1, first) else {}
         defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        for c in tree.body:
-            if isinstance(c, ast.ClassDef):
-                defs += [n for n in c.body if isinstance(n, (ast.FunctionDef,
-                                                              ast.AsyncFunctionDef))]
+        classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+        for c in classes:
+            defs += [n for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         self.st.functions_seen = {n.name for n in defs}  # and outer.inner, as they are walked
+        self.st.aliases, self.st.members = scan_classes(classes, self.st.functions_seen)
         self.walker.block(tree.body)
         self.finish_defs(self.st.frame)
         self.resolve()

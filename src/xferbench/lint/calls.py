@@ -105,6 +105,10 @@ class Calls(Part):
             v = self.an.methods.method_call(node, func, dropped)
             self.object_method(func)
             return v
+        if isinstance(func, ast.Name) and qual is None:
+            passed = self.st.passed.get((self.an.steps.function_name() or "", func.id))
+            if passed is not None:  # step_fn(batch), handed step_fn=self.train_step
+                return self.an.methods.method_call(*self_call(node, passed), dropped)
         fval = self.an.exprs.ev(func) if qual is None else NOTHING
         args = [self.an.exprs.ev(a) for a in node.args]
         kws = [self.an.exprs.ev(k.value) for k in node.keywords]
@@ -382,3 +386,11 @@ class Calls(Part):
             self.an.syncs.device_work()  # a function handed device values computes with them there
             return Val(UNKNOWN, ON_DEVICE)
         return NOTHING
+
+
+def self_call(node: ast.Call, method: str) -> tuple[ast.Call, ast.Attribute]:
+    """``node`` as a call of ``self.<method>`` (its arguments and place kept), and its func."""
+    func = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name("self", ast.Load()),
+                                                             node.func), method, ast.Load()),
+                             node.func)
+    return ast.copy_location(ast.Call(func, node.args, node.keywords), node), func

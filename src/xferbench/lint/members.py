@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from .facts import (
+    HOST_OTHER,
     INSTANCE,
     LOADER,
     MODULE,
@@ -15,12 +16,14 @@ from .facts import (
     NOWHERE,
     ON_DEVICE,
     OPTIM,
+    SEQ,
     UNKNOWN,
     Val,
     model_name,
     optim_name,
 )
 from .part import Part
+from .records import DictOf
 from .scopes import Frame, joined
 
 
@@ -70,3 +73,59 @@ class Members(Part):
         """Whether the class being walked moves anything to a device."""
         span = self.st.class_spans[-1] if self.st.class_spans else None
         return span is not None and self.an.names.device_evidence(*span)
+
+
+#: A mapping whose values are device tensors (``self.losses``, whose ``["total"]`` is
+#: backpropagated).
+DEVICE_DICT = Val(SEQ, ON_DEVICE, elem=HOST_OTHER, tag=DictOf(Val(UNKNOWN, ON_DEVICE)))
+
+
+def scan_classes(classes: list[ast.ClassDef], functions: set[str]) -> tuple[
+        dict[str, str], dict[tuple[str, str], Val]]:
+    """What the statements of the classes' methods say before any is walked: the attributes
+    bound to a method (``self._grad = self.compute_grad``, or wrapped, or under a condition),
+    and the mappings whose values are backpropagated (``self.losses["total"].backward()``:
+    the class keeps device losses in ``self.losses``), keyed as ``st.members`` is."""
+    aliases: dict[str, str] = {}
+    held: dict[tuple[str, str], Val] = {}
+    for c in classes:
+        for method in c.body:
+            for stmt in method.body if isinstance(method, (ast.FunctionDef,
+                                                            ast.AsyncFunctionDef)) else ():
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    key = self_attr(stmt.targets[0])
+                    bound = bound_method(stmt.value, functions)
+                    if key is not None and bound is not None and key not in functions:
+                        aliases[key] = bound
+                elif isinstance(stmt, ast.Expr):
+                    key = backpropagated(stmt.value)
+                    if key is not None:
+                        held[(c.name, "self." + key)] = DEVICE_DICT
+    return aliases, held
+
+
+def backpropagated(node: ast.expr) -> str | None:
+    """``<name>`` of ``self.<name>[key].backward()``, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "backward" and isinstance(node.func.value, ast.Subscript):
+        return self_attr(node.func.value.value)
+    return None
+
+
+def self_attr(node: ast.expr) -> str | None:
+    """``<name>`` of ``self.<name>``, else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == "self":
+        return node.attr
+    return None
+
+
+def bound_method(node: ast.expr, functions: set[str]) -> str | None:
+    """The module's method that ``node`` gives: ``self.f``, ``wrap(self.f)``, or either
+    branch of ``a if c else b``."""
+    if isinstance(node, ast.IfExp):
+        return bound_method(node.body, functions) or bound_method(node.orelse, functions)
+    if isinstance(node, ast.Call) and node.args:
+        return bound_method(node.args[0], functions)
+    name = self_attr(node)
+    return name if name in functions else None

@@ -30,6 +30,7 @@ from .facts import (
     VIEWS,
     Val,
     device_parameters,
+    dotted,
     is_true,
     kwarg,
     model_name,
@@ -38,6 +39,7 @@ from .facts import (
     terminal,
 )
 from .implicit import BOOLEAN
+from .members import self_attr
 from .part import Part
 from .records import DictOf, Fac, Pinned
 from .steps import stepped_loss
@@ -48,6 +50,11 @@ class Methods(Part):
     """Method-call handlers."""
 
     def method_call(self, node: ast.Call, func: ast.Attribute, dropped: bool) -> Val:
+        bound = self.st.aliases.get(func.attr) if isinstance(func.value, ast.Name) and \
+            func.value.id == "self" else None
+        if bound is not None:  # self._grad(batch), with self._grad = self.compute_grad
+            func = ast.copy_location(ast.Attribute(func.value, bound, ast.Load()), func)
+            node = ast.copy_location(ast.Call(func, node.args, node.keywords), node)
         recv = self.an.exprs.ev(func.value)
         name = func.attr
         outer_data, self.st.data_timer = self.st.data_timer, self.st.data_timer or data_timer_name(
@@ -80,6 +87,9 @@ class Methods(Part):
                     name in self.st.functions_seen:  # a model's own helper: a call of it
                 return self.own_method(node, name, args, kws, recv)
             return self.module_method(name, [*args, *kws], recv)
+        if name in HOST_READS and recv.kind == UNKNOWN and recv.where == NOWHERE and \
+                self.held_by_model(func.value):
+            recv = Val(TENSOR, ON_DEVICE)  # net.diam_mean.item(): a parameter or a buffer
         if name in HOST_READS or (name == "numpy" and is_true(kwarg(node, "force"))):
             self.an.exprs.host_read(node, recv, f"`.{name}()`", at=self.method_at(func),
                                     strong=True)
@@ -132,6 +142,10 @@ class Methods(Part):
         if name not in META_METHODS:
             self.st.frame.fresh_sync = False
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            for k in node.keywords:  # step_fn=self.train_step: what step_fn(...) calls there
+                handed = self_attr(k.value)
+                if k.arg and handed in self.st.functions_seen:
+                    self.st.passed.setdefault((name, k.arg), handed)
             self.an.steps.note_call(name, args, [(k.arg, v) for k, v in zip(node.keywords, kws)])
             device = any(v.tensorish for v in (*args, *kws))
             if name in self.st.functions_seen:
@@ -238,6 +252,19 @@ class Methods(Part):
         at.lineno = at.end_lineno = func.end_lineno or func.lineno
         at.col_offset = max((func.end_col_offset or func.col_offset) - len(func.attr), 0)
         return at
+
+    def held_by_model(self, node: ast.expr) -> bool:
+        """Whether ``node`` is an attribute of a model not on the host (``net.scale``): a
+        tensor there is a parameter or a buffer, on the device the model trains on. Not one
+        of ``self``: a trainer's step counter stays where the trainer is, often the host."""
+        if not isinstance(node, ast.Attribute) or isinstance(node.value, ast.Name) and \
+                node.value.id in ("self", "cls"):
+            return False
+        key = dotted(node.value)
+        held = self.an.members.lookup(key) if key is not None else None
+        if held is None or held.kind == UNKNOWN and held.where == NOWHERE:
+            return model_name(node.value) and not optim_name(node.value)
+        return held.kind == MODULE and held.where != ON_HOST
 
     def module_like(self, node: ast.expr, v: Val) -> bool:
         if v.kind == MODULE:

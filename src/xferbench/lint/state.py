@@ -117,6 +117,10 @@ class ModuleState:
     # and the name it was called by: a read in the body is reported at the call
     # -- the module's functions --
     functions_seen: set[str] = field(default_factory=set)  # defined in the module
+    aliases: dict[str, str] = field(default_factory=dict)  # self.<attr> -> the method bound
+    # to it (`self._grad = self.compute_grad`)
+    passed: dict[tuple[str, str], str] = field(default_factory=dict)  # (method, parameter) ->
+    # the method a call of it hands there (`self.run_epoch(step_fn=self.train_step)`)
     walked: set[str] = field(default_factory=set)  # walked so far
     facts: dict[str, Facts] = field(default_factory=dict)  # what each does outside its loops
     sites: list[LoopCall] = field(default_factory=list)  # the calls of them

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from .facts import OPTIM, Val, device_parameters, optim_name, purpose, terminal
-from .operands import factors
+from .operands import CONTAINER, factors
 from .part import Part
 from .scopes import Frame, Loop
 
@@ -213,6 +213,8 @@ def _roots(expr: ast.expr | None, first: bool = True) -> set[str]:
             expr = expr.args[0] if expr.func.attr == "scale" else expr.func.value
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             expr = expr.func.value
+        elif isinstance(expr, ast.Subscript):  # loss["loss"]: the mapping holds the loss
+            return {n + CONTAINER for n in _roots(expr.value, first) if CONTAINER not in n}
         else:
             return set()
     return set()

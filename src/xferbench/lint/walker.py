@@ -31,9 +31,10 @@ from .facts import (
     Val,
     dotted,
 )
+from .members import DEVICE_DICT
 from .operands import CONTAINER
 from .part import Part
-from .records import FnOf
+from .records import DictOf, FnOf
 from .scopes import Frame, Loop
 from .steps import data_like, lossy_names
 
@@ -127,9 +128,11 @@ class Walker(Part):
     def bind_key(self, key: str, v: Val) -> None:
         frame = self.st.frame
         for name, kind in ((key, TENSOR), (key + CONTAINER, UNKNOWN)):
-            if name in frame.lossy and v.where == NOWHERE and v.kind in (UNKNOWN, TENSOR) and \
+            if name in frame.lossy and v.where == NOWHERE and (v.kind in (UNKNOWN, TENSOR) or (
+                    kind == UNKNOWN and isinstance(v.tag, DictOf))) and \
                     any(lo <= self.st.line <= hi for lo, hi in frame.lossy[name]):
-                v = Val(kind, ON_DEVICE)  # backward() is called on it (or on what it makes)
+                # backward() is called on it (or on what it makes, or on one of its values)
+                v = DEVICE_DICT if isinstance(v.tag, DictOf) else Val(kind, ON_DEVICE)
         for journal in frame.journals:
             if key not in journal:
                 journal[key] = frame.env.get(key)
@@ -178,8 +181,14 @@ class Walker(Part):
             if key is not None:
                 self.bind_key(key, v)
         elif isinstance(target, ast.Subscript):
-            self.an.exprs.ev(target.value)
+            held = self.an.exprs.ev(target.value)
             self.an.exprs.ev(target.slice)
+            key = dotted(target.value)
+            if key is not None and key.startswith("self.") and v.tensorish and not (
+                    held.tensorish or held.where == ON_HOST):
+                # self.losses["total"] = loss: the class keeps device values there for its
+                # other methods (a local dict is left alone: what it is handed to may read it)
+                self.bind_key(key, DEVICE_DICT)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, NOTHING)
 
